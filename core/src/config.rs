@@ -1,0 +1,191 @@
+//! [`ArrayConfig`]: the single description of one accelerator instance.
+
+use crate::numeric::{ACC_BITS, MAX_K};
+
+/// Size and formats of one systolic-array accelerator. The HDL generator, the register map
+/// constants (read back from `regmap::CONFIG`) and the host's tiler are all derived from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ArrayConfig {
+    /// Rows and columns of processing elements (the array is square, `size x size`).
+    pub size: usize,
+    /// Width of input and output words in bits (the hardware supports 16).
+    pub word_bits: u32,
+    /// Width of each processing element's accumulator in bits (48).
+    pub acc_bits: u32,
+    /// Default fractional bits of a tensor when the host has no better choice.
+    pub frac_bits: u32,
+    /// Rows (K entries) of each of the two A and two B buffer banks. Dot products longer than
+    /// this run as several chunks that accumulate in place, so it limits speed, not K.
+    pub buffer_depth: usize,
+}
+
+/// Why an [`ArrayConfig`] was rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// `size` is outside `2..=64`.
+    Size(usize),
+    /// `word_bits` is not 16 (the only width the hardware multiplier supports).
+    WordBits(u32),
+    /// `acc_bits` is not 48.
+    AccBits(u32),
+    /// `frac_bits` is not below `word_bits`.
+    FracBits(u32),
+    /// `buffer_depth` is not a power of two in `16..=65536`.
+    BufferDepth(usize),
+}
+
+impl core::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ConfigError::Size(n) => write!(f, "array size {n} is not supported: choose 2 to 64 (4, 8, 16 and 32 are tested)"),
+            ConfigError::WordBits(w) => write!(f, "word width {w} bits is not supported: the processing element multiplies 16-bit words"),
+            ConfigError::AccBits(a) => write!(f, "accumulator width {a} bits is not supported: the contract fixes it at {ACC_BITS}"),
+            ConfigError::FracBits(b) => write!(f, "{b} fractional bits do not fit a 16-bit word: choose 0 to 15"),
+            ConfigError::BufferDepth(d) => write!(f, "buffer depth {d} is not a power of two between 16 and 65536"),
+        }
+    }
+}
+
+impl ArrayConfig {
+    /// The default configuration for a `size x size` array: 16-bit words, 48-bit accumulators,
+    /// 8 fractional bits, 512-row buffer banks.
+    pub const fn square(size: usize) -> Self {
+        ArrayConfig {
+            size,
+            word_bits: 16,
+            acc_bits: ACC_BITS,
+            frac_bits: 8,
+            buffer_depth: 512,
+        }
+    }
+
+    /// Builds and checks a configuration.
+    pub const fn new(
+        size: usize,
+        frac_bits: u32,
+        buffer_depth: usize,
+    ) -> Result<Self, ConfigError> {
+        let c = ArrayConfig {
+            size,
+            word_bits: 16,
+            acc_bits: ACC_BITS,
+            frac_bits,
+            buffer_depth,
+        };
+        match c.validate() {
+            Ok(()) => Ok(c),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Checks every field; the HDL generator and the devices call this before using a config.
+    pub const fn validate(&self) -> Result<(), ConfigError> {
+        if self.size < 2 || self.size > 64 {
+            return Err(ConfigError::Size(self.size));
+        }
+        if self.word_bits != 16 {
+            return Err(ConfigError::WordBits(self.word_bits));
+        }
+        if self.acc_bits != ACC_BITS {
+            return Err(ConfigError::AccBits(self.acc_bits));
+        }
+        if self.frac_bits >= self.word_bits {
+            return Err(ConfigError::FracBits(self.frac_bits));
+        }
+        if !self.buffer_depth.is_power_of_two()
+            || self.buffer_depth < 16
+            || self.buffer_depth > 65536
+        {
+            return Err(ConfigError::BufferDepth(self.buffer_depth));
+        }
+        Ok(())
+    }
+
+    /// Bits of a buffer row address within one bank (`log2(buffer_depth)`).
+    pub const fn row_addr_bits(&self) -> u32 {
+        self.buffer_depth.trailing_zeros()
+    }
+
+    /// Bits needed to count to `size` rows of an output tile.
+    pub const fn tile_row_bits(&self) -> u32 {
+        usize::BITS - (self.size - 1).leading_zeros()
+    }
+
+    /// Longest dot product the numeric contract accepts.
+    pub const fn max_k(&self) -> usize {
+        MAX_K
+    }
+
+    /// The value the hardware reports in `regmap::CONFIG`, so a host can check it is talking
+    /// to the array it thinks it is.
+    pub const fn config_word(&self) -> u32 {
+        (self.size as u32)
+            | (self.word_bits << 8)
+            | (self.acc_bits << 16)
+            | (self.row_addr_bits() << 24)
+    }
+
+    /// Decodes [`Self::config_word`] (the default fractional bits are not in hardware: 0 here).
+    pub const fn from_config_word(word: u32) -> Self {
+        ArrayConfig {
+            size: (word & 0xFF) as usize,
+            word_bits: (word >> 8) & 0xFF,
+            acc_bits: (word >> 16) & 0xFF,
+            frac_bits: 0,
+            buffer_depth: 1usize << ((word >> 24) & 0x1F),
+        }
+    }
+
+    /// A short name used for generated files and Verilator prefixes, e.g. `sa8x8_d512`.
+    pub fn name(&self) -> ConfigName {
+        ConfigName {
+            size: self.size,
+            depth: self.buffer_depth,
+        }
+    }
+}
+
+/// Display helper returned by [`ArrayConfig::name`] (no allocation: the crate is `no_std`).
+#[derive(Clone, Copy, Debug)]
+pub struct ConfigName {
+    size: usize,
+    depth: usize,
+}
+
+impl core::fmt::Display for ConfigName {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "sa{}x{}_d{}", self.size, self.size, self.depth)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate_and_round_trip() {
+        for n in [4, 8, 16, 32] {
+            let c = ArrayConfig::square(n);
+            assert_eq!(c.validate(), Ok(()));
+            let back = ArrayConfig::from_config_word(c.config_word());
+            assert_eq!(
+                (back.size, back.word_bits, back.acc_bits, back.buffer_depth),
+                (n, 16, 48, 512)
+            );
+        }
+        assert_eq!(ArrayConfig::square(8).row_addr_bits(), 9);
+        assert_eq!(ArrayConfig::square(8).tile_row_bits(), 3);
+        assert_eq!(ArrayConfig::square(5).tile_row_bits(), 3);
+    }
+
+    #[test]
+    fn bad_configs_are_named() {
+        assert_eq!(ArrayConfig::new(1, 8, 512), Err(ConfigError::Size(1)));
+        assert_eq!(ArrayConfig::new(8, 16, 512), Err(ConfigError::FracBits(16)));
+        assert_eq!(
+            ArrayConfig::new(8, 8, 500),
+            Err(ConfigError::BufferDepth(500))
+        );
+    }
+}

@@ -1,0 +1,22 @@
+//! `systole-core`: the one place every other crate takes its facts from.
+//!
+//! * [`config::ArrayConfig`] — array size, word and accumulator widths, default fractional bits
+//!   and buffer depth. The HDL generator, the register map the firmware uses and the host all
+//!   derive from it.
+//! * [`regmap`] — the accelerator's register addresses and bit fields.
+//! * [`numeric`] — the scalar primitives of the numeric contract (rounding, saturation, the
+//!   stochastic-rounding LFSR). The contract itself is written down in the golden model's docs
+//!   (`systole::golden`), which is built from these primitives.
+//! * [`bus::AcceleratorBus`] — the narrow interface to one accelerator instance (registers plus
+//!   row-wide buffer ports), implemented by the Verilator model and by the firmware's MMIO layer.
+#![no_std]
+#![deny(missing_docs, unsafe_code)]
+
+pub mod bus;
+pub mod config;
+pub mod numeric;
+pub mod regmap;
+
+pub use bus::AcceleratorBus;
+pub use config::{ArrayConfig, ConfigError};
+pub use numeric::{Lfsr32, Rounding};

@@ -1,0 +1,328 @@
+//! Scalar primitives of the numeric contract.
+//!
+//! The contract in words (the full text, with examples, is in `systole::golden`):
+//!
+//! * Words are signed two's-complement, `word_bits` wide (16 by default); a tensor's value is
+//!   `word / 2^frac` where `frac` is chosen per tensor by the host (dynamic fixed point).
+//! * Products are exact (`16 x 16 -> 32` bits) and summed exactly in an accumulator of
+//!   [`ACC_BITS`] = 48 bits, like a DSP48's P register. A dot product of length
+//!   `K <= MAX_K` = 2^17 cannot overflow it: `|a*b| <= 2^30` and `2^17 * 2^30 = 2^47`.
+//! * Each output is converted once: shifted right by `shift = frac_a + frac_b - frac_out`
+//!   (`0..=MAX_SHIFT`) with one of three [`Rounding`] modes, then saturated to the word range.
+//! * Stochastic rounding adds the low `shift` bits of a [`Lfsr32`] state before the floor shift.
+//!   Which LFSR state each output uses is fixed by [`tile_seed`], [`lane_seed`] and the stepping
+//!   order documented on them, so hardware and golden model agree bit for bit.
+
+/// Accumulator width in bits (a DSP48E1 P register is 48 bits).
+pub const ACC_BITS: u32 = 48;
+/// Longest dot product the contract accepts: `2^17 * 2^30 = 2^47` fits the 48-bit accumulator.
+pub const MAX_K: usize = 1 << 17;
+/// Largest right shift an output conversion accepts (the LFSR supplies 32 random bits).
+pub const MAX_SHIFT: u32 = 32;
+/// Smallest value of the 48-bit accumulator.
+pub const ACC_MIN: i64 = -(1i64 << (ACC_BITS - 1));
+/// Largest value of the 48-bit accumulator.
+pub const ACC_MAX: i64 = (1i64 << (ACC_BITS - 1)) - 1;
+
+/// How an accumulator is rounded when it is shifted down to the output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[repr(u8)]
+pub enum Rounding {
+    /// Drop the low bits: two's-complement truncation, i.e. round toward minus infinity (floor).
+    Truncate = 0,
+    /// Round to the nearest value; exact halves go to the even neighbour.
+    #[default]
+    NearestEven = 1,
+    /// Add `shift` uniformly random bits from the LFSR, then floor: rounds up with probability
+    /// equal to the dropped fraction, so the expected result is the exact value.
+    Stochastic = 2,
+}
+
+impl Rounding {
+    /// All modes, in register-encoding order.
+    pub const ALL: [Rounding; 3] = [
+        Rounding::Truncate,
+        Rounding::NearestEven,
+        Rounding::Stochastic,
+    ];
+
+    /// The register encoding (see `regmap::ROUNDING`).
+    pub const fn code(self) -> u32 {
+        self as u32
+    }
+
+    /// Decodes a register value; `None` for an unknown code.
+    pub const fn from_code(code: u32) -> Option<Rounding> {
+        match code {
+            0 => Some(Rounding::Truncate),
+            1 => Some(Rounding::NearestEven),
+            2 => Some(Rounding::Stochastic),
+            _ => None,
+        }
+    }
+
+    /// The name used on the command line and in reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Rounding::Truncate => "truncate",
+            Rounding::NearestEven => "nearest",
+            Rounding::Stochastic => "stochastic",
+        }
+    }
+
+    /// Parses a command-line name (`truncate`, `nearest`/`rne`, `stochastic`/`sr`).
+    pub fn parse(name: &str) -> Option<Rounding> {
+        match name {
+            "truncate" | "trunc" | "floor" => Some(Rounding::Truncate),
+            "nearest" | "rne" | "nearest-even" => Some(Rounding::NearestEven),
+            "stochastic" | "sr" => Some(Rounding::Stochastic),
+            _ => None,
+        }
+    }
+}
+
+/// Feedback mask of the contract's LFSR: x^32 + x^22 + x^2 + x + 1 (a maximal-length
+/// polynomial), in right-shifting Galois form.
+pub const LFSR_TAPS: u32 = 0x8020_0003;
+
+/// The contract's 32-bit Galois LFSR.
+///
+/// One step: `lsb = s & 1; s >>= 1; if lsb == 1 { s ^= LFSR_TAPS }`. The state is never zero.
+/// In hardware this is one register and a few XOR gates per column of the array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lfsr32 {
+    state: u32,
+}
+
+impl Lfsr32 {
+    /// Starts from `seed`; a zero seed (the LFSR's one dead state) is replaced by 1.
+    pub const fn new(seed: u32) -> Self {
+        Lfsr32 {
+            state: if seed == 0 { 1 } else { seed },
+        }
+    }
+
+    /// The current state.
+    pub const fn state(&self) -> u32 {
+        self.state
+    }
+
+    /// Advances one step and returns the new state.
+    #[inline]
+    pub fn step(&mut self) -> u32 {
+        let lsb = self.state & 1;
+        self.state >>= 1;
+        if lsb == 1 {
+            self.state ^= LFSR_TAPS;
+        }
+        self.state
+    }
+}
+
+/// Multiplier used to give each lane a distinct LFSR seed (the 32-bit golden-ratio constant).
+pub const LANE_SEED_MUL: u32 = 0x9E37_79B9;
+
+/// Seed of the LFSR that converts column `lane` of an output tile.
+///
+/// `lane_seed(s, c) = s XOR (LANE_SEED_MUL * (c + 1) mod 2^32)`, with 0 replaced by 1.
+/// In hardware `LANE_SEED_MUL * (c + 1)` is a constant per column, computed at generation time.
+pub const fn lane_seed(tile_seed: u32, lane: u32) -> u32 {
+    let s = tile_seed ^ LANE_SEED_MUL.wrapping_mul(lane + 1);
+    if s == 0 {
+        1
+    } else {
+        s
+    }
+}
+
+/// Seed the host writes for the output tile whose top-left element is `(row0, col0)` in an
+/// operation seeded with `op_seed`.
+///
+/// Stepping order (the part of the contract hardware must follow): each tile of `n x n`
+/// outputs has one LFSR per column `c`, started at `lane_seed(tile_seed, c)`; rows are converted
+/// in order `r = 0, 1, .., n-1` and the LFSR steps once *before* each conversion, in every
+/// rounding mode, including rows that are padding outside the matrix. So output `(r, c)` of the
+/// tile uses the state after `r + 1` steps.
+pub const fn tile_seed(op_seed: u32, row0: u32, col0: u32) -> u32 {
+    // splitmix32-style finaliser over the three inputs: cheap, and nearby tiles get unrelated
+    // seeds. Computed by the host only, so the hardware never needs it.
+    let mut x = op_seed ^ row0.wrapping_mul(0x85EB_CA6B) ^ col0.wrapping_mul(0xC2B2_AE35);
+    x ^= x >> 16;
+    x = x.wrapping_mul(0x7FEB_352D);
+    x ^= x >> 15;
+    x = x.wrapping_mul(0x846C_A68B);
+    x ^= x >> 16;
+    if x == 0 {
+        1
+    } else {
+        x
+    }
+}
+
+/// Smallest value of a signed `word_bits`-wide word.
+pub const fn word_min(word_bits: u32) -> i64 {
+    -(1i64 << (word_bits - 1))
+}
+
+/// Largest value of a signed `word_bits`-wide word.
+pub const fn word_max(word_bits: u32) -> i64 {
+    (1i64 << (word_bits - 1)) - 1
+}
+
+/// Saturates `v` to the signed `word_bits`-wide range.
+#[inline]
+pub const fn saturate(v: i64, word_bits: u32) -> i64 {
+    let lo = word_min(word_bits);
+    let hi = word_max(word_bits);
+    if v < lo {
+        lo
+    } else if v > hi {
+        hi
+    } else {
+        v
+    }
+}
+
+/// Shifts `acc` right by `shift` bits with `rounding`, without saturating.
+///
+/// `random` is the LFSR state for this output; only its low `shift` bits are used, and only by
+/// [`Rounding::Stochastic`]. `acc` must lie in the 48-bit accumulator range and
+/// `shift <= MAX_SHIFT`; the sum `acc + random_bits` is formed in 49 bits, so it never wraps.
+#[inline]
+pub const fn round_shift(acc: i64, shift: u32, rounding: Rounding, random: u32) -> i64 {
+    if shift == 0 {
+        return acc;
+    }
+    let mask: i64 = (1i64 << shift) - 1;
+    match rounding {
+        Rounding::Truncate => acc >> shift,
+        Rounding::NearestEven => {
+            let q = acc >> shift;
+            let rem = acc & mask;
+            let half = 1i64 << (shift - 1);
+            if rem > half || (rem == half && (q & 1) == 1) {
+                q + 1
+            } else {
+                q
+            }
+        }
+        Rounding::Stochastic => (acc + (random as i64 & mask)) >> shift,
+    }
+}
+
+/// The whole output conversion: [`round_shift`] then [`saturate`] to `word_bits`.
+#[inline]
+pub const fn convert(acc: i64, shift: u32, rounding: Rounding, random: u32, word_bits: u32) -> i64 {
+    saturate(round_shift(acc, shift, rounding, random), word_bits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lfsr_known_first_steps() {
+        // Worked by hand: 1 -> lsb 1, 0 ^ taps = 0x80200003; lsb 1 -> 0x40100001 ^ taps = 0xC0300002;
+        // lsb 0 -> 0x60180001.
+        let mut l = Lfsr32::new(1);
+        assert_eq!(l.step(), 0x8020_0003);
+        assert_eq!(l.step(), 0xC030_0002);
+        assert_eq!(l.step(), 0x6018_0001);
+        assert_eq!(Lfsr32::new(0).state(), 1);
+    }
+
+    #[test]
+    fn lfsr_does_not_cycle_early() {
+        let mut l = Lfsr32::new(0xDEAD_BEEF);
+        let start = l.state();
+        for _ in 0..1_000_000 {
+            assert_ne!(l.step(), start);
+            assert_ne!(l.state(), 0);
+        }
+    }
+
+    #[test]
+    fn nearest_even_ties() {
+        // 2.5 -> 2, 3.5 -> 4, -2.5 -> -2, -3.5 -> -4 (shift 1: values are doubled)
+        assert_eq!(round_shift(5, 1, Rounding::NearestEven, 0), 2);
+        assert_eq!(round_shift(7, 1, Rounding::NearestEven, 0), 4);
+        assert_eq!(round_shift(-5, 1, Rounding::NearestEven, 0), -2);
+        assert_eq!(round_shift(-7, 1, Rounding::NearestEven, 0), -4);
+        // 2.75 -> 3, -2.75 -> -3, 2.25 -> 2
+        assert_eq!(round_shift(11, 2, Rounding::NearestEven, 0), 3);
+        assert_eq!(round_shift(-11, 2, Rounding::NearestEven, 0), -3);
+        assert_eq!(round_shift(9, 2, Rounding::NearestEven, 0), 2);
+    }
+
+    #[test]
+    fn truncate_is_floor() {
+        assert_eq!(round_shift(-1, 4, Rounding::Truncate, 0), -1);
+        assert_eq!(round_shift(15, 4, Rounding::Truncate, 0), 0);
+        assert_eq!(round_shift(-17, 4, Rounding::Truncate, 0), -2);
+    }
+
+    #[test]
+    fn stochastic_uses_low_bits_only() {
+        // 0.25 in units of 2^-2: rounds up only when the two random bits sum past the fraction.
+        assert_eq!(round_shift(1, 2, Rounding::Stochastic, 0b00), 0);
+        assert_eq!(round_shift(1, 2, Rounding::Stochastic, 0b10), 0);
+        assert_eq!(round_shift(1, 2, Rounding::Stochastic, 0b11), 1);
+        assert_eq!(round_shift(1, 2, Rounding::Stochastic, 0xFFFF_FFFC), 0);
+        // Full 32-bit shift of the accumulator extremes does not wrap.
+        assert_eq!(
+            round_shift(ACC_MAX, 32, Rounding::Stochastic, u32::MAX),
+            (ACC_MAX + u32::MAX as i64) >> 32
+        );
+        assert_eq!(
+            round_shift(ACC_MIN, 32, Rounding::Stochastic, u32::MAX),
+            -32768
+        );
+    }
+
+    #[test]
+    fn saturation_both_ways_and_most_negative() {
+        assert_eq!(convert(1 << 40, 8, Rounding::Truncate, 0, 16), 32767);
+        assert_eq!(convert(-(1 << 40), 8, Rounding::Truncate, 0, 16), -32768);
+        // (-32768)*(-32768) = 2^30 with shift 15 is 32768: one past the top, saturates.
+        assert_eq!(convert(1 << 30, 15, Rounding::NearestEven, 0, 16), 32767);
+        assert_eq!(
+            convert(-(1 << 30), 15, Rounding::NearestEven, 0, 16),
+            -32768
+        );
+        // Rounding up into overflow saturates instead of wrapping.
+        assert_eq!(
+            convert((32767 << 1) + 1, 1, Rounding::NearestEven, 0, 16),
+            32767
+        );
+    }
+
+    #[test]
+    fn seeds_are_nonzero_and_distinct_per_lane() {
+        let t = tile_seed(7, 0, 8);
+        assert_ne!(t, tile_seed(7, 8, 0));
+        assert_ne!(lane_seed(t, 0), lane_seed(t, 1));
+        assert_eq!(lane_seed(LANE_SEED_MUL, 0), 1);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn round_shift_matches_f64(acc in ACC_MIN..=ACC_MAX, shift in 1u32..=32) {
+            let exact = acc as f64 / (1u64 << shift) as f64;
+            let t = round_shift(acc, shift, Rounding::Truncate, 0);
+            proptest::prop_assert_eq!(t as f64, exact.floor());
+            let n = round_shift(acc, shift, Rounding::NearestEven, 0);
+            // Values here are below 2^48, so f64 holds them and exact halves are exact.
+            let (fl, fr) = (exact.floor(), exact - exact.floor());
+            let want = if fr > 0.5 || (fr == 0.5 && (fl as i64) & 1 == 1) { fl + 1.0 } else { fl };
+            proptest::prop_assert_eq!(n as f64, want);
+        }
+
+        #[test]
+        fn stochastic_is_floor_or_ceil(acc in ACC_MIN..=ACC_MAX, shift in 1u32..=32, r: u32) {
+            let s = round_shift(acc, shift, Rounding::Stochastic, r);
+            let f = acc >> shift;
+            let exact_int = acc & ((1i64 << shift) - 1) == 0;
+            if exact_int { proptest::prop_assert_eq!(s, f) } else { proptest::prop_assert!(s == f || s == f + 1) }
+        }
+    }
+}

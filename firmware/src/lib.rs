@@ -1,0 +1,1 @@
+//! systole-firmware (being written).

@@ -1,0 +1,1 @@
+//! systole-hdl (being written).

@@ -1,0 +1,110 @@
+//! [`Device`]: where the trainer's matrix products run.
+//!
+//! Backends: [`golden::GoldenDevice`] (the golden model on the host CPU), `verilator` (the
+//! generated HDL simulated by Verilator) and `serial` (a board, real or simulated, behind a
+//! serial port). Every backend exists in every build; one that was not built returns
+//! [`DeviceError::NotBuilt`] saying how to get it. All of them must return results that equal
+//! the golden model bit for bit; the shared test body in `tests/tests/device_conformance.rs`
+//! runs on each.
+
+pub mod golden;
+
+use crate::golden::{NumericError, OutputSpec};
+use crate::tensor::QMatrix;
+use systole_core::ArrayConfig;
+
+/// Counters a device keeps across operations (since creation or [`Device::reset_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceStats {
+    /// Operations run.
+    pub ops: u64,
+    /// Multiply-accumulates requested (`M * K * N` summed over matmuls).
+    pub macs: u64,
+    /// Simulated clock cycles (0 where the backend has no clock).
+    pub cycles: u64,
+    /// Cycles in which the array consumed a K step (0 where the backend has no clock).
+    pub mac_cycles: u64,
+    /// Bytes sent to the device (words and register traffic).
+    pub bytes_to_device: u64,
+    /// Bytes read back from the device.
+    pub bytes_from_device: u64,
+}
+
+/// Why a device operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeviceError {
+    /// The operands break the numeric contract.
+    #[error(transparent)]
+    Numeric(#[from] NumericError),
+    /// The backend was not compiled into this build.
+    #[error("the {backend} backend is not available in this build: {how_to_fix}")]
+    NotBuilt {
+        /// Backend name.
+        backend: &'static str,
+        /// What to install or rebuild.
+        how_to_fix: String,
+    },
+    /// The backend cannot run this configuration or operation.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The device or the link to it failed; the operation produced no result.
+    #[error("device failure: {0}")]
+    Transport(String),
+    /// An unknown `--device` value.
+    #[error(
+        "unknown device '{0}': use golden, verilator or serial:PATH (e.g. serial:/dev/ttyUSB0)"
+    )]
+    UnknownDevice(String),
+}
+
+/// An accelerator (or a stand-in for one) that runs the numeric contract's operations.
+pub trait Device {
+    /// Human-readable name, e.g. `golden 8x8` or `verilator 8x8`.
+    fn name(&self) -> String;
+
+    /// The array configuration this device implements (fixes stochastic rounding order).
+    fn config(&self) -> &ArrayConfig;
+
+    /// `C = A·B` under `out`'s format and rounding.
+    fn matmul(
+        &mut self,
+        a: &QMatrix,
+        b: &QMatrix,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError>;
+
+    /// `C = A·Bᵀ`.
+    fn matmul_nt(
+        &mut self,
+        a: &QMatrix,
+        b: &QMatrix,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        self.matmul(a, &b.transpose(), out)
+    }
+
+    /// `C = Aᵀ·B`.
+    fn matmul_tn(
+        &mut self,
+        a: &QMatrix,
+        b: &QMatrix,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        self.matmul(&a.transpose(), b, out)
+    }
+
+    /// Counters since creation or the last reset.
+    fn stats(&self) -> DeviceStats;
+
+    /// Zeroes the counters.
+    fn reset_stats(&mut self);
+}
+
+/// Opens a device from a `--device` value: `golden`, `verilator` or `serial:PATH`.
+pub fn open(spec: &str, config: ArrayConfig) -> Result<Box<dyn Device>, DeviceError> {
+    match spec {
+        "golden" => Ok(Box::new(golden::GoldenDevice::new(config)?)),
+        other => Err(DeviceError::UnknownDevice(other.to_string())),
+    }
+}

@@ -1,0 +1,147 @@
+//! The bit-exact fixed-point golden model, and the numeric contract every device follows.
+//!
+//! # The numeric contract
+//!
+//! This is the one place the contract is written down; the HDL (`systole-hdl`), the firmware
+//! and every [`crate::device::Device`] follow it, and the tests hold them to it bit for bit.
+//!
+//! **Words.** Tensors hold signed two's-complement 16-bit words. A tensor's value is
+//! `word / 2^frac`, where `frac` (0 to 15) is chosen per tensor by the host: dynamic fixed
+//! point. The most negative word, -32768, is a legal value.
+//!
+//! **Products and accumulation.** `a * b` is exact (32 bits; the largest magnitude is
+//! `(-32768)^2 = 2^30`). A dot product is summed exactly in a 48-bit accumulator, as in a
+//! DSP48E1's P register. Since `K * 2^30 <= 2^47` for `K <= 2^17`, no dot product the contract
+//! accepts ([`systole_core::numeric::MAX_K`]) can overflow; longer ones are rejected with
+//! [`NumericError::KTooLong`]. The accumulator has `frac_a + frac_b` fractional bits.
+//!
+//! **One conversion per output.** Each output is converted exactly once, from the exact
+//! accumulator to the output format with `frac_out` fractional bits:
+//! `shift = frac_a + frac_b - frac_out` must be in `0..=32` ([`NumericError::Shift`] otherwise);
+//! the accumulator is shifted right by `shift` with the chosen [`Rounding`]:
+//!
+//! * `Truncate`: drop the low bits, i.e. floor (toward minus infinity; `-0.5` becomes `-1`).
+//! * `NearestEven`: nearest; an exact half goes to the even neighbour (`2.5 -> 2`, `3.5 -> 4`,
+//!   `-2.5 -> -2`).
+//! * `Stochastic`: add the low `shift` bits of a random 32-bit value `u`, then floor. The result
+//!   rounds up with probability equal to the dropped fraction, so its mean is the exact value.
+//!
+//! then saturated to `-32768..=32767` (never wrapped). Intermediate sums are formed wide enough
+//! never to wrap (49 bits for the stochastic addition).
+//!
+//! **Where stochastic bits come from.** From the 32-bit Galois LFSR
+//! [`systole_core::Lfsr32`] (polynomial `x^32 + x^22 + x^2 + x + 1`, mask `0x8020_0003`,
+//! right-shifting). Outputs are grouped into `n x n` tiles, `n` the array size
+//! (`ArrayConfig::size`), tile origins at multiples of `n`. The tile at `(i0, j0)` of an operation
+//! seeded with `seed` has tile seed `t = tile_seed(seed, i0, j0)`; column `c` of the tile has its
+//! own LFSR started at `lane_seed(t, c)`; the LFSR steps once before converting each row
+//! `r = 0..n` (padding rows included) and output `(i0 + r, j0 + c)` uses the state after `r + 1`
+//! steps. The LFSR steps in every mode (only `Stochastic` reads it). So results depend on the
+//! array size only in stochastic mode, and the golden model takes that size as `tile`.
+//!
+//! Host-side elementwise ops (bias add, ReLU, SGD updates) use the same conversion on the exact
+//! sum or product; their stochastic bits come from one LFSR seeded by the caller and stepped
+//! once per element in row-major order.
+
+mod matmul;
+
+pub use matmul::{matmul, matmul_acc, matmul_nt, matmul_tn, OutputSpec};
+
+use systole_core::Rounding;
+
+/// Why a golden-model operation was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NumericError {
+    /// Operand shapes do not fit together.
+    #[error("shape mismatch: {0}")]
+    Shape(String),
+    /// A dot product longer than the accumulator can hold exactly.
+    #[error("dot product of length {0} exceeds the contract's limit of 131072 (2^17): split the reduction on the host")]
+    KTooLong(usize),
+    /// The output needs a shift outside `0..=32`.
+    #[error("output shift {shift} (= input fractional bits {frac_in} - output fractional bits {frac_out}) is outside 0..=32: choose output fractional bits between {} and {frac_in}", frac_in.saturating_sub(32))]
+    Shift {
+        /// Computed shift (may be negative).
+        shift: i64,
+        /// Fractional bits of the accumulator (`frac_a + frac_b`).
+        frac_in: u32,
+        /// Requested output fractional bits.
+        frac_out: u32,
+    },
+    /// Fractional bits outside `0..=15`.
+    #[error("{0} fractional bits do not fit a 16-bit word: choose 0 to 15")]
+    FracBits(u32),
+    /// The tile size is zero.
+    #[error("tile size must be at least 1")]
+    Tile,
+}
+
+/// Computes and checks `shift = frac_in - frac_out`.
+pub fn output_shift(frac_in: u32, frac_out: u32) -> Result<u32, NumericError> {
+    let shift = frac_in as i64 - frac_out as i64;
+    if frac_out > 15 {
+        return Err(NumericError::FracBits(frac_out));
+    }
+    if !(0..=systole_core::numeric::MAX_SHIFT as i64).contains(&shift) {
+        return Err(NumericError::Shift {
+            shift,
+            frac_in,
+            frac_out,
+        });
+    }
+    Ok(shift as u32)
+}
+
+/// Converts a row-major `rows x cols` grid of exact accumulators to words, following the
+/// contract's tile-and-lane LFSR order with tiles of `tile x tile`.
+pub fn convert_tiled(
+    acc: &[i64],
+    rows: usize,
+    cols: usize,
+    shift: u32,
+    rounding: Rounding,
+    seed: u32,
+    tile: usize,
+) -> Result<Vec<i16>, NumericError> {
+    use systole_core::numeric::{convert, lane_seed, tile_seed, Lfsr32};
+    if tile == 0 {
+        return Err(NumericError::Tile);
+    }
+    assert_eq!(
+        acc.len(),
+        rows * cols,
+        "convert_tiled: accumulator grid has the wrong length"
+    );
+    let mut out = vec![0i16; rows * cols];
+    for i0 in (0..rows).step_by(tile) {
+        for j0 in (0..cols).step_by(tile) {
+            let t = tile_seed(seed, i0 as u32, j0 as u32);
+            for c in 0..tile.min(cols - j0) {
+                let mut lfsr = Lfsr32::new(lane_seed(t, c as u32));
+                // Rows past the matrix are padding: the LFSR still steps for them, but nothing
+                // after the last real row is used, so the loop can stop there.
+                for r in 0..tile.min(rows - i0) {
+                    let u = lfsr.step();
+                    let k = (i0 + r) * cols + j0 + c;
+                    out[k] = convert(acc[k], shift, rounding, u, 16) as i16;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Converts a row-major sequence of exact values with one LFSR stepped once per element:
+/// the rule for host-side elementwise ops.
+pub fn convert_sequential(values: &[i64], shift: u32, rounding: Rounding, seed: u32) -> Vec<i16> {
+    use systole_core::numeric::{convert, Lfsr32};
+    let mut lfsr = Lfsr32::new(seed);
+    values
+        .iter()
+        .map(|&v| {
+            let u = lfsr.step();
+            convert(v, shift, rounding, u, 16) as i16
+        })
+        .collect()
+}

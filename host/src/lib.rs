@@ -1,0 +1,10 @@
+//! Host side of systole: the bit-exact golden model ([`golden`]), the [`device::Device`]
+//! backends that run operations on an accelerator, and (in later modules) the trainer and CLI.
+#![deny(missing_docs)]
+
+pub mod device;
+pub mod golden;
+pub mod tensor;
+
+pub use systole_core::{ArrayConfig, Rounding};
+pub use tensor::QMatrix;

@@ -1,0 +1,95 @@
+//! [`QMatrix`]: a row-major matrix of fixed-point words with its own fractional bits
+//! (dynamic fixed point: each tensor has its own scale).
+
+use crate::golden::NumericError;
+
+/// A `rows x cols` matrix of signed 16-bit words, value of each = `word / 2^frac`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QMatrix {
+    /// Number of rows.
+    pub rows: usize,
+    /// Number of columns.
+    pub cols: usize,
+    /// Fractional bits shared by every element.
+    pub frac: u32,
+    /// `rows * cols` words, row-major.
+    pub data: Vec<i16>,
+}
+
+impl QMatrix {
+    /// A zero matrix.
+    pub fn zeros(rows: usize, cols: usize, frac: u32) -> Self {
+        QMatrix {
+            rows,
+            cols,
+            frac,
+            data: vec![0; rows * cols],
+        }
+    }
+
+    /// Wraps existing words; fails when `data.len() != rows * cols` or `frac > 15`.
+    pub fn from_vec(
+        rows: usize,
+        cols: usize,
+        frac: u32,
+        data: Vec<i16>,
+    ) -> Result<Self, NumericError> {
+        if data.len() != rows * cols {
+            return Err(NumericError::Shape(format!(
+                "{} words given for a {rows}x{cols} matrix (needs {})",
+                data.len(),
+                rows * cols
+            )));
+        }
+        if frac > 15 {
+            return Err(NumericError::FracBits(frac));
+        }
+        Ok(QMatrix {
+            rows,
+            cols,
+            frac,
+            data,
+        })
+    }
+
+    /// Quantizes real values to nearest-even with saturation.
+    pub fn from_f32(
+        rows: usize,
+        cols: usize,
+        frac: u32,
+        values: &[f32],
+    ) -> Result<Self, NumericError> {
+        let scale = (1u64 << frac) as f64;
+        let data = values
+            .iter()
+            .map(|&v| {
+                let x = (v as f64 * scale).round_ties_even();
+                x.clamp(i16::MIN as f64, i16::MAX as f64) as i16
+            })
+            .collect();
+        QMatrix::from_vec(rows, cols, frac, data)
+    }
+
+    /// The real values.
+    pub fn to_f32(&self) -> Vec<f32> {
+        let scale = 1.0 / (1u64 << self.frac) as f32;
+        self.data.iter().map(|&w| w as f32 * scale).collect()
+    }
+
+    /// Element `(r, c)`.
+    #[inline]
+    pub fn at(&self, r: usize, c: usize) -> i16 {
+        self.data[r * self.cols + c]
+    }
+
+    /// The transpose (same fractional bits).
+    pub fn transpose(&self) -> QMatrix {
+        let mut out = QMatrix::zeros(self.cols, self.rows, self.frac);
+        for r in 0..self.rows {
+            for c in 0..self.cols {
+                out.data[c * self.rows + r] = self.data[r * self.cols + c];
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,1 @@
+//! systole-sim (being written).
