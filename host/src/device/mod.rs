@@ -9,6 +9,7 @@
 
 pub mod golden;
 
+use crate::golden::conv::{self, Conv2dGeom};
 use crate::golden::{NumericError, OutputSpec};
 use crate::tensor::QMatrix;
 use systole_core::ArrayConfig;
@@ -92,6 +93,55 @@ pub trait Device {
         out: &OutputSpec,
     ) -> Result<QMatrix, DeviceError> {
         self.matmul(&a.transpose(), b, out)
+    }
+
+    /// Forward convolution (see `golden::conv` for layouts). The default lowers it on the host
+    /// to one matrix product on this device; a backend with a convolution unit overrides it.
+    fn conv2d_forward(
+        &mut self,
+        x: &QMatrix,
+        w: &QMatrix,
+        g: &Conv2dGeom,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let (p, q) = conv::forward_operands(x, w, g)?;
+        Ok(conv::rows_to_nchw(
+            &self.matmul(&p, &q, out)?,
+            g.batch,
+            g.out_ch,
+            g.out_h(),
+            g.out_w(),
+        ))
+    }
+
+    /// Gradient of a convolution with respect to its input.
+    fn conv2d_backward_input(
+        &mut self,
+        dy: &QMatrix,
+        w: &QMatrix,
+        g: &Conv2dGeom,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let (p, q) = conv::backward_input_operands(dy, w, g)?;
+        Ok(conv::rows_to_nchw(
+            &self.matmul(&p, &q, out)?,
+            g.batch,
+            g.in_ch,
+            g.in_h,
+            g.in_w,
+        ))
+    }
+
+    /// Gradient of a convolution with respect to its weights.
+    fn conv2d_backward_weights(
+        &mut self,
+        x: &QMatrix,
+        dy: &QMatrix,
+        g: &Conv2dGeom,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let (p, q) = conv::backward_weights_operands(x, dy, g)?;
+        self.matmul(&p, &q, out)
     }
 
     /// Counters since creation or the last reset.

@@ -43,8 +43,12 @@
 //! sum or product; their stochastic bits come from one LFSR seeded by the caller and stepped
 //! once per element in row-major order.
 
+pub mod conv;
+pub mod elementwise;
 mod matmul;
 
+pub use conv::{conv2d_backward_input, conv2d_backward_weights, conv2d_forward, Conv2dGeom};
+pub use elementwise::{bias_add, relu, relu_backward};
 pub use matmul::{matmul, matmul_acc, matmul_nt, matmul_tn, OutputSpec};
 
 use systole_core::Rounding;
@@ -145,3 +149,6 @@ pub fn convert_sequential(values: &[i64], shift: u32, rounding: Rounding, seed: 
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

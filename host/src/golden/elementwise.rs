@@ -1,0 +1,62 @@
+//! Host-side elementwise ops in the numeric contract: bias add, ReLU and its derivative.
+
+use super::{convert_sequential, output_shift, NumericError, OutputSpec};
+use crate::tensor::QMatrix;
+
+/// `y + bias`, with column `j` of `y` adding `bias[j / repeat]` (`repeat = 1` for a dense layer,
+/// `h·w` for a convolution's NCHW rows). The sum is exact in `max(frac_y, frac_bias)`
+/// fractional bits, then converted once to `out` (stochastic bits: one LFSR seeded with
+/// `out.seed`, stepped once per element in row-major order).
+pub fn bias_add(
+    y: &QMatrix,
+    bias: &QMatrix,
+    repeat: usize,
+    out: &OutputSpec,
+) -> Result<QMatrix, NumericError> {
+    if repeat == 0 || bias.rows != 1 || bias.cols * repeat != y.cols {
+        return Err(NumericError::Shape(format!(
+            "bias is {}x{} (repeated {repeat} times) but the tensor has {} columns",
+            bias.rows, bias.cols, y.cols
+        )));
+    }
+    let f = y.frac.max(bias.frac);
+    let shift = output_shift(f, out.frac)?;
+    let (sy, sb) = (f - y.frac, f - bias.frac);
+    let sums: Vec<i64> = y
+        .data
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| ((v as i64) << sy) + ((bias.data[(i % y.cols) / repeat] as i64) << sb))
+        .collect();
+    QMatrix::from_vec(
+        y.rows,
+        y.cols,
+        out.frac,
+        convert_sequential(&sums, shift, out.rounding, out.seed),
+    )
+}
+
+/// `max(x, 0)`: exact, same format.
+pub fn relu(x: &QMatrix) -> QMatrix {
+    QMatrix {
+        data: x.data.iter().map(|&v| v.max(0)).collect(),
+        ..x.clone()
+    }
+}
+
+/// Derivative of ReLU applied to an incoming gradient: `dy` where `x > 0`, else 0 (exact).
+pub fn relu_backward(dy: &QMatrix, x: &QMatrix) -> Result<QMatrix, NumericError> {
+    if dy.rows != x.rows || dy.cols != x.cols {
+        return Err(NumericError::Shape(format!(
+            "gradient is {}x{} but the ReLU input is {}x{}",
+            dy.rows, dy.cols, x.rows, x.cols
+        )));
+    }
+    let data = dy
+        .data
+        .iter()
+        .zip(&x.data)
+        .map(|(&d, &v)| if v > 0 { d } else { 0 })
+        .collect();
+    Ok(QMatrix { data, ..dy.clone() })
+}
