@@ -18,9 +18,8 @@ pub struct OutputSpec {
 
 /// Exact accumulators of `A·B`: `a.rows x b.cols`, row-major, `a.frac + b.frac` fractional bits.
 ///
-/// Computed with `f64` dgemm: every product (`<= 2^30`) and every partial sum (`< 2^47`) is an
-/// integer below `2^53`, so each is exact whatever order the kernel adds in, and the result
-/// equals the integer sum. This makes the golden model about as fast as the best float kernel.
+/// Computed by [`super::gemm::gemm_exact`] (AVX-512 VNNI where available, exact `f64` dgemm
+/// elsewhere); both equal the plain integer sum.
 pub fn matmul_acc(a: &QMatrix, b: &QMatrix) -> Result<Vec<i64>, NumericError> {
     if a.cols != b.rows {
         return Err(NumericError::Shape(format!(
@@ -31,33 +30,7 @@ pub fn matmul_acc(a: &QMatrix, b: &QMatrix) -> Result<Vec<i64>, NumericError> {
     if a.cols > MAX_K {
         return Err(NumericError::KTooLong(a.cols));
     }
-    let (m, k, n) = (a.rows, a.cols, b.cols);
-    let af: Vec<f64> = a.data.iter().map(|&x| x as f64).collect();
-    let bf: Vec<f64> = b.data.iter().map(|&x| x as f64).collect();
-    let mut cf = vec![0f64; m * n];
-    if m > 0 && n > 0 && k > 0 {
-        // SAFETY: the slices are exactly m*k, k*n and m*n long and the strides describe
-        // row-major layouts inside them.
-        unsafe {
-            matrixmultiply::dgemm(
-                m,
-                k,
-                n,
-                1.0,
-                af.as_ptr(),
-                k as isize,
-                1,
-                bf.as_ptr(),
-                n as isize,
-                1,
-                0.0,
-                cf.as_mut_ptr(),
-                n as isize,
-                1,
-            );
-        }
-    }
-    Ok(cf.into_iter().map(|x| x as i64).collect())
+    Ok(super::gemm::gemm_exact(&a.data, &b.data, a.rows, a.cols, b.cols))
 }
 
 /// `C = A·B` in the numeric contract; `tile` is the array size that fixes the stochastic

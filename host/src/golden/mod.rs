@@ -45,6 +45,7 @@
 
 pub mod conv;
 pub mod elementwise;
+pub mod gemm;
 mod matmul;
 
 pub use conv::{conv2d_backward_input, conv2d_backward_weights, conv2d_forward, Conv2dGeom};
