@@ -1,1 +1,44 @@
-//! systole-hdl (being written).
+//! `systole-hdl`: the rust-hdl blocks of the systole systolic-array accelerator and the Verilog
+//! generator used by the simulation and board flows.
+//!
+//! * [`pe`] processing element, [`array`] the `n x n` array with its input skew,
+//! * [`converter`] one output converter (shift, rounding, saturation, LFSR) per column,
+//! * [`buffers`] the double-buffered A, B and C lane RAMs,
+//! * [`controller`] command queue and K sequencer, [`regfile`] the register map,
+//! * [`top`] the core wiring them together.
+//!
+//! [`generate_verilog`] validates an [`ArrayConfig`], builds the core, checks it with rust-hdl's
+//! design rules, emits its Verilog (module `systole` and its submodules) and appends the module
+//! [`top_module_name`] (`top`), whose ports are exactly [`ports`]: address ports at the
+//! configuration's widths and row data as `n` separate 16-bit ports. hdl/PORTS.md documents them.
+
+pub mod array;
+pub mod board_top;
+pub mod buffers;
+pub mod controller;
+pub mod converter;
+pub mod pe;
+pub mod regfile;
+pub mod top;
+pub mod uart;
+
+mod verilog;
+
+pub use verilog::{generate_verilog, lint_waivers, ports, top_module_name, PortDir, PortInfo};
+
+use systole_core::ConfigError;
+
+/// Why Verilog could not be generated.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HdlError {
+    /// The array configuration is invalid.
+    #[error("invalid array configuration: {0}")]
+    Config(ConfigError),
+    /// A block was asked for with parameters it does not support.
+    #[error("unsupported block parameters: {0}")]
+    Block(String),
+    /// rust-hdl's design-rule check rejected the design (an internal bug, reported verbatim).
+    #[error("rust-hdl design check failed: {0}")]
+    Check(String),
+}

@@ -2,9 +2,17 @@
 //! backends that run operations on an accelerator, and (in later modules) the trainer and CLI.
 #![deny(missing_docs)]
 
+pub mod bench;
+pub mod board_sim;
+pub mod boards;
+pub mod cli;
+pub mod data;
 pub mod device;
 pub mod golden;
+pub mod plot;
+pub mod report;
 pub mod tensor;
+pub mod train;
 
 pub use systole_core::{ArrayConfig, Rounding};
 pub use tensor::QMatrix;

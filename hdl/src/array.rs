@@ -1,0 +1,195 @@
+//! The `n x n` output-stationary systolic array with its input skew.
+//!
+//! Row `r` of A enters the array `r` cycles late and column `c` of B `c` cycles late (the
+//! `DelayLine`s), so that A word `k` of row `r` and B word `k` of column `c` meet in PE `(r, c)`
+//! in the same cycle, `1 + r + c` cycles after the controller issued K step `k`. A words and
+//! the `valid`/`first`/`last` flags travel right, B words travel down. The captured results of
+//! column `c` leave through the top PE (`res_top[c]`) as the column's shadow chain shifts up,
+//! and `cap_bottom[c]` tells the column's converter when all `n` rows are captured.
+
+use crate::pe::Pe;
+use crate::HdlError;
+use rust_hdl_core::prelude::*;
+use rust_hdl_widgets::prelude::*;
+
+/// A chain of `len >= 1` registers.
+#[derive(LogicBlock)]
+pub struct DelayLine<T: Synth> {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Value entering the line.
+    pub d_in: Signal<In, T>,
+    /// `input` delayed `len` cycles.
+    pub d_out: Signal<Out, T>,
+    stages: Vec<DFF<T>>,
+    _len: usize,
+}
+
+impl<T: Synth> DelayLine<T> {
+    /// A delay of `len` clock cycles (at least 1).
+    pub fn new(len: usize) -> Result<Self, HdlError> {
+        if len == 0 {
+            return Err(HdlError::Block(
+                "a delay line needs at least one stage".into(),
+            ));
+        }
+        Ok(Self {
+            clock: Default::default(),
+            d_in: Default::default(),
+            d_out: Default::default(),
+            stages: (0..len).map(|_| DFF::default()).collect(),
+            _len: len,
+        })
+    }
+
+    /// One past the delay (a loop bound in the kernel).
+    fn len_end(&self) -> usize {
+        self._len + 1
+    }
+}
+
+impl<T: Synth> Logic for DelayLine<T> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        for i in 0..self._len {
+            self.stages[i].clock.next = self.clock.val();
+        }
+        self.stages[0].d.next = self.d_in.val();
+        for i in 1..self._len {
+            self.stages[i].d.next = self.stages[i - 1].q.val();
+        }
+        for i in self._len..self.len_end() {
+            self.d_out.next = self.stages[i - 1].q.val();
+        }
+    }
+}
+
+/// The systolic array (see the module docs). PE `(r, c)` is `pes[r * n + c]`.
+#[derive(LogicBlock)]
+pub struct Array {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Synchronous reset (clears the travelling flags).
+    pub reset: Signal<In, Bit>,
+    /// A word of K step `k` for row `r`, unskewed (straight from the A buffer lane `r`).
+    pub a_in: Vec<Signal<In, Signed<16>>>,
+    /// B word of K step `k` for column `c`, unskewed.
+    pub b_in: Vec<Signal<In, Signed<16>>>,
+    /// The words on `a_in`/`b_in` are a K step.
+    pub valid_in: Signal<In, Bit>,
+    /// First K step of a clearing command.
+    pub first_in: Signal<In, Bit>,
+    /// Last K step of an emitting command.
+    pub last_in: Signal<In, Bit>,
+    /// Per column: shift the shadow chain up on this edge.
+    pub shift_en: Vec<Signal<In, Bit>>,
+    /// Per column: the top of the shadow chain.
+    pub res_top: Vec<Signal<Out, Signed<48>>>,
+    /// Per column: the bottom PE captured (all rows of the column are captured).
+    pub cap_bottom: Vec<Signal<Out, Bit>>,
+    a_skew: Vec<DelayLine<Signed<16>>>,
+    v_skew: Vec<DelayLine<Bit>>,
+    f_skew: Vec<DelayLine<Bit>>,
+    l_skew: Vec<DelayLine<Bit>>,
+    b_skew: Vec<DelayLine<Signed<16>>>,
+    pes: Vec<Pe>,
+    zero: Constant<Signed<48>>,
+    _n: usize,
+}
+
+impl Array {
+    /// An `n x n` array, `2 <= n <= 64`.
+    pub fn new(n: usize) -> Result<Self, HdlError> {
+        if !(2..=64).contains(&n) {
+            return Err(HdlError::Block(format!(
+                "systolic array of size {n}: must be 2..=64"
+            )));
+        }
+        let sigs = |_| Signal::default();
+        Ok(Self {
+            clock: Default::default(),
+            reset: Default::default(),
+            a_in: (0..n).map(sigs).collect(),
+            b_in: (0..n).map(sigs).collect(),
+            valid_in: Default::default(),
+            first_in: Default::default(),
+            last_in: Default::default(),
+            shift_en: (0..n).map(|_| Signal::default()).collect(),
+            res_top: (0..n).map(|_| Signal::default()).collect(),
+            cap_bottom: (0..n).map(|_| Signal::default()).collect(),
+            a_skew: (1..n).map(DelayLine::new).collect::<Result<_, _>>()?,
+            v_skew: (1..n).map(DelayLine::new).collect::<Result<_, _>>()?,
+            f_skew: (1..n).map(DelayLine::new).collect::<Result<_, _>>()?,
+            l_skew: (1..n).map(DelayLine::new).collect::<Result<_, _>>()?,
+            b_skew: (1..n).map(DelayLine::new).collect::<Result<_, _>>()?,
+            pes: (0..n * n).map(|_| Pe::new()).collect(),
+            zero: Constant::new(Signed::default()),
+            _n: n,
+        })
+    }
+
+    /// One past the size (a loop bound in the kernel, which binds `n` through a one-pass loop).
+    fn n_end(&self) -> usize {
+        self._n + 1
+    }
+}
+
+impl Logic for Array {
+    #[hdl_gen]
+    fn update(&mut self) {
+        // Row/column 0 enter directly; line `i - 1` delays row/column `i` by `i` cycles.
+        for i in 1..self._n {
+            self.a_skew[i - 1].clock.next = self.clock.val();
+            self.v_skew[i - 1].clock.next = self.clock.val();
+            self.f_skew[i - 1].clock.next = self.clock.val();
+            self.l_skew[i - 1].clock.next = self.clock.val();
+            self.b_skew[i - 1].clock.next = self.clock.val();
+            self.a_skew[i - 1].d_in.next = self.a_in[i].val();
+            self.v_skew[i - 1].d_in.next = self.valid_in.val();
+            self.f_skew[i - 1].d_in.next = self.first_in.val();
+            self.l_skew[i - 1].d_in.next = self.last_in.val();
+            self.b_skew[i - 1].d_in.next = self.b_in[i].val();
+        }
+        // `n` is bound by a one-pass loop so that index expressions can use it.
+        for n in self._n..self.n_end() {
+            for r in 0..self._n {
+                for c in 0..self._n {
+                    self.pes[r * n + c].clock.next = self.clock.val();
+                    self.pes[r * n + c].reset.next = self.reset.val();
+                    self.pes[r * n + c].shift_en.next = self.shift_en[c].val();
+                }
+            }
+            self.pes[0].a_in.next = self.a_in[0].val();
+            self.pes[0].valid_in.next = self.valid_in.val();
+            self.pes[0].first_in.next = self.first_in.val();
+            self.pes[0].last_in.next = self.last_in.val();
+            self.pes[0].b_in.next = self.b_in[0].val();
+            for r in 1..self._n {
+                self.pes[r * n].a_in.next = self.a_skew[r - 1].d_out.val();
+                self.pes[r * n].valid_in.next = self.v_skew[r - 1].d_out.val();
+                self.pes[r * n].first_in.next = self.f_skew[r - 1].d_out.val();
+                self.pes[r * n].last_in.next = self.l_skew[r - 1].d_out.val();
+                self.pes[r].b_in.next = self.b_skew[r - 1].d_out.val();
+            }
+            for r in 0..self._n {
+                for c in 1..self._n {
+                    self.pes[r * n + c].a_in.next = self.pes[r * n + c - 1].a_out.val();
+                    self.pes[r * n + c].valid_in.next = self.pes[r * n + c - 1].valid_out.val();
+                    self.pes[r * n + c].first_in.next = self.pes[r * n + c - 1].first_out.val();
+                    self.pes[r * n + c].last_in.next = self.pes[r * n + c - 1].last_out.val();
+                }
+            }
+            for c in 0..self._n {
+                self.res_top[c].next = self.pes[c].res.val();
+                self.cap_bottom[c].next = self.pes[(n - 1) * n + c].captured.val();
+                self.pes[(n - 1) * n + c].res_in.next = self.zero.val();
+            }
+            for r in 1..self._n {
+                for c in 0..self._n {
+                    self.pes[r * n + c].b_in.next = self.pes[(r - 1) * n + c].b_out.val();
+                    self.pes[(r - 1) * n + c].res_in.next = self.pes[r * n + c].res.val();
+                }
+            }
+        }
+    }
+}

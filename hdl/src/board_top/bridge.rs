@@ -1,0 +1,428 @@
+//! The byte-protocol bridge of the board top (protocol in the parent module's docs).
+
+use rust_hdl_core::prelude::*;
+use rust_hdl_widgets::{dff::DFF, dff_setup};
+
+/// Opcode of "write register".
+pub const OP_WRITE_REG: u8 = b'W';
+/// Opcode of "read register".
+pub const OP_READ_REG: u8 = b'R';
+/// Opcode of "write A row".
+pub const OP_WRITE_A: u8 = b'A';
+/// Opcode of "write B row".
+pub const OP_WRITE_B: u8 = b'B';
+/// Opcode of "read C row".
+pub const OP_READ_C: u8 = b'C';
+/// Reply to an unknown opcode.
+pub const REPLY_UNKNOWN: u8 = b'?';
+
+/// Bridge states.
+#[derive(Copy, Clone, Debug, PartialEq, LogicState)]
+enum BridgeState {
+    /// Waiting for an opcode.
+    Idle,
+    /// Collecting header bytes into `args`.
+    Header,
+    /// Collecting row words into the lane chain.
+    Payload,
+    /// One cycle with the register or row strobe.
+    Exec,
+    /// The C row is valid: copy it into the lane chain.
+    Capture,
+    /// Sending the lane chain, high byte first.
+    Send,
+    /// Sending the one-byte reply held in `op`.
+    Ack,
+}
+
+/// The byte-protocol bridge (see the `board_top` module docs) for an array of `n` lanes.
+#[derive(LogicBlock)]
+pub struct UartBridge {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Synchronous reset, active high.
+    pub reset: Signal<In, Bit>,
+    /// Byte from the UART receiver.
+    pub rx_data: Signal<In, Bits<8>>,
+    /// `rx_data` is a new byte.
+    pub rx_valid: Signal<In, Bit>,
+    /// Byte to the UART transmitter.
+    pub tx_data: Signal<Out, Bits<8>>,
+    /// Start sending `tx_data`.
+    pub tx_start: Signal<Out, Bit>,
+    /// The transmitter is busy.
+    pub tx_busy: Signal<In, Bit>,
+    /// Register address.
+    pub reg_addr: Signal<Out, Bits<8>>,
+    /// Register write data.
+    pub reg_wdata: Signal<Out, Bits<32>>,
+    /// Register write strobe.
+    pub reg_we: Signal<Out, Bit>,
+    /// Register read data (combinational from `reg_addr`).
+    pub reg_rdata: Signal<In, Bits<32>>,
+    /// A row write strobe.
+    pub a_wr_en: Signal<Out, Bit>,
+    /// B row write strobe.
+    pub b_wr_en: Signal<Out, Bit>,
+    /// Bank of the A/B row write and of the C row read.
+    pub bank: Signal<Out, Bit>,
+    /// Row of the A/B write or the C read (the accelerator uses the low bits).
+    pub row: Signal<Out, Bits<16>>,
+    /// Row words for A/B writes, lane 0 first.
+    pub wr_data: Vec<Signal<Out, Signed<16>>>,
+    /// C row words from the accelerator, valid the cycle after the address edge.
+    pub c_rd_data: Vec<Signal<In, Signed<16>>>,
+    /// A command is in progress.
+    pub active: Signal<Out, Bit>,
+    state: DFF<BridgeState>,
+    op: DFF<Bits<8>>,
+    header_left: DFF<Bits<3>>,
+    args: DFF<Bits<40>>,
+    words_left: DFF<Bits<8>>,
+    high_byte: DFF<Bit>,
+    held: DFF<Bits<8>>,
+    /// Row words: a shift chain (new words enter at the top, lane 0 leaves at the bottom),
+    /// because rust-hdl kernels can only index with loop variables.
+    lanes: Vec<DFF<Bits<16>>>,
+    n: Constant<Bits<8>>,
+}
+
+impl UartBridge {
+    /// A bridge for `lanes` lanes (`2..=64`).
+    pub fn new(lanes: usize) -> Self {
+        assert!((2..=64).contains(&lanes), "lanes must be 2..=64");
+        Self {
+            clock: Default::default(),
+            reset: Default::default(),
+            rx_data: Default::default(),
+            rx_valid: Default::default(),
+            tx_data: Default::default(),
+            tx_start: Default::default(),
+            tx_busy: Default::default(),
+            reg_addr: Default::default(),
+            reg_wdata: Default::default(),
+            reg_we: Default::default(),
+            reg_rdata: Default::default(),
+            a_wr_en: Default::default(),
+            b_wr_en: Default::default(),
+            bank: Default::default(),
+            row: Default::default(),
+            wr_data: (0..lanes).map(|_| Default::default()).collect(),
+            c_rd_data: (0..lanes).map(|_| Default::default()).collect(),
+            active: Default::default(),
+            state: Default::default(),
+            op: Default::default(),
+            header_left: Default::default(),
+            args: Default::default(),
+            words_left: Default::default(),
+            high_byte: Default::default(),
+            held: Default::default(),
+            lanes: (0..lanes).map(|_| Default::default()).collect(),
+            n: Constant::new((lanes as u64).to_bits()),
+        }
+    }
+}
+
+impl Logic for UartBridge {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self,
+            clock,
+            state,
+            op,
+            header_left,
+            args,
+            words_left,
+            high_byte,
+            held
+        );
+        for i in 0..self.lanes.len() {
+            self.lanes[i].clock.next = self.clock.val();
+            self.lanes[i].d.next = self.lanes[i].q.val();
+            self.wr_data[i].next = signed_cast(self.lanes[i].q.val());
+        }
+        self.active.next = true;
+        self.reg_we.next = false;
+        self.a_wr_en.next = false;
+        self.b_wr_en.next = false;
+        self.tx_start.next = false;
+        self.tx_data.next = self.op.q.val();
+        self.bank.next = self.args.q.val().get_bit(16);
+        self.row.next = self.args.q.val().get_bits::<16>(0);
+        self.reg_wdata.next = self.args.q.val().get_bits::<32>(0);
+        if self.op.q.val() == 0x57 {
+            self.reg_addr.next = self.args.q.val().get_bits::<8>(32);
+        } else {
+            self.reg_addr.next = self.args.q.val().get_bits::<8>(0);
+        }
+        match self.state.q.val() {
+            BridgeState::Idle => {
+                self.active.next = false;
+                if self.rx_valid.val() {
+                    self.op.d.next = self.rx_data.val();
+                    self.state.d.next = BridgeState::Header;
+                    if self.rx_data.val() == 0x57 {
+                        self.header_left.d.next = 5.into();
+                    } else if self.rx_data.val() == 0x52 {
+                        self.header_left.d.next = 1.into();
+                    } else if (self.rx_data.val() == 0x41)
+                        | (self.rx_data.val() == 0x42)
+                        | (self.rx_data.val() == 0x43)
+                    {
+                        self.header_left.d.next = 3.into();
+                    } else {
+                        self.op.d.next = bits::<8>(0x3F);
+                        self.state.d.next = BridgeState::Ack;
+                    }
+                }
+            }
+            BridgeState::Header => {
+                if self.rx_valid.val() {
+                    self.args.d.next =
+                        (self.args.q.val() << 8) | bit_cast::<40, 8>(self.rx_data.val());
+                    self.header_left.d.next = self.header_left.q.val() - 1;
+                    if self.header_left.q.val() == 1 {
+                        if (self.op.q.val() == 0x41) | (self.op.q.val() == 0x42) {
+                            self.state.d.next = BridgeState::Payload;
+                            self.words_left.d.next = self.n.val();
+                            self.high_byte.d.next = true;
+                        } else {
+                            self.state.d.next = BridgeState::Exec;
+                        }
+                    }
+                }
+            }
+            BridgeState::Payload => {
+                if self.rx_valid.val() {
+                    if self.high_byte.q.val() {
+                        self.held.d.next = self.rx_data.val();
+                        self.high_byte.d.next = false;
+                    } else {
+                        for i in 0..(self.lanes.len() - 1) {
+                            self.lanes[i].d.next = self.lanes[i + 1].q.val();
+                        }
+                        for i in (self.lanes.len() - 1)..self.lanes.len() {
+                            self.lanes[i].d.next = (bit_cast::<16, 8>(self.held.q.val()) << 8)
+                                | bit_cast::<16, 8>(self.rx_data.val());
+                        }
+                        self.high_byte.d.next = true;
+                        self.words_left.d.next = self.words_left.q.val() - 1;
+                        if self.words_left.q.val() == 1 {
+                            self.state.d.next = BridgeState::Exec;
+                        }
+                    }
+                }
+            }
+            BridgeState::Exec => {
+                self.state.d.next = BridgeState::Ack;
+                if self.op.q.val() == 0x57 {
+                    self.reg_we.next = true;
+                } else if self.op.q.val() == 0x41 {
+                    self.a_wr_en.next = true;
+                } else if self.op.q.val() == 0x42 {
+                    self.b_wr_en.next = true;
+                } else if self.op.q.val() == 0x43 {
+                    // The C address is sampled on this edge; the words are valid after it.
+                    self.state.d.next = BridgeState::Capture;
+                } else {
+                    // Read register: send the 32-bit value as two 16-bit words.
+                    for i in 0..1 {
+                        self.lanes[i].d.next = self.reg_rdata.val().get_bits::<16>(16);
+                        self.lanes[i + 1].d.next = self.reg_rdata.val().get_bits::<16>(0);
+                    }
+                    self.words_left.d.next = 2.into();
+                    self.high_byte.d.next = true;
+                    self.state.d.next = BridgeState::Send;
+                }
+            }
+            BridgeState::Capture => {
+                for i in 0..self.lanes.len() {
+                    self.lanes[i].d.next = unsigned_cast(self.c_rd_data[i].val());
+                }
+                self.words_left.d.next = self.n.val();
+                self.high_byte.d.next = true;
+                self.state.d.next = BridgeState::Send;
+            }
+            BridgeState::Send => {
+                for i in 0..1 {
+                    if self.high_byte.q.val() {
+                        self.tx_data.next = self.lanes[i].q.val().get_bits::<8>(8);
+                    } else {
+                        self.tx_data.next = self.lanes[i].q.val().get_bits::<8>(0);
+                    }
+                }
+                if !self.tx_busy.val() {
+                    self.tx_start.next = true;
+                    self.high_byte.d.next = !self.high_byte.q.val();
+                    if !self.high_byte.q.val() {
+                        for i in 0..(self.lanes.len() - 1) {
+                            self.lanes[i].d.next = self.lanes[i + 1].q.val();
+                        }
+                        self.words_left.d.next = self.words_left.q.val() - 1;
+                        if self.words_left.q.val() == 1 {
+                            self.state.d.next = BridgeState::Idle;
+                        }
+                    }
+                }
+            }
+            BridgeState::Ack => {
+                // Send the opcode back (or '?').
+                if !self.tx_busy.val() {
+                    self.tx_start.next = true;
+                    self.state.d.next = BridgeState::Idle;
+                }
+            }
+        }
+        if self.reset.val() {
+            self.state.d.next = BridgeState::Idle;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const N: usize = 4;
+
+    /// Drives bytes into the bridge and plays the accelerator and the transmitter: records
+    /// every strobe the bridge raises and every byte it sends.
+    #[derive(Default, Debug, PartialEq)]
+    struct Seen {
+        reg_writes: Vec<(u64, u64)>,
+        a_rows: Vec<(bool, u64, Vec<i64>)>,
+        b_rows: Vec<(bool, u64, Vec<i64>)>,
+        sent: Vec<u8>,
+    }
+
+    /// Sends each command's bytes (one every fourth cycle, as a UART receiver would deliver
+    /// them) and waits for its reply of the given length before the next, as a host does.
+    fn run(commands: Vec<(Vec<u8>, usize)>) -> Seen {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Seen::default()));
+        let out = seen.clone();
+        let total: usize = commands.iter().map(|(c, r)| 4 * c.len() + 4 * r + 8).sum();
+        let mut sim = simple_sim!(UartBridge, clock, 1_000_000, ep, {
+            let mut x = ep.init()?;
+            x.reset.next = true;
+            wait_clock_cycles!(ep, clock, x, 2);
+            x.reset.next = false;
+            let mut log = out.lock().unwrap();
+            let mut bytes = commands.iter().flat_map(|(c, r)| {
+                c.iter()
+                    .enumerate()
+                    .map(move |(i, b)| (*b, if i + 1 == c.len() { *r } else { 0 }))
+            });
+            let mut gap = 0;
+            let mut wait_for = 0;
+            // A real reply byte takes ten bit times on the wire: the host's next byte never
+            // arrives in the cycle right after the bridge's last send.
+            let mut quiet = 0;
+            for _cycle in 0..total {
+                x.rx_valid.next = false;
+                if gap == 0 && log.sent.len() >= wait_for && quiet >= 2 {
+                    if let Some((b, reply)) = bytes.next() {
+                        x.rx_data.next = (b as u64).to_bits();
+                        x.rx_valid.next = true;
+                        wait_for += reply;
+                    }
+                    gap = 3;
+                } else if gap > 0 {
+                    gap -= 1;
+                }
+                // The accelerator: ID at register 0, the address itself elsewhere; the C row
+                // words encode bank, row and lane.
+                let addr = x.reg_addr.val().index() as u64;
+                x.reg_rdata.next = (if addr == 0 { 0x5359_5354 } else { addr }).to_bits();
+                for i in 0..N {
+                    let v =
+                        (x.bank.val() as i64) * 1000 + x.row.val().index() as i64 * 10 + i as i64;
+                    x.c_rd_data[i].next = (-v).to_signed_bits();
+                }
+                x.tx_busy.next = false;
+                wait_clock_cycle!(ep, clock, x);
+                let lanes = |x: &UartBridge| -> Vec<i64> {
+                    x.wr_data
+                        .iter()
+                        .map(|s| s.val().bigint().try_into().unwrap())
+                        .collect()
+                };
+                if x.reg_we.val() {
+                    let w = (
+                        x.reg_addr.val().index() as u64,
+                        x.reg_wdata.val().index() as u64,
+                    );
+                    log.reg_writes.push(w);
+                }
+                if x.a_wr_en.val() {
+                    log.a_rows
+                        .push((x.bank.val(), x.row.val().index() as u64, lanes(&x)));
+                }
+                if x.b_wr_en.val() {
+                    log.b_rows
+                        .push((x.bank.val(), x.row.val().index() as u64, lanes(&x)));
+                }
+                quiet += 1;
+                if x.tx_start.val() {
+                    log.sent.push(x.tx_data.val().index() as u8);
+                    quiet = 0;
+                }
+            }
+            drop(log);
+            ep.done(x)
+        });
+        let mut uut = UartBridge::new(N);
+        uut.connect_all();
+        sim.run(Box::new(uut), 1_000_000 * 10_000).unwrap();
+        std::sync::Arc::try_unwrap(seen)
+            .unwrap()
+            .into_inner()
+            .unwrap()
+    }
+
+    #[test]
+    fn register_write_and_read() {
+        let s = run(vec![
+            (vec![b'W', 0x0B, 0x00, 0x01, 0x02, 0x03], 1),
+            (vec![b'R', 0x00], 4),
+            (vec![b'R', 0x07], 4),
+        ]);
+        assert_eq!(s.reg_writes, vec![(0x0B, 0x0001_0203)]);
+        assert_eq!(s.sent, vec![b'W', 0x53, 0x59, 0x53, 0x54, 0, 0, 0, 7]);
+    }
+
+    #[test]
+    fn row_writes_and_c_read() {
+        let mut a = vec![b'A', 1, 0x01, 0x05];
+        for w in [1i16, -2, 300, -32768] {
+            a.extend(w.to_be_bytes());
+        }
+        let mut b = vec![b'B', 0, 0x00, 0x02];
+        for w in [7i16, 8, 9, 32767] {
+            b.extend(w.to_be_bytes());
+        }
+        let s = run(vec![
+            (a, 1),
+            (b, 1),
+            (vec![b'C', 1, 0x00, 0x03], 2 * N),
+            (vec![b'x'], 1),
+        ]);
+        assert_eq!(s.a_rows, vec![(true, 0x105, vec![1, -2, 300, -32768])]);
+        assert_eq!(s.b_rows, vec![(false, 2, vec![7, 8, 9, 32767])]);
+        let mut want = vec![b'A', b'B'];
+        for lane in 0..N as i16 {
+            want.extend((-(1000 + 30 + lane)).to_be_bytes());
+        }
+        want.push(b'?');
+        assert_eq!(s.sent, want);
+    }
+
+    #[test]
+    fn bridge_verilog_has_no_unresolved_indices() {
+        let mut uut = UartBridge::new(3);
+        uut.connect_all();
+        let v = generate_verilog(&uut);
+        assert!(!v.contains("[i"), "loop index left in Verilog");
+        assert!(v.contains("module top"));
+    }
+}

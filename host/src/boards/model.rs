@@ -1,0 +1,189 @@
+//! Resource model: how much of a part an `n x n` array needs, and the largest that fits.
+//!
+//! The model counts what is certain exactly and the rest linearly:
+//! * Multipliers: one hard multiplier per MAC (`n^2`). On 7-series Yosys `synth_xilinx -flatten`
+//!   puts each MAC with its 48-bit accumulator into one DSP48E1. On the iCE40UP5K there are only
+//!   eight SB_MAC16, so the largest array is 2x2 (a 3x3 array would need nine). We decided
+//!   against fabric multipliers there: a 16x16 multiplier costs roughly 300 logic cells, so even
+//!   one extra would eat most of the headroom left after buffers and converters, and a 2x2 array
+//!   already exercises the whole design on real silicon. The 48-bit accumulator does not fit
+//!   the SB_MAC16's 32-bit one, so on iCE40 it is a fabric adder (counted per PE below).
+//! * Buffers: A and B each have `n` lanes of two banks of `buffer_depth` 16-bit words; both
+//!   banks of a lane are one memory (the bank is the top address bit), rounded up to whole
+//!   block RAMs. Yosys confirms it: the 8x8 array with 512-row banks uses 16 RAMB18E1 (one
+//!   1024 x 16 block per lane of A and of B), the 2x2 on iCE40 16 EBR (four 256 x 16 per lane).
+//!   The C buffer is `2 * n` rows and lives in LUT RAM.
+//! * Logic: a fixed part (register file, controller, UART bridge) plus per-PE and per-column
+//!   (converter with its LFSR) LUTs and flip-flops.
+//!
+//! Fitting keeps `LUT_HEADROOM` of the LUTs free so that placement and routing can close.
+
+use super::{Board, Family};
+use systole_core::ArrayConfig;
+
+/// Estimated resource use of one configuration on one family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Estimate {
+    /// Look-up tables.
+    pub luts: u32,
+    /// Flip-flops.
+    pub ffs: u32,
+    /// Hard multipliers.
+    pub dsps: u32,
+    /// Block RAMs in the board budget's unit.
+    pub brams: u32,
+}
+
+/// Linear logic coefficients of one family.
+struct Coefficients {
+    fixed_luts: u32,
+    fixed_ffs: u32,
+    pe_luts: u32,
+    pe_ffs: u32,
+    column_luts: u32,
+    column_ffs: u32,
+}
+
+/// 7-series, fitted exactly to Yosys 0.23 `synth_xilinx -flatten` on the board top (UART bridge
+/// included, 512-row buffers): LUTs 2553 / 5512 / 13824 and flip-flops 1111 / 2868 / 9595 for
+/// the 2x2 / 4x4 / 8x8 arrays. A PE keeps its A/B pipeline and 48-bit shadow registers in fabric
+/// (the accumulator is in its DSP48E1); a column's converter (48-bit shift, rounding, LFSR and
+/// saturation) is the largest block.
+const XC7: Coefficients = Coefficients {
+    fixed_luts: 392,
+    fixed_ffs: 425,
+    pe_luts: 100,
+    pe_ffs: 134,
+    column_luts: 881,
+    column_ffs: 75,
+};
+
+/// iCE40: one measured point (the 2x2 board top through nextpnr-ice40: 4452 logic cells,
+/// 1350 flip-flops), spread over the terms in the 7-series proportions. "LUTs" here are placed
+/// logic cells (a LUT4 and a flip-flop each; carry chains and unpaired flip-flops cost cells
+/// too), because that is what runs out.
+const ICE40: Coefficients = Coefficients {
+    fixed_luts: 684,
+    fixed_ffs: 516,
+    pe_luts: 174,
+    pe_ffs: 163,
+    column_luts: 1536,
+    column_ffs: 91,
+};
+
+/// Fraction of LUTs and flip-flops (percent) a design may use and still be called a fit.
+pub const LUT_HEADROOM_PERCENT: u32 = 85;
+
+/// Estimates the resources of `cfg` on `family` (a budget's block size decides the BRAM count).
+pub fn estimate(board: &Board, cfg: &ArrayConfig) -> Estimate {
+    let n = cfg.size as u32;
+    let k = match board.family {
+        Family::Xc7 => &XC7,
+        Family::Ice40Up => &ICE40,
+    };
+    let lane_bits = 2 * cfg.buffer_depth as u64 * u64::from(cfg.word_bits);
+    let blocks_per_lane = lane_bits.div_ceil(u64::from(board.budget.bram_block_bits));
+    // Two matrices (A, B), n lanes each.
+    let brams = (2 * u64::from(n) * blocks_per_lane).min(u64::from(u32::MAX)) as u32;
+    Estimate {
+        luts: k.fixed_luts + n * n * k.pe_luts + n * k.column_luts,
+        ffs: k.fixed_ffs + n * n * k.pe_ffs + n * k.column_ffs,
+        dsps: n * n,
+        brams,
+    }
+}
+
+/// Whether an estimate fits the board (hard blocks fully usable, logic up to the headroom).
+pub fn fits(board: &Board, e: &Estimate) -> bool {
+    let b = &board.budget;
+    e.dsps <= b.dsps
+        && e.brams <= b.bram_blocks
+        && u64::from(e.luts) * 100 <= u64::from(b.luts) * u64::from(LUT_HEADROOM_PERCENT)
+        && u64::from(e.ffs) * 100 <= u64::from(b.ffs) * u64::from(LUT_HEADROOM_PERCENT)
+}
+
+/// The largest square array (with the default 512-row buffers, halved down to 16 rows when
+/// block RAM is what runs out) that fits the board, or `None` if not even 2x2 does.
+pub fn largest_array(board: &Board) -> Option<ArrayConfig> {
+    let mut best = None;
+    for n in 2..=64 {
+        let mut depth = ArrayConfig::square(n).buffer_depth;
+        let fit = loop {
+            let cfg = ArrayConfig {
+                buffer_depth: depth,
+                ..ArrayConfig::square(n)
+            };
+            if fits(board, &estimate(board, &cfg)) {
+                break Some(cfg);
+            }
+            if depth <= 16 {
+                break None;
+            }
+            depth /= 2;
+        };
+        match fit {
+            Some(cfg) => best = Some(cfg),
+            // Every resource grows with n, so the first miss ends the search.
+            None => break,
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::find;
+    use super::*;
+
+    #[test]
+    fn dsp_count_is_one_per_mac() {
+        let arty = find("arty-a7-35").unwrap();
+        assert_eq!(estimate(arty, &ArrayConfig::square(8)).dsps, 64);
+        // Two 512 x 16 banks fill one RAMB18: one block per lane of A and of B.
+        assert_eq!(estimate(arty, &ArrayConfig::square(8)).brams, 16);
+        let deep = ArrayConfig {
+            buffer_depth: 2048,
+            ..ArrayConfig::square(8)
+        };
+        assert_eq!(estimate(arty, &deep).brams, 64);
+        let ice = find("icebreaker").unwrap();
+        // Two 512 x 16 banks are four 4-kbit EBR.
+        assert_eq!(estimate(ice, &ArrayConfig::square(2)).brams, 16);
+    }
+
+    #[test]
+    fn model_matches_the_yosys_calibration_points() {
+        let arty = find("arty-a7-35").unwrap();
+        for (n, luts, ffs) in [(2, 2553, 1111), (4, 5512, 2868), (8, 13824, 9595)] {
+            let e = estimate(arty, &ArrayConfig::square(n));
+            let close = |got: u32, want: u32| got.abs_diff(want) * 100 <= want;
+            assert!(close(e.luts, luts) && close(e.ffs, ffs), "{n}: {e:?}");
+        }
+        let ice = estimate(find("icebreaker").unwrap(), &ArrayConfig::square(2));
+        assert_eq!((ice.luts, ice.ffs, ice.dsps), (4452, 1350, 4));
+    }
+
+    #[test]
+    fn largest_arrays_are_limited_by_multipliers() {
+        let size = |name| largest_array(find(name).unwrap()).map(|c| c.size);
+        // 9x9 = 81 <= 90 DSP48E1, 10x10 = 100 > 90.
+        assert_eq!(size("arty-a7-35"), Some(9));
+        assert_eq!(size("basys3"), Some(9));
+        // 15x15 = 225 <= 240.
+        assert_eq!(size("arty-a7-100"), Some(15));
+        assert_eq!(size("nexys-a7-100"), Some(15));
+        // 2x2 = 4 <= 8 SB_MAC16, 3x3 = 9 > 8.
+        assert_eq!(size("icebreaker"), Some(2));
+    }
+
+    #[test]
+    fn fit_respects_every_budget_line() {
+        let arty = find("arty-a7-35").unwrap();
+        let ok = estimate(arty, &ArrayConfig::square(4));
+        assert!(fits(arty, &ok));
+        assert!(!fits(arty, &Estimate { dsps: 91, ..ok }));
+        assert!(!fits(arty, &Estimate { brams: 101, ..ok }));
+        assert!(!fits(arty, &Estimate { luts: 20_000, ..ok }));
+        assert!(!fits(arty, &Estimate { ffs: 41_000, ..ok }));
+    }
+}
