@@ -1,0 +1,222 @@
+//! `systole check` (a device against the golden model) and `systole info`.
+
+use super::{BenchArgs, BitstreamArgs, CheckArgs, DeviceArgs, EmitArgs};
+use crate::device;
+use crate::golden::{self, Conv2dGeom, OutputSpec};
+use crate::tensor::QMatrix;
+use crate::train::fixed::compare;
+use crate::train::rng::{self, SplitMix64};
+use anyhow::Context;
+use systole_core::{ArrayConfig, Rounding};
+
+fn array_config(d: &DeviceArgs) -> anyhow::Result<ArrayConfig> {
+    ArrayConfig::new(d.array, 8, 512).map_err(|e| anyhow::anyhow!("--array: {e}"))
+}
+
+fn random_matrix(r: &mut SplitMix64, rows: usize, cols: usize) -> QMatrix {
+    let frac = r.below(16) as u32;
+    // Mostly full-range words, with the extremes mixed in: they are where saturation lives.
+    let data = (0..rows * cols)
+        .map(|_| match r.below(16) {
+            0 => i16::MIN,
+            1 => i16::MAX,
+            _ => r.next_u64() as i16,
+        })
+        .collect();
+    QMatrix {
+        rows,
+        cols,
+        frac,
+        data,
+    }
+}
+
+/// `systole check`: random products and convolutions in every rounding mode, device vs golden.
+pub fn check(a: &CheckArgs) -> anyhow::Result<()> {
+    let cfg = array_config(&a.device)?;
+    let mut dev = device::open(&a.device.device, cfg)?;
+    let n = cfg.size;
+    let mut r = rng::stream(a.seed, 0xC4EC);
+    let mut total = 0;
+    for rounding in Rounding::ALL {
+        for case in 0..a.cases {
+            // Shapes around and across tile boundaries.
+            let (m, k, p) = (1 + r.below(3 * n), 1 + r.below(4 * n), 1 + r.below(3 * n));
+            let x = random_matrix(&mut r, m, k);
+            let y = random_matrix(&mut r, k, p);
+            let frac_out = ((x.frac + y.frac) as usize)
+                .saturating_sub(r.below(20))
+                .min(15) as u32;
+            let spec = OutputSpec {
+                frac: frac_out,
+                rounding,
+                seed: r.next_u64() as u32,
+            };
+            let what = format!("matmul {m}x{k}·{k}x{p} {} case {case}", rounding.name());
+            let got = dev.matmul(&x, &y, &spec).with_context(|| what.clone())?;
+            compare(&what, &got, &golden::matmul(&x, &y, &spec, n)?)?;
+            let g = Conv2dGeom {
+                batch: 1 + r.below(3),
+                in_ch: 1 + r.below(3),
+                in_h: 3 + r.below(6),
+                in_w: 3 + r.below(6),
+                out_ch: 1 + r.below(4),
+                kernel: 3,
+                stride: 1 + r.below(2),
+                pad: r.below(2),
+            };
+            let xi = random_matrix(&mut r, g.batch, g.in_ch * g.in_h * g.in_w);
+            let w = random_matrix(&mut r, g.out_ch, g.in_ch * 9);
+            let dy = random_matrix(&mut r, g.batch, g.out_ch * g.out_h() * g.out_w());
+            let conv = |f: u32| OutputSpec {
+                frac: f.saturating_sub(8).min(15),
+                rounding,
+                seed: spec.seed ^ 0x55,
+            };
+            let what = format!("conv forward {g:?} {}", rounding.name());
+            let s = conv(xi.frac + w.frac);
+            compare(
+                &what,
+                &dev.conv2d_forward(&xi, &w, &g, &s)
+                    .with_context(|| what.clone())?,
+                &golden::conv2d_forward(&xi, &w, &g, &s, n)?,
+            )?;
+            let what = format!("conv backward input {g:?} {}", rounding.name());
+            let s = conv(dy.frac + w.frac);
+            compare(
+                &what,
+                &dev.conv2d_backward_input(&dy, &w, &g, &s)
+                    .with_context(|| what.clone())?,
+                &golden::conv2d_backward_input(&dy, &w, &g, &s, n)?,
+            )?;
+            let what = format!("conv backward weights {g:?} {}", rounding.name());
+            let s = conv(xi.frac + dy.frac);
+            compare(
+                &what,
+                &dev.conv2d_backward_weights(&xi, &dy, &g, &s)
+                    .with_context(|| what.clone())?,
+                &golden::conv2d_backward_weights(&xi, &dy, &g, &s, n)?,
+            )?;
+            total += 4;
+        }
+    }
+    let st = dev.stats();
+    println!(
+        "{}: {total} operations agree with the golden model bit for bit ({} MACs, {} cycles)",
+        dev.name(),
+        st.macs,
+        st.cycles
+    );
+    Ok(())
+}
+
+/// `systole emit-verilog`.
+pub fn emit_verilog(a: &EmitArgs) -> anyhow::Result<()> {
+    let cfg = ArrayConfig::new(a.array, 8, 512).map_err(|e| anyhow::anyhow!("--array: {e}"))?;
+    let v = systole_hdl::generate_verilog(&cfg)?;
+    match &a.out {
+        Some(p) => {
+            crate::train::checkpoint::write_atomic(p, v.as_bytes())?;
+            println!(
+                "wrote {} ({} lines, top module `top`)",
+                p.display(),
+                v.lines().count()
+            );
+        }
+        None => print!("{v}"),
+    }
+    Ok(())
+}
+
+/// `systole bench`.
+pub fn bench(a: &BenchArgs) -> anyhow::Result<()> {
+    for &n in &a.array {
+        ArrayConfig::new(n, 8, 512).map_err(|e| anyhow::anyhow!("--array: {e}"))?;
+    }
+    if a.sizes.contains(&0) {
+        anyhow::bail!("--sizes must be positive");
+    }
+    let shapes: Vec<(usize, usize, usize)> = a.sizes.iter().map(|&s| (s, s, s)).collect();
+    let rows = crate::bench::matmul_table(&a.array, &shapes)?;
+    println!("{}", crate::bench::BenchTable(&rows));
+    Ok(())
+}
+
+/// `systole bitstream`.
+pub fn bitstream(a: &BitstreamArgs) -> anyhow::Result<()> {
+    let board = crate::boards::find(&a.board)?;
+    let cfg = match a.array {
+        Some(n) => ArrayConfig::new(n, 8, 512).map_err(|e| anyhow::anyhow!("--array: {e}"))?,
+        None => crate::boards::largest_array(board)
+            .with_context(|| format!("no array size fits the {} board", a.board))?,
+    };
+    let r = crate::boards::bitstream(board, &cfg, &a.out)?;
+    println!(
+        "{}: {}x{} array, files in {}",
+        r.board,
+        r.config.size,
+        r.config.size,
+        r.out_dir.display()
+    );
+    println!(
+        "verilog {}, constraints {}",
+        r.verilog.display(),
+        r.constraints.display()
+    );
+    if let Some(f) = &r.fmax {
+        println!("fmax {f:?}");
+    }
+    match (&r.bitstream, &r.next_step) {
+        (Some(b), _) => println!("bitstream {}", b.display()),
+        (None, Some(n)) => println!("no bitstream built here: {n}"),
+        (None, None) => println!("no bitstream built"),
+    }
+    Ok(())
+}
+
+/// `systole info`.
+pub fn info(d: &DeviceArgs) -> anyhow::Result<()> {
+    let cfg = array_config(d)?;
+    println!("systole {}", env!("CARGO_PKG_VERSION"));
+    println!(
+        "array {}: {}x{} PEs, {}-bit words, {}-bit accumulators, buffer depth {}, config word 0x{:08x}",
+        cfg.name(),
+        cfg.size,
+        cfg.size,
+        cfg.word_bits,
+        cfg.acc_bits,
+        cfg.buffer_depth,
+        cfg.config_word()
+    );
+    for spec in ["golden", "verilator"] {
+        match device::open(spec, cfg) {
+            Ok(dev) => println!("device {spec}: available ({})", dev.name()),
+            Err(e) => println!("device {spec}: {e}"),
+        }
+    }
+    println!("device serial:PATH: a board (or the simulated board) behind a serial port");
+    match crate::data::digits::load() {
+        Ok(ds) => println!(
+            "data digits: shipped, {} train / {} test images",
+            ds.train.len(),
+            ds.test.len()
+        ),
+        Err(e) => println!("data digits: {e}"),
+    }
+    let fdir = crate::data::fashion::default_dir();
+    if fdir.join("train-images-idx3-ubyte.gz").exists() {
+        println!("data fashion-mnist: installed in {}", fdir.display());
+    } else {
+        println!("data fashion-mnist: not installed (apt-get install dataset-fashion-mnist)");
+    }
+    let font = std::path::Path::new(crate::plot::FONT_PATH).exists();
+    println!(
+        "plot font: {}",
+        if font {
+            crate::plot::FONT_PATH
+        } else {
+            "missing, plots have no text (apt-get install fonts-dejavu-core)"
+        }
+    );
+    Ok(())
+}

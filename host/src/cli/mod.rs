@@ -1,0 +1,204 @@
+//! The `systole` command line: argument definitions (clap derive) and the commands.
+
+mod check;
+mod train;
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// systole: a systolic-array accelerator co-design kit. Train networks through a simulated
+/// (or real) accelerator, check devices against the golden model, emit Verilog.
+#[derive(Debug, Parser)]
+#[command(name = "systole", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Train a network on a data set, offloading every matrix product to the device.
+    Train(TrainArgs),
+    /// Train every precision (f32, f16, bf16, fixed16 stochastic, fixed16 nearest) for several
+    /// seeds and print the mean test accuracies.
+    Compare(CompareArgs),
+    /// Check a device against the golden model on random matrix products and convolutions.
+    Check(CheckArgs),
+    /// Print the build, the array configuration and what is installed.
+    Info(DeviceArgs),
+    /// Write the accelerator's Verilog for an array size.
+    EmitVerilog(EmitArgs),
+    /// Time matrix products on the Verilator model: cycles, utilisation, simulation speed.
+    Bench(BenchArgs),
+    /// List the supported FPGA boards and the largest array each fits.
+    Boards,
+    /// Generate the board design and build its bitstream (where the tools are installed).
+    Bitstream(BitstreamArgs),
+    /// Load a built bitstream onto a board with openFPGALoader.
+    Program(ProgramArgs),
+}
+
+/// Options of `bitstream`.
+#[derive(Debug, Clone, Args)]
+pub struct BitstreamArgs {
+    /// Board name (see `systole boards`).
+    #[arg(long)]
+    pub board: String,
+    /// Array size N (default: the largest that fits the board).
+    #[arg(long)]
+    pub array: Option<usize>,
+    /// Build folder.
+    #[arg(long, default_value = "build")]
+    pub out: PathBuf,
+}
+
+/// Options of `program`.
+#[derive(Debug, Clone, Args)]
+pub struct ProgramArgs {
+    /// Board name (see `systole boards`).
+    #[arg(long)]
+    pub board: String,
+    /// Build folder holding the bitstream.
+    #[arg(long, default_value = "build")]
+    pub out: PathBuf,
+}
+
+/// Options of `emit-verilog`.
+#[derive(Debug, Clone, Args)]
+pub struct EmitArgs {
+    /// Array size N.
+    #[arg(long, default_value_t = 8)]
+    pub array: usize,
+    /// Output file (default: standard output).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Options of `bench`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// Array sizes, comma-separated.
+    #[arg(long, default_value = "8", value_delimiter = ',')]
+    pub array: Vec<usize>,
+    /// Square matrix sizes M=K=N, comma-separated.
+    #[arg(long, default_value = "64,128", value_delimiter = ',')]
+    pub sizes: Vec<usize>,
+}
+
+/// Where products run.
+#[derive(Debug, Clone, Args)]
+pub struct DeviceArgs {
+    /// Device: golden, verilator or serial:PATH.
+    #[arg(long, default_value = "golden")]
+    pub device: String,
+    /// Array size N (an N x N systolic array).
+    #[arg(long, default_value_t = 8)]
+    pub array: usize,
+}
+
+/// Options of a training run.
+#[derive(Debug, Clone, Args)]
+pub struct TrainArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub device: DeviceArgs,
+    /// Network: mlp or cnn.
+    #[arg(long, default_value = "mlp")]
+    pub model: String,
+    /// MLP hidden widths, comma-separated.
+    #[arg(long, default_value = "32", value_delimiter = ',')]
+    pub hidden: Vec<usize>,
+    /// CNN block channels, comma-separated.
+    #[arg(long, default_value = "8,16", value_delimiter = ',')]
+    pub channels: Vec<usize>,
+    /// Data set: digits or fashion-mnist.
+    #[arg(long, default_value = "digits")]
+    pub dataset: String,
+    /// Train on only the first N training images.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Number format: fixed16 (on the device), f32, f16 or bf16 (on the host).
+    #[arg(long, default_value = "fixed16")]
+    pub precision: String,
+    /// Default fractional bits of the array configuration (tensor formats are chosen per
+    /// tensor at run time; this only sets the configuration's default).
+    #[arg(long)]
+    pub frac_bits: Option<u32>,
+    /// Rounding of every fixed-point conversion: truncate, nearest or stochastic.
+    #[arg(long, default_value = "stochastic")]
+    pub rounding: String,
+    /// Epochs in total (a resumed run continues up to this many).
+    #[arg(long, default_value_t = 20)]
+    pub epochs: usize,
+    /// Mini-batch size.
+    #[arg(long, default_value_t = 32)]
+    pub batch: usize,
+    /// Learning rate.
+    #[arg(long, default_value_t = 0.05)]
+    pub lr: f32,
+    /// Momentum.
+    #[arg(long, default_value_t = 0.9)]
+    pub momentum: f32,
+    /// Run seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Recompute every offloaded operation in the golden model and stop at the first difference.
+    #[arg(long)]
+    pub check: bool,
+    /// Folder for run.json, history.csv, loss.png and checkpoint.json.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Continue the run whose checkpoint is in --out.
+    #[arg(long)]
+    pub resume: bool,
+}
+
+/// Options of `compare`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub train: TrainArgs,
+    /// Seeds 1..=N.
+    #[arg(long, default_value_t = 3)]
+    pub seeds: u64,
+}
+
+/// Options of `check`.
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub device: DeviceArgs,
+    /// Random cases per operation kind and rounding mode.
+    #[arg(long, default_value_t = 5)]
+    pub cases: usize,
+    /// Seed of the random cases.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Train(a) => train::train(&a),
+        Command::Compare(a) => train::compare(&a),
+        Command::Check(a) => check::check(&a),
+        Command::Info(a) => check::info(&a),
+        Command::EmitVerilog(a) => check::emit_verilog(&a),
+        Command::Bench(a) => check::bench(&a),
+        Command::Boards => {
+            print!("{}", crate::boards::boards_table());
+            Ok(())
+        }
+        Command::Bitstream(a) => check::bitstream(&a),
+        Command::Program(a) => {
+            let board = crate::boards::find(&a.board)?;
+            crate::boards::program(board, &a.out)?;
+            println!("programmed {} from {}", a.board, a.out.display());
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,549 @@
+//! 16-bit dynamic fixed point on a [`Device`]: every matrix product and convolution runs on the
+//! device; bias, ReLU, pooling and the SGD update run on the host under the same contract.
+//!
+//! # How fractional bits are chosen (dynamic fixed point)
+//!
+//! * **Host-side results** (inputs, loss gradients, bias adds, bias gradients, momentum and
+//!   weights after an update) are converted from values the host knows exactly, so each gets the
+//!   largest `frac` (at most 15) for which its largest magnitude still fits a word
+//!   ([`frac_for_exact`]): the full 16 bits are used every time.
+//! * **Device results** must have their `frac` chosen before the device runs. Each operation
+//!   (named like `layer 2 backward dW`) remembers the `frac` it used last. The first time, a safe
+//!   bound is used (`max|A|·max|B|·K`). After each run: if any output word is saturated, the
+//!   operation is run again with one bit less (a fresh seed, still deterministic); if the largest
+//!   output magnitude is below `2^13`, the next step uses enough more bits to bring it into
+//!   `[2^13, 2^14)`, leaving one bit of headroom for growth.
+//!
+//! Weights are pure 16-bit words (no higher-precision master copy): updates smaller than one
+//! unit in the last place survive only through stochastic rounding, which is why it is the
+//! default. The SGD update is `v = m·v + g`, `w = w - lr·v` with `m` quantized to 15 and `lr`
+//! to 16 fractional bits, each result formed exactly and converted once.
+
+use super::arith::{max_pool2_backward_slice, max_pool2_slice, Arith, TensorState};
+use super::{rng, TrainError};
+use crate::device::{Device, DeviceError};
+use crate::golden::{self, convert_sequential, Conv2dGeom, NumericError, OutputSpec};
+use crate::tensor::QMatrix;
+use std::collections::BTreeMap;
+use systole_core::Rounding;
+
+/// Largest `frac` in `0..=15` at which `max_abs` fits a word (15 for zero).
+pub fn frac_for_max(max_abs: f64) -> u32 {
+    (0..=15u32)
+        .rev()
+        .find(|&f| max_abs * (1u64 << f) as f64 <= 32766.0)
+        .unwrap_or(0)
+}
+
+/// Largest output `frac` for exact integers with `frac_in` fractional bits and largest
+/// magnitude `max_abs`, within the contract's shift range `0..=32`.
+pub fn frac_for_exact(max_abs: i64, frac_in: u32) -> u32 {
+    let lo = frac_in.saturating_sub(32);
+    let hi = frac_in.min(15);
+    (lo..=hi)
+        .rev()
+        .find(|&f| (max_abs >> (frac_in - f)) < 32767)
+        .unwrap_or(lo)
+}
+
+/// [`Arith`] in 16-bit fixed point, offloading products to a device.
+pub struct FixedArith {
+    device: Box<dyn Device>,
+    rounding: Rounding,
+    run_seed: u64,
+    step: u64,
+    op_index: u32,
+    fracs: BTreeMap<String, u32>,
+    check: bool,
+}
+
+impl FixedArith {
+    /// Fixed-point arithmetic on `device`; `check` recomputes each offloaded op in the golden
+    /// model and stops at the first difference.
+    pub fn new(device: Box<dyn Device>, rounding: Rounding, run_seed: u64, check: bool) -> Self {
+        FixedArith {
+            device,
+            rounding,
+            run_seed,
+            step: 0,
+            op_index: 0,
+            fracs: BTreeMap::new(),
+            check,
+        }
+    }
+
+    /// The device (for its statistics).
+    pub fn device(&self) -> &dyn Device {
+        self.device.as_ref()
+    }
+
+    fn next_seed(&mut self) -> u32 {
+        let s = rng::op_seed(self.run_seed, self.step, self.op_index);
+        self.op_index += 1;
+        s
+    }
+
+    fn spec(&mut self, frac: u32) -> OutputSpec {
+        OutputSpec {
+            frac,
+            rounding: self.rounding,
+            seed: self.next_seed(),
+        }
+    }
+
+    /// Runs one offloaded operation with the frac rule above, checking it if asked.
+    fn offload(
+        &mut self,
+        op: &str,
+        frac_in: u32,
+        bound: f64,
+        run: &dyn Fn(&mut dyn Device, &OutputSpec) -> Result<QMatrix, DeviceError>,
+        gold: &dyn Fn(&OutputSpec, usize) -> Result<QMatrix, NumericError>,
+    ) -> Result<QMatrix, TrainError> {
+        let (lo, hi) = (frac_in.saturating_sub(32), frac_in.min(15));
+        let mut frac = self
+            .fracs
+            .get(op)
+            .copied()
+            .unwrap_or_else(|| frac_for_max(bound))
+            .clamp(lo, hi);
+        loop {
+            let spec = self.spec(frac);
+            let y = run(self.device.as_mut(), &spec).map_err(|source| TrainError::Device {
+                op: op.to_string(),
+                source,
+            })?;
+            if self.check {
+                let g = gold(&spec, self.device.config().size).map_err(|source| {
+                    TrainError::Numeric {
+                        op: op.to_string(),
+                        source,
+                    }
+                })?;
+                compare(op, &y, &g)?;
+            }
+            if frac > lo && y.data.iter().any(|&w| w == i16::MAX || w == i16::MIN) {
+                frac -= 1;
+                continue;
+            }
+            let m = y
+                .data
+                .iter()
+                .map(|&w| (w as i32).unsigned_abs())
+                .max()
+                .unwrap_or(0);
+            let next = if m > 0 && m < 1 << 13 {
+                frac + (14 - (32 - m.leading_zeros()))
+            } else {
+                frac
+            };
+            self.fracs.insert(op.to_string(), next.clamp(lo, hi));
+            return Ok(y);
+        }
+    }
+}
+
+/// Compares a device result with the golden one; the error names the first difference.
+pub fn compare(op: &str, dev: &QMatrix, gold: &QMatrix) -> Result<(), TrainError> {
+    if (dev.rows, dev.cols, dev.frac) != (gold.rows, gold.cols, gold.frac) {
+        return Err(TrainError::Mismatch {
+            op: op.to_string(),
+            detail: format!(
+                "the device returned a {}x{} tensor with {} fractional bits, the golden model {}x{} with {}",
+                dev.rows, dev.cols, dev.frac, gold.rows, gold.cols, gold.frac
+            ),
+        });
+    }
+    if let Some(i) = dev.data.iter().zip(&gold.data).position(|(a, b)| a != b) {
+        return Err(TrainError::Mismatch {
+            op: op.to_string(),
+            detail: format!(
+                "output {}x{} differs first at index {i} (row {}, column {}): device {}, golden {}",
+                dev.rows,
+                dev.cols,
+                i / dev.cols,
+                i % dev.cols,
+                dev.data[i],
+                gold.data[i]
+            ),
+        });
+    }
+    Ok(())
+}
+
+fn max_abs(m: &QMatrix) -> f64 {
+    m.data
+        .iter()
+        .map(|&w| (w as i32).unsigned_abs())
+        .max()
+        .unwrap_or(0) as f64
+        / (1u64 << m.frac) as f64
+}
+
+fn numeric(op: &str) -> impl Fn(NumericError) -> TrainError + '_ {
+    move |source| TrainError::Numeric {
+        op: op.to_string(),
+        source,
+    }
+}
+
+impl Arith for FixedArith {
+    type T = QMatrix;
+
+    fn describe(&self) -> String {
+        format!("fixed16 {} on {}", self.rounding.name(), self.device.name())
+    }
+
+    fn begin_step(&mut self, step: u64) {
+        self.step = step;
+        self.op_index = 0;
+    }
+
+    fn import(
+        &mut self,
+        op: &str,
+        rows: usize,
+        cols: usize,
+        v: &[f32],
+    ) -> Result<QMatrix, TrainError> {
+        let frac = frac_for_max(v.iter().fold(0f64, |m, &x| m.max((x as f64).abs())));
+        // 16 extra bits carry the value into the contract's conversion, which then rounds it.
+        let scale = (1u64 << (frac + 16)) as f64;
+        let exact: Vec<i64> = v
+            .iter()
+            .map(|&x| (x as f64 * scale).round_ties_even() as i64)
+            .collect();
+        let seed = self.next_seed();
+        QMatrix::from_vec(
+            rows,
+            cols,
+            frac,
+            convert_sequential(&exact, 16, self.rounding, seed),
+        )
+        .map_err(numeric(op))
+    }
+
+    fn to_host(&self, t: &QMatrix) -> Vec<f32> {
+        t.to_f32()
+    }
+
+    fn shape(&self, t: &QMatrix) -> (usize, usize) {
+        (t.rows, t.cols)
+    }
+
+    fn zeros(&self, rows: usize, cols: usize) -> QMatrix {
+        QMatrix::zeros(rows, cols, 15)
+    }
+
+    fn matmul(&mut self, op: &str, a: &QMatrix, b: &QMatrix) -> Result<QMatrix, TrainError> {
+        let bound = max_abs(a) * max_abs(b) * a.cols as f64;
+        self.offload(
+            op,
+            a.frac + b.frac,
+            bound,
+            &|d, s| d.matmul(a, b, s),
+            &|s, t| golden::matmul(a, b, s, t),
+        )
+    }
+
+    fn matmul_nt(&mut self, op: &str, a: &QMatrix, b: &QMatrix) -> Result<QMatrix, TrainError> {
+        let bound = max_abs(a) * max_abs(b) * a.cols as f64;
+        self.offload(
+            op,
+            a.frac + b.frac,
+            bound,
+            &|d, s| d.matmul_nt(a, b, s),
+            &|s, t| golden::matmul_nt(a, b, s, t),
+        )
+    }
+
+    fn matmul_tn(&mut self, op: &str, a: &QMatrix, b: &QMatrix) -> Result<QMatrix, TrainError> {
+        let bound = max_abs(a) * max_abs(b) * a.rows as f64;
+        self.offload(
+            op,
+            a.frac + b.frac,
+            bound,
+            &|d, s| d.matmul_tn(a, b, s),
+            &|s, t| golden::matmul_tn(a, b, s, t),
+        )
+    }
+
+    fn conv_forward(
+        &mut self,
+        op: &str,
+        x: &QMatrix,
+        w: &QMatrix,
+        g: &Conv2dGeom,
+    ) -> Result<QMatrix, TrainError> {
+        let bound = max_abs(x) * max_abs(w) * w.cols as f64;
+        self.offload(
+            op,
+            x.frac + w.frac,
+            bound,
+            &|d, s| d.conv2d_forward(x, w, g, s),
+            &|s, t| golden::conv2d_forward(x, w, g, s, t),
+        )
+    }
+
+    fn conv_backward_input(
+        &mut self,
+        op: &str,
+        dy: &QMatrix,
+        w: &QMatrix,
+        g: &Conv2dGeom,
+    ) -> Result<QMatrix, TrainError> {
+        let bound = max_abs(dy) * max_abs(w) * (g.out_ch * g.kernel * g.kernel) as f64;
+        self.offload(
+            op,
+            dy.frac + w.frac,
+            bound,
+            &|d, s| d.conv2d_backward_input(dy, w, g, s),
+            &|s, t| golden::conv2d_backward_input(dy, w, g, s, t),
+        )
+    }
+
+    fn conv_backward_weights(
+        &mut self,
+        op: &str,
+        x: &QMatrix,
+        dy: &QMatrix,
+        g: &Conv2dGeom,
+    ) -> Result<QMatrix, TrainError> {
+        let bound = max_abs(x) * max_abs(dy) * (g.batch * g.out_h() * g.out_w()) as f64;
+        self.offload(
+            op,
+            x.frac + dy.frac,
+            bound,
+            &|d, s| d.conv2d_backward_weights(x, dy, g, s),
+            &|s, t| golden::conv2d_backward_weights(x, dy, g, s, t),
+        )
+    }
+
+    fn bias_add(
+        &mut self,
+        op: &str,
+        y: &QMatrix,
+        bias: &QMatrix,
+        repeat: usize,
+    ) -> Result<QMatrix, TrainError> {
+        if repeat == 0 || bias.cols * repeat != y.cols {
+            return Err(TrainError::Shape {
+                op: op.into(),
+                msg: format!("bias of {} x{repeat} for {} columns", bias.cols, y.cols),
+            });
+        }
+        let f = y.frac.max(bias.frac);
+        let (sy, sb) = (f - y.frac, f - bias.frac);
+        let m = y
+            .data
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                (((v as i64) << sy) + ((bias.data[(i % y.cols) / repeat] as i64) << sb)).abs()
+            })
+            .max()
+            .unwrap_or(0);
+        let spec = self.spec(frac_for_exact(m, f));
+        golden::bias_add(y, bias, repeat, &spec).map_err(numeric(op))
+    }
+
+    fn bias_grad(&mut self, op: &str, dy: &QMatrix, repeat: usize) -> Result<QMatrix, TrainError> {
+        if repeat == 0 || (dy.cols / repeat) * repeat != dy.cols {
+            return Err(TrainError::Shape {
+                op: op.into(),
+                msg: format!("{} columns are not groups of {repeat}", dy.cols),
+            });
+        }
+        let mut s = vec![0i64; dy.cols / repeat];
+        for (i, &v) in dy.data.iter().enumerate() {
+            s[(i % dy.cols) / repeat] += v as i64;
+        }
+        let frac = frac_for_exact(s.iter().map(|v| v.abs()).max().unwrap_or(0), dy.frac);
+        let seed = self.next_seed();
+        let data = convert_sequential(&s, dy.frac - frac, self.rounding, seed);
+        QMatrix::from_vec(1, s.len(), frac, data).map_err(numeric(op))
+    }
+
+    fn relu(&self, x: &QMatrix) -> QMatrix {
+        golden::relu(x)
+    }
+
+    fn relu_backward(&self, dy: &QMatrix, x: &QMatrix) -> Result<QMatrix, TrainError> {
+        golden::relu_backward(dy, x).map_err(numeric("relu backward"))
+    }
+
+    fn max_pool2(&self, x: &QMatrix, ch: usize, h: usize, w: usize) -> (QMatrix, Vec<u32>) {
+        let (d, win) = max_pool2_slice(&x.data, x.rows, ch, h, w);
+        (
+            QMatrix {
+                rows: x.rows,
+                cols: ch * (h / 2) * (w / 2),
+                frac: x.frac,
+                data: d,
+            },
+            win,
+        )
+    }
+
+    fn max_pool2_backward(&self, dy: &QMatrix, winners: &[u32], in_cols: usize) -> QMatrix {
+        QMatrix {
+            rows: dy.rows,
+            cols: in_cols,
+            frac: dy.frac,
+            data: max_pool2_backward_slice(&dy.data, winners, dy.rows, in_cols),
+        }
+    }
+
+    fn sgd(
+        &mut self,
+        op: &str,
+        w: &mut QMatrix,
+        v: &mut QMatrix,
+        g: &QMatrix,
+        lr: f32,
+        momentum: f32,
+    ) -> Result<(), TrainError> {
+        const MU_FRAC: u32 = 15;
+        const LR_FRAC: u32 = 16;
+        let mu_q = (momentum as f64 * (1u64 << MU_FRAC) as f64).round() as i64;
+        let lr_q = (lr as f64 * (1u64 << LR_FRAC) as f64).round() as i64;
+        // v = m·v + g, exact with MU_FRAC + v.frac (>= 15 >= g.frac) fractional bits.
+        let f2 = MU_FRAC + v.frac;
+        let vx: Vec<i64> = v
+            .data
+            .iter()
+            .zip(&g.data)
+            .map(|(&vi, &gi)| mu_q * vi as i64 + ((gi as i64) << (f2 - g.frac)))
+            .collect();
+        let vf = frac_for_exact(vx.iter().map(|x| x.abs()).max().unwrap_or(0), f2);
+        let seed = self.next_seed();
+        *v = QMatrix::from_vec(
+            v.rows,
+            v.cols,
+            vf,
+            convert_sequential(&vx, f2 - vf, self.rounding, seed),
+        )
+        .map_err(numeric(op))?;
+        // w = w - lr·v, exact with LR_FRAC + v.frac (>= 16 > w.frac) fractional bits.
+        let f3 = LR_FRAC + v.frac;
+        let wx: Vec<i64> = w
+            .data
+            .iter()
+            .zip(&v.data)
+            .map(|(&wi, &vi)| ((wi as i64) << (f3 - w.frac)) - lr_q * vi as i64)
+            .collect();
+        let wf = frac_for_exact(wx.iter().map(|x| x.abs()).max().unwrap_or(0), f3);
+        let seed = self.next_seed();
+        *w = QMatrix::from_vec(
+            w.rows,
+            w.cols,
+            wf,
+            convert_sequential(&wx, f3 - wf, self.rounding, seed),
+        )
+        .map_err(numeric(op))?;
+        Ok(())
+    }
+
+    fn save(&self, t: &QMatrix) -> TensorState {
+        TensorState::Fixed {
+            rows: t.rows,
+            cols: t.cols,
+            frac: t.frac,
+            data: t.data.clone(),
+        }
+    }
+
+    fn load(&self, s: &TensorState) -> Result<QMatrix, TrainError> {
+        match s {
+            TensorState::Fixed { rows, cols, frac, data } => QMatrix::from_vec(*rows, *cols, *frac, data.clone())
+                .map_err(|e| TrainError::Checkpoint(format!("bad fixed-point tensor: {e}"))),
+            TensorState::Float { .. } => Err(TrainError::Checkpoint(
+                "the checkpoint holds float tensors but this run is fixed point (was it written with another --precision?)".into(),
+            )),
+        }
+    }
+
+    fn state(&self) -> BTreeMap<String, u32> {
+        self.fracs.clone()
+    }
+
+    fn set_state(&mut self, s: BTreeMap<String, u32>) {
+        self.fracs = s;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::golden::GoldenDevice;
+    use systole_core::ArrayConfig;
+
+    fn arith(rounding: Rounding) -> FixedArith {
+        FixedArith::new(
+            Box::new(GoldenDevice::new(ArrayConfig::square(4)).unwrap()),
+            rounding,
+            1,
+            true,
+        )
+    }
+
+    #[test]
+    fn frac_rules() {
+        assert_eq!(frac_for_max(0.0), 15);
+        assert_eq!(frac_for_max(0.9), 15);
+        assert_eq!(frac_for_max(1.0), 14);
+        assert_eq!(frac_for_max(3.0), 13);
+        assert_eq!(frac_for_max(1e9), 0);
+        assert_eq!(frac_for_exact(0, 20), 15);
+        assert_eq!(frac_for_exact(1 << 20, 20), 14);
+        assert_eq!(frac_for_exact(5, 3), 3);
+        assert_eq!(frac_for_exact(1 << 40, 40), 14);
+        // 1024 would want frac 4, but a shift above 32 is outside the contract: 8 is the floor.
+        assert_eq!(frac_for_exact(1 << 50, 40), 8);
+    }
+
+    #[test]
+    fn offloaded_frac_adapts_and_never_saturates() {
+        let mut a = arith(Rounding::NearestEven);
+        let x = a
+            .import("x", 2, 3, &[1.0, 1.0, 1.0, 0.5, -0.25, 1.0])
+            .unwrap();
+        let w = a
+            .import("w", 3, 2, &[0.5, 0.02, -0.5, 0.04, 0.01, -0.06])
+            .unwrap();
+        let y1 = a.matmul("mm", &x, &w).unwrap();
+        let y2 = a.matmul("mm", &x, &w).unwrap();
+        // The first run uses the loose bound; the second one more bits for the same values.
+        assert!(y2.frac > y1.frac, "{} then {}", y1.frac, y2.frac);
+        let want = [0.01, 0.0, 0.25 + 0.125 + 0.01, 0.01 - 0.01 - 0.06];
+        for (got, w) in y2.to_f32().iter().zip(want) {
+            assert!((got - w).abs() < 1e-3, "{got} vs {w}");
+        }
+        // Forcing a too-large frac makes it retry until nothing saturates.
+        a.fracs.insert("big".into(), 15);
+        let big = a.import("b", 1, 1, &[100.0]).unwrap();
+        let one = a.import("o", 1, 1, &[1.0]).unwrap();
+        let y = a.matmul("big", &big, &one).unwrap();
+        assert_eq!(y.to_f32(), vec![100.0]);
+    }
+
+    #[test]
+    fn sgd_moves_weights_by_lr_times_gradient_on_average() {
+        let mut a = arith(Rounding::Stochastic);
+        let mut w = a.import("w", 1, 256, &[0.5; 256]).unwrap();
+        let mut v = a.zeros(1, 256);
+        let g = a.import("g", 1, 256, &[0.001; 256]).unwrap();
+        a.sgd("u", &mut w, &mut v, &g, 0.01, 0.0).unwrap();
+        // Each step is 1e-5, below the 2^-15 = 3.05e-5 resolution: only the mean moves.
+        let mean: f64 = w.to_f32().iter().map(|&x| x as f64).sum::<f64>() / 256.0;
+        assert!((mean - (0.5 - 1e-5)).abs() < 4e-6, "mean {mean}");
+        let mut a = arith(Rounding::NearestEven);
+        let mut w2 = a.import("w", 1, 256, &[0.5; 256]).unwrap();
+        let mut v2 = a.zeros(1, 256);
+        a.sgd("u", &mut w2, &mut v2, &g, 0.01, 0.0).unwrap();
+        assert!(
+            w2.to_f32().iter().all(|&x| x == 0.5),
+            "nearest rounding loses the update"
+        );
+    }
+}

@@ -1,0 +1,166 @@
+//! One complete run from options to results: opens the device, builds the arithmetic for the
+//! chosen precision, resumes if asked, trains, checkpoints after every epoch and returns a
+//! summary the CLI turns into reports.
+
+use super::checkpoint::{self, Checkpoint};
+use super::fixed::FixedArith;
+use super::float::{FloatArith, FloatFormat};
+use super::{
+    arith::Arith, arith::TensorState, EpochRecord, MaybeDevice, Observer, Precision, TrainConfig,
+    TrainError, Trainer,
+};
+use crate::data::Dataset;
+use crate::device::DeviceStats;
+use serde::Serialize;
+use std::path::Path;
+use systole_core::ArrayConfig;
+
+/// Where and how a run executes (none of this changes its results).
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// `--device` value (fixed point only).
+    pub device: String,
+    /// Recompute every offloaded op in the golden model.
+    pub check: bool,
+    /// Folder for the checkpoint (None: no checkpoints).
+    pub out: Option<std::path::PathBuf>,
+    /// Continue from the checkpoint in `out`.
+    pub resume: bool,
+}
+
+/// What a run produced.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunSummary {
+    /// The options.
+    pub config: TrainConfig,
+    /// Model description.
+    pub model: String,
+    /// Arithmetic description (format, rounding, device).
+    pub arithmetic: String,
+    /// Per-epoch results (including epochs before a resume).
+    pub history: Vec<EpochRecord>,
+    /// Device name and counters for the epochs run in this process.
+    pub device: Option<(String, DeviceStatsReport)>,
+    /// Final parameters.
+    #[serde(skip)]
+    pub params: Vec<TensorState>,
+}
+
+/// [`DeviceStats`] in serialisable form.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct DeviceStatsReport {
+    /// Operations run.
+    pub ops: u64,
+    /// Multiply-accumulates.
+    pub macs: u64,
+    /// Simulated cycles.
+    pub cycles: u64,
+    /// Cycles in which the array consumed a K step.
+    pub mac_cycles: u64,
+    /// Bytes to the device.
+    pub bytes_to_device: u64,
+    /// Bytes from the device.
+    pub bytes_from_device: u64,
+}
+
+impl From<DeviceStats> for DeviceStatsReport {
+    fn from(s: DeviceStats) -> Self {
+        DeviceStatsReport {
+            ops: s.ops,
+            macs: s.macs,
+            cycles: s.cycles,
+            mac_cycles: s.mac_cycles,
+            bytes_to_device: s.bytes_to_device,
+            bytes_from_device: s.bytes_from_device,
+        }
+    }
+}
+
+fn drive<A: Arith + MaybeDevice>(
+    cfg: &TrainConfig,
+    data: &Dataset,
+    arith: A,
+    opts: &RunOptions,
+    obs: &mut dyn Observer,
+) -> Result<RunSummary, TrainError> {
+    let mut t = Trainer::new(cfg.clone(), data, arith)?;
+    let ck_path = opts.out.as_ref().map(|d| d.join(checkpoint::FILE_NAME));
+    if opts.resume {
+        let p = ck_path.as_ref().ok_or_else(|| {
+            TrainError::Config("--resume needs --out DIR holding checkpoint.json".into())
+        })?;
+        if !p.exists() {
+            return Err(TrainError::Checkpoint(format!(
+                "{} does not exist: nothing to resume",
+                p.display()
+            )));
+        }
+        t.restore(Checkpoint::load(p)?)?;
+    }
+    if let Some(d) = &opts.out {
+        std::fs::create_dir_all(d).map_err(|source| TrainError::Io {
+            path: d.clone(),
+            source,
+        })?;
+    }
+    while t.epoch < cfg.epochs {
+        t.train_epoch(data, obs)?;
+        if let Some(p) = &ck_path {
+            t.checkpoint().save(p)?;
+        }
+    }
+    let model = cfg
+        .model
+        .describe(data.channels, data.height, data.width, data.classes);
+    Ok(RunSummary {
+        config: cfg.clone(),
+        model,
+        arithmetic: t.arith.describe(),
+        history: t.history.clone(),
+        device: t.arith.device_stats().map(|(n, s)| (n, s.into())),
+        params: t.param_states(),
+    })
+}
+
+/// Runs `cfg` on `data`.
+pub fn run(
+    cfg: &TrainConfig,
+    data: &Dataset,
+    opts: &RunOptions,
+    obs: &mut dyn Observer,
+) -> Result<RunSummary, TrainError> {
+    cfg.validate()?;
+    match cfg.precision {
+        Precision::Fixed16 => {
+            let ac = ArrayConfig::new(
+                cfg.array,
+                ArrayConfig::square(cfg.array).frac_bits,
+                ArrayConfig::square(cfg.array).buffer_depth,
+            )
+            .map_err(|e| TrainError::Config(e.to_string()))?;
+            let dev =
+                crate::device::open(&opts.device, ac).map_err(|source| TrainError::Device {
+                    op: "opening the device".into(),
+                    source,
+                })?;
+            drive(
+                cfg,
+                data,
+                FixedArith::new(dev, cfg.rounding, cfg.seed, opts.check),
+                opts,
+                obs,
+            )
+        }
+        Precision::F32 => drive(cfg, data, FloatArith::new(FloatFormat::F32), opts, obs),
+        Precision::F16 => drive(cfg, data, FloatArith::new(FloatFormat::F16), opts, obs),
+        Precision::Bf16 => drive(cfg, data, FloatArith::new(FloatFormat::Bf16), opts, obs),
+    }
+}
+
+/// Check a folder is writable before a long run starts (so a typo fails at once).
+pub fn ensure_out_dir(dir: &Path) -> Result<(), TrainError> {
+    std::fs::create_dir_all(dir).map_err(|source| TrainError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })
+}

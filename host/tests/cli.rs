@@ -1,0 +1,67 @@
+//! The `systole` binary: a short training run writes its reports and resumes; bad input gives
+//! one clear error line and exit code 1, never a panic.
+
+use std::process::Command;
+
+fn systole(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_systole"))
+        .args(args)
+        .output()
+        .expect("run systole")
+}
+
+#[test]
+fn train_writes_reports_and_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let o = systole(&["train", "--epochs", "1", "--check", "--out", out]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("epoch   1/1"), "{text}");
+    for f in ["run.json", "history.csv", "loss.png", "checkpoint.json"] {
+        assert!(dir.path().join(f).exists(), "{f} missing");
+    }
+    let o = systole(&[
+        "train", "--epochs", "2", "--check", "--out", out, "--resume",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let csv = std::fs::read_to_string(dir.path().join("history.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("run.json")).unwrap()).unwrap();
+    assert_eq!(json["history"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn bad_input_is_one_clear_error() {
+    for (args, want) in [
+        (vec!["train", "--model", "rnn"], "unknown model 'rnn'"),
+        (vec!["train", "--rounding", "up"], "unknown rounding 'up'"),
+        (vec!["train", "--device", "fpga"], "unknown device 'fpga'"),
+        (vec!["train", "--array", "1"], "array size 1"),
+        (
+            vec!["train", "--dataset", "cifar"],
+            "unknown data set 'cifar'",
+        ),
+        (vec!["train", "--lr=0"], "--lr must be"),
+        (vec!["train", "--batch", "0"], "--batch must be"),
+        (vec!["train", "--resume"], "--resume needs --out"),
+        (vec!["check", "--array", "100"], "array size 100"),
+    ] {
+        let o = systole(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: ") && err.contains(want),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn check_passes_on_golden() {
+    let o = systole(&["check", "--cases", "2"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("24 operations agree"));
+}
