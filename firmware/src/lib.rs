@@ -1,1 +1,17 @@
-//! systole-firmware (being written).
+//! `systole-firmware`: the device side of systole, `no_std` and allocation-free.
+//!
+//! * [`frame`] and [`crc`] — how messages are delimited and checked on the serial link.
+//! * [`protocol`] — the commands (register access, block row transfers, status), with a table
+//!   of every frame's format and action.
+//! * [`board`] — the board's loop: decode frames from an `embedded_io` byte stream, run them on
+//!   the local [`systole_core::AcceleratorBus`], answer, and answer retries without re-running.
+//! * `driver` — the tile driver (tiled matmul over any `AcceleratorBus`), used by the host for
+//!   every backend.
+#![no_std]
+#![deny(unsafe_code, missing_docs)]
+
+pub mod board;
+pub mod crc;
+pub mod driver;
+pub mod frame;
+pub mod protocol;

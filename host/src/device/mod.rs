@@ -8,6 +8,8 @@
 //! runs on each.
 
 pub mod golden;
+pub mod serial;
+pub mod verilator;
 
 use crate::golden::conv::{self, Conv2dGeom};
 use crate::golden::{NumericError, OutputSpec};
@@ -155,6 +157,12 @@ pub trait Device {
 pub fn open(spec: &str, config: ArrayConfig) -> Result<Box<dyn Device>, DeviceError> {
     match spec {
         "golden" => Ok(Box::new(golden::GoldenDevice::new(config)?)),
-        other => Err(DeviceError::UnknownDevice(other.to_string())),
+        "verilator" => Ok(Box::new(verilator::VerilatorDevice::new(config)?)),
+        other => match other.strip_prefix("serial:") {
+            Some(path) if !path.is_empty() => {
+                Ok(Box::new(serial::SerialDevice::open(path, config)?))
+            }
+            _ => Err(DeviceError::UnknownDevice(other.to_string())),
+        },
     }
 }

@@ -1,0 +1,321 @@
+//! [`Board`]: the firmware's main loop. It reads request frames from a byte stream, runs them on
+//! the board's local [`AcceleratorBus`] (MMIO registers on a real board, the Verilated array on
+//! the simulated one) and writes one response frame per request.
+
+use crate::frame::{self, Decoder, Frame, FrameError, FRAME_CAPACITY, HEADER, MAX_PAYLOAD};
+use crate::protocol::{BatchIter, Buffer, ErrorCode, RemoteError, Request, MAX_LANES, RESPONSE};
+use crate::protocol::{ERROR, VERSION};
+use embedded_io::{Read, Write};
+use systole_core::{regmap, AcceleratorBus, ArrayConfig};
+
+/// Counters of the link, reported by the `STATUS` command.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    /// Requests executed.
+    pub frames_ok: u32,
+    /// Requests answered with an error frame (damaged or refused).
+    pub frames_rejected: u32,
+    /// Retries answered from the stored response.
+    pub replays: u32,
+    /// Bytes skipped while searching for a frame start.
+    pub garbage_bytes: u32,
+}
+
+/// Why [`Board::serve`] or [`Board::step`] stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BoardError<E> {
+    /// The byte stream reported an error.
+    Io(E),
+    /// The byte stream ended (read returned 0 bytes): the link is gone.
+    Closed,
+}
+
+/// The last request executed and the response it got, for idempotent retries.
+struct Last {
+    seq: u8,
+    crc: u16,
+}
+
+/// The board: a byte stream, an accelerator, and the protocol state between them.
+pub struct Board<IO, B> {
+    io: IO,
+    bus: B,
+    config: ArrayConfig,
+    decoder: Decoder,
+    /// The response last sent (kept whole so a retry is answered byte for byte).
+    tx: [u8; FRAME_CAPACITY],
+    tx_len: usize,
+    last: Option<Last>,
+    stats: LinkStats,
+}
+
+impl<IO: Read + Write, B: AcceleratorBus> Board<IO, B> {
+    /// A board serving `io` with the accelerator `bus` described by `config`
+    /// (`config.size <= MAX_LANES`; larger arrays are refused with `Malformed` row lengths).
+    pub fn new(io: IO, bus: B, config: ArrayConfig) -> Self {
+        Board {
+            io,
+            bus,
+            config,
+            decoder: Decoder::new(),
+            tx: [0; FRAME_CAPACITY],
+            tx_len: 0,
+            last: None,
+            stats: LinkStats::default(),
+        }
+    }
+
+    /// Link counters so far.
+    pub fn stats(&self) -> LinkStats {
+        self.stats
+    }
+
+    /// The accelerator.
+    pub fn bus(&mut self) -> &mut B {
+        &mut self.bus
+    }
+
+    /// Gives back the stream and the accelerator.
+    pub fn into_parts(self) -> (IO, B) {
+        (self.io, self.bus)
+    }
+
+    /// Serves requests until the stream fails or closes.
+    pub fn serve(&mut self) -> BoardError<IO::Error> {
+        loop {
+            if let Err(e) = self.step() {
+                return e;
+            }
+        }
+    }
+
+    /// One blocking read from the stream, then answers every complete frame it buffered.
+    pub fn step(&mut self) -> Result<(), BoardError<IO::Error>> {
+        let n = self.io.read(self.decoder.spare()).map_err(BoardError::Io)?;
+        if n == 0 {
+            return Err(BoardError::Closed);
+        }
+        self.decoder.commit(n);
+        self.answer_buffered()
+    }
+
+    /// Answers every complete frame already received (no read).
+    pub fn answer_buffered(&mut self) -> Result<(), BoardError<IO::Error>> {
+        loop {
+            let Board {
+                decoder,
+                bus,
+                config,
+                tx,
+                tx_len,
+                last,
+                stats,
+                ..
+            } = self;
+            decoder.skip_garbage();
+            stats.garbage_bytes = decoder.garbage_bytes();
+            match decoder.next_frame() {
+                None => return Ok(()),
+                Some(Ok(f)) => handle(f, bus, config, tx, tx_len, last, stats),
+                Some(Err(e)) => {
+                    let (seq, cmd, code) = match e {
+                        FrameError::BadCrc { seq, cmd } => (seq, cmd, ErrorCode::BadCrc),
+                        FrameError::Oversized { seq, cmd, .. } => (seq, cmd, ErrorCode::Oversized),
+                    };
+                    // Not stored as the last response: the damaged frame was never executed.
+                    stats.frames_rejected = stats.frames_rejected.wrapping_add(1);
+                    let mut buf = [0u8; frame::OVERHEAD + 4];
+                    let p = RemoteError::payload(code, cmd, 0);
+                    let n = frame::encode(seq, ERROR, &p, &mut buf).unwrap_or(0);
+                    self.io.write_all(&buf[..n]).map_err(BoardError::Io)?;
+                    self.io.flush().map_err(BoardError::Io)?;
+                    continue;
+                }
+            }
+            self.io
+                .write_all(&self.tx[..self.tx_len])
+                .map_err(BoardError::Io)?;
+            self.io.flush().map_err(BoardError::Io)?;
+        }
+    }
+}
+
+/// Executes (or replays) one request and leaves its response frame in `tx`.
+fn handle<B: AcceleratorBus>(
+    f: Frame<'_>,
+    bus: &mut B,
+    config: &ArrayConfig,
+    tx: &mut [u8; FRAME_CAPACITY],
+    tx_len: &mut usize,
+    last: &mut Option<Last>,
+    stats: &mut LinkStats,
+) {
+    let is_retry = matches!(last, Some(l) if l.seq == f.seq && l.crc == f.crc);
+    if is_retry && f.cmd != crate::protocol::cmd::PING {
+        stats.replays = stats.replays.wrapping_add(1);
+        return;
+    }
+    let (cmd, len) = match execute(f, bus, config, stats, &mut tx[HEADER..HEADER + MAX_PAYLOAD]) {
+        Ok(len) => {
+            stats.frames_ok = stats.frames_ok.wrapping_add(1);
+            (f.cmd | RESPONSE, len)
+        }
+        Err((code, detail)) => {
+            stats.frames_rejected = stats.frames_rejected.wrapping_add(1);
+            tx[HEADER..HEADER + 4].copy_from_slice(&RemoteError::payload(code, f.cmd, detail));
+            (ERROR, 4)
+        }
+    };
+    // `len <= MAX_PAYLOAD` by construction, so finishing cannot fail.
+    *tx_len = frame::finish(tx, f.seq, cmd, len).unwrap_or(0);
+    *last = Some(Last {
+        seq: f.seq,
+        crc: f.crc,
+    });
+}
+
+type Failure = (ErrorCode, u16);
+
+/// Checks a write-type request against the configuration without touching the bus.
+fn check(req: &Request<'_>, config: &ArrayConfig, index: u16) -> Result<(), Failure> {
+    let range = (ErrorCode::OutOfRange, index);
+    match *req {
+        Request::WriteRows {
+            bank,
+            start,
+            count,
+            words,
+            ..
+        } => {
+            if words.len() != usize::from(count) * config.size || config.size > MAX_LANES {
+                return Err((ErrorCode::RowLength, index));
+            }
+            if bank > 1 || usize::from(start) + usize::from(count) > config.buffer_depth {
+                return Err(range);
+            }
+        }
+        Request::ReadRows { bank, start, count } => {
+            if bank > 1 || usize::from(start) + usize::from(count) > config.size {
+                return Err(range);
+            }
+            if usize::from(count) * config.size * 2 > MAX_PAYLOAD || config.size > MAX_LANES {
+                return Err(range);
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn execute<B: AcceleratorBus>(
+    f: Frame<'_>,
+    bus: &mut B,
+    config: &ArrayConfig,
+    stats: &LinkStats,
+    out: &mut [u8],
+) -> Result<usize, Failure> {
+    let req = Request::parse(f.cmd, f.payload).map_err(|c| {
+        // For a batch, report which entry was bad.
+        let index = match f.cmd {
+            crate::protocol::cmd::BATCH => BatchIter::new(f.payload)
+                .find_map(|e| e.err())
+                .map_or(0, |(_, i)| i),
+            _ => 0,
+        };
+        (c, index)
+    })?;
+    check(&req, config, 0)?;
+    if let Request::Batch(entries) = req {
+        for (i, e) in BatchIter::new(entries).enumerate() {
+            check(&e.map_err(|(c, _)| (c, i as u16))?, config, i as u16)?;
+        }
+    }
+    let bus_err = |_| (ErrorCode::Bus, 0);
+    match req {
+        Request::Ping => {
+            let id = bus.read_reg(regmap::ID).map_err(bus_err)?;
+            let cfg = bus.read_reg(regmap::CONFIG).map_err(bus_err)?;
+            out[..4].copy_from_slice(&id.to_le_bytes());
+            out[4..8].copy_from_slice(&cfg.to_le_bytes());
+            out[8] = VERSION;
+            out[9..11].copy_from_slice(&(MAX_PAYLOAD as u16).to_le_bytes());
+            Ok(11)
+        }
+        Request::ReadReg { addr } => {
+            let v = bus.read_reg(addr).map_err(bus_err)?;
+            out[..4].copy_from_slice(&v.to_le_bytes());
+            Ok(4)
+        }
+        Request::Status => {
+            let s = bus.read_reg(regmap::STATUS).map_err(bus_err)?;
+            out[..4].copy_from_slice(&s.to_le_bytes());
+            out[4..8].copy_from_slice(&stats.frames_ok.to_le_bytes());
+            out[8..12].copy_from_slice(&stats.frames_rejected.to_le_bytes());
+            out[12..16].copy_from_slice(&stats.garbage_bytes.to_le_bytes());
+            Ok(16)
+        }
+        Request::ReadRows { bank, start, count } => {
+            let n = config.size;
+            let mut row = [0i16; MAX_LANES];
+            for r in 0..usize::from(count) {
+                bus.read_c_row(bank, start + r as u16, &mut row[..n])
+                    .map_err(bus_err)?;
+                for (c, w) in row[..n].iter().enumerate() {
+                    let at = 2 * (r * n + c);
+                    out[at..at + 2].copy_from_slice(&w.to_le_bytes());
+                }
+            }
+            Ok(2 * n * usize::from(count))
+        }
+        Request::Batch(entries) => {
+            for (i, e) in BatchIter::new(entries).enumerate() {
+                // Entries were all parsed and checked above.
+                if let Ok(e) = e {
+                    run_write(&e, bus, config).map_err(|(c, _)| (c, i as u16))?;
+                }
+            }
+            Ok(0)
+        }
+        other => run_write(&other, bus, config).map(|()| 0),
+    }
+}
+
+/// Runs a write-type request (the kinds allowed in a batch).
+fn run_write<B: AcceleratorBus>(
+    req: &Request<'_>,
+    bus: &mut B,
+    config: &ArrayConfig,
+) -> Result<(), Failure> {
+    let bus_err = |_| (ErrorCode::Bus, 0);
+    match *req {
+        Request::WriteReg { addr, value } => bus.write_reg(addr, value).map_err(bus_err),
+        Request::Idle { cycles } => bus.idle(cycles).map_err(bus_err),
+        Request::WriteRows {
+            buffer,
+            bank,
+            start,
+            count,
+            words,
+        } => {
+            let n = config.size;
+            let mut row = [0i16; MAX_LANES];
+            for r in 0..usize::from(count) {
+                for (c, w) in row[..n].iter_mut().enumerate() {
+                    *w = words.get(r * n + c);
+                }
+                let at = start + r as u16;
+                match buffer {
+                    Buffer::A => bus.write_a_row(bank, at, &row[..n]),
+                    Buffer::B => bus.write_b_row(bank, at, &row[..n]),
+                }
+                .map_err(bus_err)?;
+            }
+            Ok(())
+        }
+        _ => Err((ErrorCode::NotBatchable, 0)),
+    }
+}
+
+#[cfg(test)]
+mod tests;

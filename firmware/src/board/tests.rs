@@ -1,0 +1,350 @@
+//! Board tests with literal request and response bytes (computed with an independent script),
+//! plus damaged input: the board must answer with an error frame and keep serving.
+
+extern crate std;
+use super::*;
+use std::vec::Vec;
+
+/// A recording accelerator double: registers hold `0x100 + addr` until written, C row `r` of
+/// bank `b` holds `100 b + 10 r + lane`.
+#[derive(Default)]
+struct MockBus {
+    regs: [u32; 16],
+    log: Vec<(char, u8, u16, Vec<i16>)>,
+    idle: u64,
+    fail: bool,
+}
+
+impl MockBus {
+    fn new(config: &ArrayConfig) -> Self {
+        let mut regs = [0u32; 16];
+        for (i, r) in regs.iter_mut().enumerate() {
+            *r = 0x100 + i as u32;
+        }
+        regs[usize::from(regmap::ID)] = regmap::ID_VALUE;
+        regs[usize::from(regmap::CONFIG)] = config.config_word();
+        regs[usize::from(regmap::STATUS)] = 0;
+        MockBus {
+            regs,
+            ..Default::default()
+        }
+    }
+}
+
+impl AcceleratorBus for MockBus {
+    type Error = ();
+    fn read_reg(&mut self, addr: u8) -> Result<u32, ()> {
+        if self.fail {
+            return Err(());
+        }
+        Ok(self.regs.get(usize::from(addr)).copied().unwrap_or(0))
+    }
+    fn write_reg(&mut self, addr: u8, value: u32) -> Result<(), ()> {
+        if self.fail {
+            return Err(());
+        }
+        self.log.push(('R', addr, 0, Vec::from([value as i16])));
+        if let Some(r) = self.regs.get_mut(usize::from(addr)) {
+            *r = value;
+        }
+        Ok(())
+    }
+    fn beat(&mut self, beat: &systole_core::bus::Beat<'_>, c_out: &mut [i16]) -> Result<(), ()> {
+        if self.fail {
+            return Err(());
+        }
+        if let Some(a) = beat.a {
+            self.log.push(('A', a.bank, a.row, Vec::from(a.data)));
+        }
+        if let Some(b) = beat.b {
+            self.log.push(('B', b.bank, b.row, Vec::from(b.data)));
+        }
+        if let Some(c) = beat.c {
+            for (lane, w) in c_out.iter_mut().enumerate() {
+                *w = (100 * u16::from(c.bank) + 10 * c.row + lane as u16) as i16;
+            }
+        }
+        Ok(())
+    }
+    fn idle(&mut self, cycles: u32) -> Result<(), ()> {
+        self.idle += u64::from(cycles);
+        Ok(())
+    }
+}
+
+/// An in-memory link: reads come from `input` in chunks of `chunk` bytes, then 0 (closed).
+struct Pipe {
+    input: Vec<u8>,
+    pos: usize,
+    chunk: usize,
+    output: Vec<u8>,
+}
+
+impl embedded_io::ErrorType for Pipe {
+    type Error = core::convert::Infallible;
+}
+impl Read for Pipe {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Self::Error> {
+        let n = buf.len().min(self.chunk).min(self.input.len() - self.pos);
+        buf[..n].copy_from_slice(&self.input[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+impl Write for Pipe {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
+        self.output.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
+fn config() -> ArrayConfig {
+    ArrayConfig::new(2, 8, 16).unwrap()
+}
+
+/// Runs a board over `input` until the stream closes; returns what it sent and the bus.
+fn run(input: &[u8], chunk: usize) -> (Vec<u8>, MockBus, LinkStats) {
+    let pipe = Pipe {
+        input: Vec::from(input),
+        pos: 0,
+        chunk,
+        output: Vec::new(),
+    };
+    let mut board = Board::new(pipe, MockBus::new(&config()), config());
+    assert_eq!(board.serve(), BoardError::Closed);
+    let stats = board.stats();
+    let (pipe, bus) = board.into_parts();
+    (pipe.output, bus, stats)
+}
+
+fn cat(parts: &[&[u8]]) -> Vec<u8> {
+    parts.iter().flat_map(|p| p.iter().copied()).collect()
+}
+
+const PING: &[u8] = &[0xA5, 0x5A, 0x00, 0x00, 0x01, 0x01, 0xD0, 0xA7];
+const PING_OK: &[u8] = &[
+    0xA5, 0x5A, 0x0B, 0x00, 0x01, 0x81, 0x54, 0x53, 0x59, 0x53, 0x02, 0x10, 0x30, 0x04, 0x01, 0x00,
+    0x04, 0xDE, 0x77,
+];
+const WRITE_REG: &[u8] = &[
+    0xA5, 0x5A, 0x05, 0x00, 0x03, 0x03, 0x0A, 0x78, 0x56, 0x34, 0x12, 0x88, 0xEF,
+];
+const WRITE_REG_OK: &[u8] = &[0xA5, 0x5A, 0x00, 0x00, 0x03, 0x83, 0x78, 0x70];
+
+#[test]
+fn ping_literal() {
+    let (out, _, _) = run(PING, 64);
+    assert_eq!(out, PING_OK);
+}
+
+#[test]
+fn read_reg_literal() {
+    let req = [0xA5, 0x5A, 0x01, 0x00, 0x02, 0x02, 0x08, 0x57, 0x32];
+    let (out, _, _) = run(&req, 64);
+    let ok = [
+        0xA5, 0x5A, 0x04, 0x00, 0x02, 0x82, 0x08, 0x01, 0x00, 0x00, 0xB3, 0x61,
+    ];
+    assert_eq!(out, ok);
+}
+
+#[test]
+fn write_reg_literal() {
+    let (out, bus, _) = run(WRITE_REG, 64);
+    assert_eq!(out, WRITE_REG_OK);
+    assert_eq!(bus.regs[0x0A], 0x1234_5678);
+}
+
+#[test]
+fn write_rows_literal() {
+    let req = [
+        0xA5, 0x5A, 0x0E, 0x00, 0x04, 0x04, 0x00, 0x01, 0x03, 0x00, 0x02, 0x00, 0x01, 0x00, 0xFE,
+        0xFF, 0x03, 0x00, 0xFC, 0xFF, 0xD5, 0xEE,
+    ];
+    let (out, bus, _) = run(&req, 5);
+    assert_eq!(out, [0xA5, 0x5A, 0x00, 0x00, 0x04, 0x84, 0x08, 0x99]);
+    assert_eq!(
+        bus.log,
+        [
+            ('A', 1, 3, Vec::from([1, -2])),
+            ('A', 1, 4, Vec::from([3, -4]))
+        ]
+    );
+}
+
+#[test]
+fn read_rows_literal() {
+    let req = [
+        0xA5, 0x5A, 0x05, 0x00, 0x05, 0x05, 0x01, 0x00, 0x00, 0x02, 0x00, 0x2B, 0x99,
+    ];
+    let (out, _, _) = run(&req, 64);
+    let ok = [
+        0xA5, 0x5A, 0x08, 0x00, 0x05, 0x85, 0x64, 0x00, 0x65, 0x00, 0x6E, 0x00, 0x6F, 0x00, 0x0F,
+        0xEB,
+    ];
+    assert_eq!(out, ok);
+}
+
+#[test]
+fn status_literal() {
+    let req = [0xA5, 0x5A, 0x00, 0x00, 0x06, 0x06, 0xA0, 0x4E];
+    let (out, _, _) = run(&req, 64);
+    let mut ok = Vec::from([0xA5, 0x5A, 0x10, 0x00, 0x06, 0x86]);
+    ok.extend_from_slice(&[0; 16]);
+    ok.extend_from_slice(&[0x4B, 0x0F]);
+    assert_eq!(out, ok);
+}
+
+#[test]
+fn idle_literal() {
+    let req = [
+        0xA5, 0x5A, 0x04, 0x00, 0x07, 0x07, 0xE8, 0x03, 0x00, 0x00, 0xBF, 0xC9,
+    ];
+    let (out, bus, _) = run(&req, 64);
+    assert_eq!(out, [0xA5, 0x5A, 0x00, 0x00, 0x07, 0x87, 0x38, 0xFC]);
+    assert_eq!(bus.idle, 1000);
+}
+
+#[test]
+fn batch_literal_runs_entries_in_order() {
+    let req = [
+        0xA5, 0x5A, 0x1C, 0x00, 0x08, 0x08, 0x03, 0x05, 0x00, 0x0B, 0x10, 0x00, 0x00, 0x00, 0x04,
+        0x0A, 0x00, 0x01, 0x00, 0x0F, 0x00, 0x01, 0x00, 0x00, 0x80, 0xFF, 0x7F, 0x07, 0x04, 0x00,
+        0x03, 0x00, 0x00, 0x00, 0x82, 0xDE,
+    ];
+    let (out, bus, _) = run(&req, 7);
+    assert_eq!(out, [0xA5, 0x5A, 0x00, 0x00, 0x08, 0x88, 0xE9, 0x1D]);
+    assert_eq!(
+        bus.log,
+        [
+            ('R', 0x0B, 0, Vec::from([16])),
+            ('B', 0, 15, Vec::from([-32768, 32767])),
+        ]
+    );
+    assert_eq!(bus.idle, 3);
+}
+
+/// Each refused request gets its typed error frame and changes nothing on the bus.
+#[test]
+fn refused_requests_literal() {
+    let cases: [(&[u8], &[u8]); 5] = [
+        // Unknown command 0x42.
+        (
+            &[0xA5, 0x5A, 0x00, 0x00, 0x09, 0x42, 0xDE, 0x56],
+            &[
+                0xA5, 0x5A, 0x04, 0x00, 0x09, 0xFF, 0x03, 0x42, 0x00, 0x00, 0x0F, 0xC4,
+            ],
+        ),
+        // READ_REG with two payload bytes: malformed.
+        (
+            &[0xA5, 0x5A, 0x02, 0x00, 0x0A, 0x02, 0x08, 0x00, 0x32, 0x0A],
+            &[
+                0xA5, 0x5A, 0x04, 0x00, 0x0A, 0xFF, 0x04, 0x02, 0x00, 0x00, 0x6F, 0x46,
+            ],
+        ),
+        // Rows 15..17 of a 16-row bank: out of range.
+        (
+            &[
+                0xA5, 0x5A, 0x0E, 0x00, 0x0B, 0x04, 0x00, 0x00, 0x0F, 0x00, 0x02, 0x00, 0x01, 0x00,
+                0x02, 0x00, 0x03, 0x00, 0x04, 0x00, 0xB8, 0x80,
+            ],
+            &[
+                0xA5, 0x5A, 0x04, 0x00, 0x0B, 0xFF, 0x05, 0x04, 0x00, 0x00, 0xDB, 0xC7,
+            ],
+        ),
+        // One row of four words on a 2x2 array: wrong row length.
+        (
+            &[
+                0xA5, 0x5A, 0x0E, 0x00, 0x0C, 0x04, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00,
+                0x02, 0x00, 0x03, 0x00, 0x04, 0x00, 0x0B, 0x4A,
+            ],
+            &[
+                0xA5, 0x5A, 0x04, 0x00, 0x0C, 0xFF, 0x06, 0x04, 0x00, 0x00, 0x46, 0x94,
+            ],
+        ),
+        // A batch whose entry 1 is a PING: refused as a whole (the IDLE before it never runs).
+        (
+            &[
+                0xA5, 0x5A, 0x0A, 0x00, 0x0D, 0x08, 0x07, 0x04, 0x00, 0x03, 0x00, 0x00, 0x00, 0x01,
+                0x00, 0x00, 0xE3, 0x6C,
+            ],
+            &[
+                0xA5, 0x5A, 0x04, 0x00, 0x0D, 0xFF, 0x08, 0x08, 0x01, 0x00, 0xEC, 0x35,
+            ],
+        ),
+    ];
+    for (req, resp) in cases {
+        let (out, bus, stats) = run(&cat(&[req, PING]), 64);
+        assert_eq!(out, cat(&[resp, PING_OK]), "request {req:02X?}");
+        assert!(bus.log.is_empty() && bus.idle == 0);
+        assert_eq!((stats.frames_ok, stats.frames_rejected), (1, 1));
+    }
+}
+
+#[test]
+fn bad_crc_gets_error_frame_then_board_serves() {
+    let mut bad = Vec::from(WRITE_REG);
+    bad[4] = 0x21; // sequence byte changed, CRC not updated
+    let (out, bus, _) = run(&cat(&[&bad, PING]), 3);
+    let err = [
+        0xA5, 0x5A, 0x04, 0x00, 0x21, 0xFF, 0x01, 0x03, 0x00, 0x00, 0xB0, 0x3B,
+    ];
+    assert_eq!(out, cat(&[&err, PING_OK]));
+    assert!(bus.log.is_empty());
+}
+
+#[test]
+fn oversized_gets_error_frame_then_board_serves() {
+    let huge = [0xA5, 0x5A, 0xFF, 0xFF, 0x22, 0x01];
+    let (out, _, _) = run(&cat(&[&huge, PING]), 64);
+    let err = [
+        0xA5, 0x5A, 0x04, 0x00, 0x22, 0xFF, 0x02, 0x01, 0x00, 0x00, 0xEC, 0x00,
+    ];
+    assert_eq!(out, cat(&[&err, PING_OK]));
+}
+
+#[test]
+fn replayed_frame_is_answered_without_running_twice() {
+    let (out, bus, stats) = run(&cat(&[WRITE_REG, WRITE_REG, WRITE_REG]), 64);
+    assert_eq!(out, cat(&[WRITE_REG_OK, WRITE_REG_OK, WRITE_REG_OK]));
+    assert_eq!(bus.log.len(), 1, "the register write ran more than once");
+    assert_eq!((stats.frames_ok, stats.replays), (1, 2));
+}
+
+#[test]
+fn garbage_between_frames_is_skipped() {
+    let junk = [0x00, 0xA5, 0x13, 0xFF, 0x5A, 0xA5];
+    let (out, _, stats) = run(&cat(&[&junk, PING, &junk, WRITE_REG]), 1);
+    assert_eq!(out, cat(&[PING_OK, WRITE_REG_OK]));
+    assert_eq!(stats.garbage_bytes, 12);
+}
+
+#[test]
+fn truncated_frame_then_retries_recover() {
+    // Half a WRITE_REG, then the host times out and sends PING twice: the first PING completes
+    // the bogus frame (bad CRC), resync finds both PINGs.
+    let (out, bus, _) = run(&cat(&[&WRITE_REG[..7], PING, PING]), 64);
+    let err = [0xA5, 0x5A, 0x04, 0x00, 0x03, 0xFF, 0x01, 0x03, 0x00, 0x00];
+    assert_eq!(&out[..10], err);
+    assert_eq!(&out[12..], cat(&[PING_OK, PING_OK]));
+    assert!(bus.log.is_empty());
+}
+
+#[test]
+fn bus_fault_is_reported() {
+    let pipe = Pipe {
+        input: Vec::from(WRITE_REG),
+        pos: 0,
+        chunk: 64,
+        output: Vec::new(),
+    };
+    let mut bus = MockBus::new(&config());
+    bus.fail = true;
+    let mut board = Board::new(pipe, bus, config());
+    assert_eq!(board.serve(), BoardError::Closed);
+    let (pipe, _) = board.into_parts();
+    let code = RemoteError::parse(&pipe.output[HEADER..HEADER + 4]).unwrap();
+    assert_eq!((code.code, code.cmd), (Some(ErrorCode::Bus), 0x03));
+}

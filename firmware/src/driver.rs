@@ -1,0 +1,553 @@
+//! The tile driver: runs one matrix product `C = A·B` on any [`AcceleratorBus`].
+//!
+//! The output is cut into `size x size` tiles (row blocks outer, column blocks inner so an A
+//! block is reused across a row); edges are padded with zeros. A dot product longer than
+//! `buffer_depth` runs as several commands on the same tile (`CMD_CLEAR` on the first chunk,
+//! `CMD_EMIT` on the last).
+//!
+//! Overlap, so the array never waits for the bus: command `q` reads A and B bank `q % 2`.
+//! While it runs, the driver writes the rows of command `q + 1` into the other bank and, in the
+//! same beats, reads back the C rows of tiles that finished converting. A bank is written only
+//! once the command that last read it has left the array; the driver knows this because the
+//! command queued after it has started (`STATUS_QUEUE_FULL` clear). Emitted tile `e` is
+//! converted into C bank `e % 2`, and the command that emits tile `e + 2` is queued only once
+//! tile `e` has been read, so a C bank is never overwritten before it is read.
+//!
+//! No allocation and no panics on bad input: the driver runs on the board as well as on the
+//! host.
+
+use core::fmt;
+use systole_core::bus::{Beat, RowRead, RowWrite};
+use systole_core::numeric::{tile_seed, MAX_K, MAX_SHIFT};
+use systole_core::{regmap, AcceleratorBus, ArrayConfig, ConfigError, Rounding};
+
+/// Largest array size the driver has row buffers for (the largest `ArrayConfig` allows).
+pub const MAX_LANES: usize = 64;
+
+/// Clock cycles any single wait may take before the driver gives up with
+/// [`DriverError::Timeout`] (far beyond the longest legal command).
+pub const WAIT_LIMIT: u32 = 1 << 20;
+
+/// One matrix product for [`matmul`].
+#[derive(Clone, Copy, Debug)]
+pub struct MatmulJob<'a> {
+    /// `m x k` operand, row-major.
+    pub a: &'a [i16],
+    /// `k x n` operand, row-major.
+    pub b: &'a [i16],
+    /// Rows of A and C.
+    pub m: usize,
+    /// Columns of A, rows of B (dot-product length).
+    pub k: usize,
+    /// Columns of B and C.
+    pub n: usize,
+    /// Output right shift `frac_a + frac_b - frac_out`, `0..=32`.
+    pub shift: u32,
+    /// Rounding of the one output conversion.
+    pub rounding: Rounding,
+    /// Operation seed for stochastic rounding (tile seeds derive from it).
+    pub seed: u32,
+}
+
+/// What one [`matmul`] cost on the device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DriverStats {
+    /// Clock cycles from the first to the last register access (device `CYCLES` counter).
+    pub cycles: u64,
+    /// Cycles the array consumed a K step (device `MAC_CYCLES` counter).
+    pub mac_cycles: u64,
+    /// Output tiles computed.
+    pub tiles: u64,
+    /// Commands queued (tiles times K chunks).
+    pub commands: u64,
+    /// Buffer-port beats issued.
+    pub beats: u64,
+    /// A and B rows written (each `size` words).
+    pub rows_written: u64,
+    /// C rows read (each `size` words).
+    pub rows_read: u64,
+    /// Register writes.
+    pub reg_writes: u64,
+    /// Register reads (status polls included).
+    pub reg_reads: u64,
+    /// Idle cycles spent waiting for the device.
+    pub wait_cycles: u64,
+}
+
+/// Why [`matmul`] failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DriverError<E> {
+    /// The bus failed.
+    Bus(E),
+    /// The configuration is not valid.
+    Config(ConfigError),
+    /// The array is wider than [`MAX_LANES`].
+    TooManyLanes(usize),
+    /// The device reports a different configuration than the driver was given.
+    ConfigMismatch {
+        /// `cfg.config_word()`.
+        expected: u32,
+        /// The device's `CONFIG` register.
+        found: u32,
+    },
+    /// A buffer has the wrong length (`which` is `"a"`, `"b"` or `"out"`).
+    Length {
+        /// Which slice.
+        which: &'static str,
+        /// Words it must hold.
+        expected: usize,
+        /// Words it holds.
+        found: usize,
+    },
+    /// `m * k`, `k * n` or `m * n` overflows `usize`.
+    ShapeOverflow,
+    /// The dot product is longer than the contract's 2^17.
+    KTooLong(usize),
+    /// The output shift exceeds 32.
+    Shift(u32),
+    /// The device set `STATUS_ERROR` (a dropped command or a bad register value).
+    Device {
+        /// The `STATUS` register.
+        status: u32,
+    },
+    /// The device did not get to the awaited state within [`WAIT_LIMIT`] cycles.
+    Timeout {
+        /// What the driver waited for.
+        waiting_for: &'static str,
+    },
+}
+
+impl<E: fmt::Display> fmt::Display for DriverError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DriverError::Bus(e) => write!(f, "accelerator bus failed: {e}"),
+            DriverError::Config(e) => write!(f, "bad array configuration: {e}"),
+            DriverError::TooManyLanes(n) => {
+                write!(f, "array size {n} exceeds the driver's {MAX_LANES} lanes")
+            }
+            DriverError::ConfigMismatch { expected, found } => write!(
+                f,
+                "device reports configuration {found:#010x} but the driver expected {expected:#010x}: \
+                 open the device with the array size it was built for"
+            ),
+            DriverError::Length {
+                which,
+                expected,
+                found,
+            } => write!(f, "operand {which} holds {found} words, the shape needs {expected}"),
+            DriverError::ShapeOverflow => write!(f, "matrix shape overflows the address space"),
+            DriverError::KTooLong(k) => write!(
+                f,
+                "dot product of length {k} exceeds the contract's limit of {MAX_K}: split it on the host"
+            ),
+            DriverError::Shift(s) => {
+                write!(f, "output shift {s} is outside 0..={MAX_SHIFT}")
+            }
+            DriverError::Device { status } => {
+                write!(f, "accelerator reported an error (STATUS = {status:#x})")
+            }
+            DriverError::Timeout { waiting_for } => write!(
+                f,
+                "accelerator did not respond within {WAIT_LIMIT} cycles while waiting for {waiting_for}"
+            ),
+        }
+    }
+}
+
+/// Emitted tile whose C rows are still (partly) unread.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    /// Emit index: the tile is in C bank `emit % 2`, done once `DONE_COUNT` passes it.
+    emit: u32,
+    i0: usize,
+    j0: usize,
+    /// Rows already read.
+    rows_read: usize,
+    /// Rows that hold real outputs (the rest are padding and never read).
+    rows: usize,
+    /// Known to be converted.
+    ready: bool,
+}
+
+/// One queued unit of work: rows `k0..k0 + klen` of tile `(i0, j0)`.
+#[derive(Clone, Copy, Debug)]
+struct Command {
+    i0: usize,
+    j0: usize,
+    k0: usize,
+    klen: usize,
+    clear: bool,
+    emit: bool,
+}
+
+/// Driver state for one [`matmul`] call.
+struct Run<'b, 'j, B: AcceleratorBus> {
+    bus: &'b mut B,
+    job: &'j MatmulJob<'j>,
+    size: usize,
+    stats: DriverStats,
+    /// `DONE_COUNT` when the run started.
+    done0: u32,
+    /// Outstanding emitted tiles, indexed by C bank.
+    pending: [Option<Pending>; 2],
+    /// What A / B each bank holds: `(block origin, k0)`.
+    a_tag: [Option<(usize, usize)>; 2],
+    b_tag: [Option<(usize, usize)>; 2],
+    last_seed: Option<u32>,
+    last_klen: Option<usize>,
+}
+
+type Res<T, E> = Result<T, DriverError<E>>;
+
+/// Computes `out = A·B` (row-major `m x n`) on the accelerator behind `bus`, bit-exact with the
+/// numeric contract. See the module docs for the schedule.
+pub fn matmul<B: AcceleratorBus>(
+    bus: &mut B,
+    cfg: &ArrayConfig,
+    job: &MatmulJob<'_>,
+    out: &mut [i16],
+) -> Result<DriverStats, DriverError<B::Error>> {
+    validate(cfg, job, out)?;
+    let mut stats = DriverStats::default();
+    if job.m == 0 || job.n == 0 {
+        return Ok(stats);
+    }
+    if job.k == 0 {
+        // An empty sum converts to 0 in every rounding mode; the array needs K_LEN >= 1.
+        out.fill(0);
+        return Ok(stats);
+    }
+    let found = bus.read_reg(regmap::CONFIG).map_err(DriverError::Bus)?;
+    stats.reg_reads += 1;
+    if found != cfg.config_word() {
+        return Err(DriverError::ConfigMismatch {
+            expected: cfg.config_word(),
+            found,
+        });
+    }
+    let mut run = Run {
+        bus,
+        job,
+        size: cfg.size,
+        stats,
+        done0: 0,
+        pending: [None; 2],
+        a_tag: [None; 2],
+        b_tag: [None; 2],
+        last_seed: None,
+        last_klen: None,
+    };
+    run.execute(cfg.buffer_depth, out)?;
+    Ok(run.stats)
+}
+
+fn validate<E>(cfg: &ArrayConfig, job: &MatmulJob<'_>, out: &[i16]) -> Res<(), E> {
+    cfg.validate().map_err(DriverError::Config)?;
+    if cfg.size > MAX_LANES {
+        return Err(DriverError::TooManyLanes(cfg.size));
+    }
+    let len = |x: usize, y: usize| x.checked_mul(y).ok_or(DriverError::ShapeOverflow);
+    for (which, expected, found) in [
+        ("a", len(job.m, job.k)?, job.a.len()),
+        ("b", len(job.k, job.n)?, job.b.len()),
+        ("out", len(job.m, job.n)?, out.len()),
+    ] {
+        if expected != found {
+            return Err(DriverError::Length {
+                which,
+                expected,
+                found,
+            });
+        }
+    }
+    if job.k > MAX_K {
+        return Err(DriverError::KTooLong(job.k));
+    }
+    if job.shift > MAX_SHIFT {
+        return Err(DriverError::Shift(job.shift));
+    }
+    Ok(())
+}
+
+impl<B: AcceleratorBus> Run<'_, '_, B> {
+    fn execute(&mut self, depth: usize, out: &mut [i16]) -> Res<(), B::Error> {
+        let job = self.job;
+        // SHIFT and ROUNDING may only change while the array is idle.
+        // Not strict: a stale error from an earlier operation is cleared below.
+        self.wait_status(
+            regmap::STATUS_BUSY | regmap::STATUS_QUEUE_FULL,
+            false,
+            "the array to go idle",
+        )?;
+        if self.status()? & regmap::STATUS_ERROR != 0 {
+            // A stale error from an earlier operation; this one starts clean.
+            self.write(regmap::ERROR_CLEAR, 1)?;
+        }
+        let cycles0 = self.read(regmap::CYCLES)?;
+        let macs0 = self.read(regmap::MAC_CYCLES)?;
+        self.done0 = self.read(regmap::DONE_COUNT)?;
+        self.write(regmap::SHIFT, job.shift)?;
+        self.write(regmap::ROUNDING, job.rounding.code())?;
+
+        let (size, k) = (self.size, job.k);
+        let mut q: u32 = 0;
+        let mut emit: u32 = 0;
+        for i0 in (0..job.m).step_by(size) {
+            for j0 in (0..job.n).step_by(size) {
+                for k0 in (0..k).step_by(depth) {
+                    let cmd = Command {
+                        i0,
+                        j0,
+                        k0,
+                        klen: depth.min(k - k0),
+                        clear: k0 == 0,
+                        emit: k0 + depth >= k,
+                    };
+                    self.issue(cmd, q, emit, out)?;
+                    q = q.wrapping_add(1);
+                    if cmd.emit {
+                        emit = emit.wrapping_add(1);
+                    }
+                }
+            }
+        }
+        for bank in [emit & 1, (emit + 1) & 1] {
+            self.drain(bank as usize, out)?;
+        }
+        let status = self.status()?;
+        if status & regmap::STATUS_ERROR != 0 {
+            return Err(DriverError::Device { status });
+        }
+        self.stats.cycles = u64::from(self.read(regmap::CYCLES)?.wrapping_sub(cycles0));
+        self.stats.mac_cycles = u64::from(self.read(regmap::MAC_CYCLES)?.wrapping_sub(macs0));
+        self.stats.tiles = u64::from(emit);
+        self.stats.commands = u64::from(q);
+        Ok(())
+    }
+
+    /// Loads the rows of command `q` into bank `q % 2` (reading finished C rows in the same
+    /// beats), then queues it.
+    fn issue(&mut self, cmd: Command, q: u32, emit: u32, out: &mut [i16]) -> Res<(), B::Error> {
+        let job = self.job;
+        let bank = (q & 1) as usize;
+        let write_a = self.a_tag[bank] != Some((cmd.i0, cmd.k0));
+        let write_b = self.b_tag[bank] != Some((cmd.j0, cmd.k0));
+        // Registers latched by COMMAND: written first so they cost no bubble after the rows.
+        let seed = tile_seed(job.seed, cmd.i0 as u32, cmd.j0 as u32);
+        if cmd.emit && self.last_seed != Some(seed) {
+            self.write(regmap::SEED, seed)?;
+            self.last_seed = Some(seed);
+        }
+        if self.last_klen != Some(cmd.klen) {
+            self.write(regmap::K_LEN, cmd.klen as u32)?;
+            self.last_klen = Some(cmd.klen);
+        }
+        let mut a_row = [0i16; MAX_LANES];
+        let mut b_row = [0i16; MAX_LANES];
+        let mut c_row = [0i16; MAX_LANES];
+        let size = self.size;
+        let rows = if write_a || write_b { cmd.klen } else { 0 };
+        for r in 0..rows {
+            let kk = cmd.k0 + r;
+            if write_a {
+                for (l, x) in a_row[..size].iter_mut().enumerate() {
+                    let i = cmd.i0 + l;
+                    *x = if i < job.m { job.a[i * job.k + kk] } else { 0 };
+                }
+            }
+            if write_b {
+                for (l, x) in b_row[..size].iter_mut().enumerate() {
+                    let j = cmd.j0 + l;
+                    *x = if j < job.n { job.b[kk * job.n + j] } else { 0 };
+                }
+            }
+            // Poll for finished tiles only every `size` beats: on a serial bus a poll is a
+            // round trip, and a tile needs `size` beats to read anyway.
+            let c = self.next_c_read(r % size == 0)?;
+            let beat = Beat {
+                a: write_a.then(|| RowWrite {
+                    bank: bank as u8,
+                    row: r as u16,
+                    data: &a_row[..size],
+                }),
+                b: write_b.then(|| RowWrite {
+                    bank: bank as u8,
+                    row: r as u16,
+                    data: &b_row[..size],
+                }),
+                c: c.map(|(cb, row)| RowRead {
+                    bank: cb as u8,
+                    row: row as u16,
+                }),
+            };
+            let c_out: &mut [i16] = if c.is_some() {
+                &mut c_row[..size]
+            } else {
+                &mut []
+            };
+            self.bus.beat(&beat, c_out).map_err(DriverError::Bus)?;
+            self.stats.beats += 1;
+            self.stats.rows_written += u64::from(write_a) + u64::from(write_b);
+            if let Some((cb, row)) = c {
+                self.store_c_row(cb, row, &c_row[..size], out);
+            }
+        }
+        self.a_tag[bank] = Some((cmd.i0, cmd.k0));
+        self.b_tag[bank] = Some((cmd.j0, cmd.k0));
+        let c_bank = (emit & 1) as usize;
+        if cmd.emit {
+            // Tile `emit - 2` used this C bank: it must be read before it can be overwritten.
+            self.drain(c_bank, out)?;
+        }
+        self.wait_status(regmap::STATUS_QUEUE_FULL, true, "a free command slot")?;
+        let word = regmap::command(bank as u8, bank as u8, c_bank as u8, cmd.clear, cmd.emit);
+        self.write(regmap::COMMAND, word)?;
+        if cmd.emit {
+            let rows = size.min(job.m - cmd.i0);
+            self.pending[c_bank] = Some(Pending {
+                emit,
+                i0: cmd.i0,
+                j0: cmd.j0,
+                rows_read: 0,
+                rows,
+                ready: false,
+            });
+        }
+        // Once command q has started, command q - 1 has left the array and its bank, the one
+        // command q + 1 will fill, is free.
+        self.wait_status(
+            regmap::STATUS_QUEUE_FULL,
+            true,
+            "the queued command to start",
+        )
+    }
+
+    /// The next C row to read `(bank, row)`, oldest tile first, if one is known to be ready.
+    fn next_c_read(&mut self, poll: bool) -> Res<Option<(usize, usize)>, B::Error> {
+        let oldest = match (self.pending[0], self.pending[1]) {
+            (Some(x), Some(y)) => Some(if x.emit.wrapping_sub(y.emit) > 1 << 31 {
+                x
+            } else {
+                y
+            }),
+            (x, y) => x.or(y),
+        };
+        let Some(p) = oldest else { return Ok(None) };
+        let bank = (p.emit & 1) as usize;
+        if !p.ready {
+            if !poll {
+                return Ok(None);
+            }
+            let done = self.read(regmap::DONE_COUNT)?.wrapping_sub(self.done0);
+            if done.wrapping_sub(p.emit).wrapping_sub(1) >= 1 << 31 {
+                return Ok(None);
+            }
+            if let Some(pp) = self.pending[bank].as_mut() {
+                pp.ready = true;
+            }
+        }
+        Ok(Some((bank, p.rows_read)))
+    }
+
+    /// Copies C row `row` of the tile pending in `bank` into `out`, dropping padding lanes.
+    fn store_c_row(&mut self, bank: usize, row: usize, data: &[i16], out: &mut [i16]) {
+        let job = self.job;
+        let Some(p) = self.pending[bank].as_mut() else {
+            return;
+        };
+        let i = p.i0 + row;
+        let cols = self.size.min(job.n - p.j0);
+        out[i * job.n + p.j0..][..cols].copy_from_slice(&data[..cols]);
+        p.rows_read += 1;
+        self.stats.rows_read += 1;
+        if p.rows_read == p.rows {
+            self.pending[bank] = None;
+        }
+    }
+
+    /// Waits for the tile pending in C bank `bank` (if any) and reads its remaining rows.
+    fn drain(&mut self, bank: usize, out: &mut [i16]) -> Res<(), B::Error> {
+        let Some(p) = self.pending[bank] else {
+            return Ok(());
+        };
+        let mut waited = 0u32;
+        while !self.pending[bank].is_some_and(|x| x.ready) {
+            let done = self.read(regmap::DONE_COUNT)?.wrapping_sub(self.done0);
+            if done.wrapping_sub(p.emit).wrapping_sub(1) < 1 << 31 {
+                if let Some(pp) = self.pending[bank].as_mut() {
+                    pp.ready = true;
+                }
+                break;
+            }
+            self.check_error()?;
+            self.idle_one(&mut waited, "a tile to finish converting")?;
+        }
+        let mut c_row = [0i16; MAX_LANES];
+        let size = self.size;
+        while let Some(p) = self.pending[bank] {
+            let read = RowRead {
+                bank: bank as u8,
+                row: p.rows_read as u16,
+            };
+            self.bus
+                .read_c_row(read.bank, read.row, &mut c_row[..size])
+                .map_err(DriverError::Bus)?;
+            self.stats.beats += 1;
+            self.store_c_row(bank, p.rows_read, &c_row[..size], out);
+        }
+        Ok(())
+    }
+
+    /// Idles until none of `bits` is set in `STATUS`; fails on `STATUS_ERROR` when `strict`.
+    fn wait_status(&mut self, bits: u32, strict: bool, what: &'static str) -> Res<(), B::Error> {
+        let mut waited = 0u32;
+        loop {
+            let s = self.status()?;
+            if strict && s & regmap::STATUS_ERROR != 0 {
+                return Err(DriverError::Device { status: s });
+            }
+            if s & bits == 0 {
+                return Ok(());
+            }
+            self.idle_one(&mut waited, what)?;
+        }
+    }
+
+    fn idle_one(&mut self, waited: &mut u32, what: &'static str) -> Res<(), B::Error> {
+        if *waited >= WAIT_LIMIT {
+            return Err(DriverError::Timeout { waiting_for: what });
+        }
+        self.bus.idle(1).map_err(DriverError::Bus)?;
+        *waited += 1;
+        self.stats.wait_cycles += 1;
+        Ok(())
+    }
+
+    fn check_error(&mut self) -> Res<(), B::Error> {
+        let status = self.status()?;
+        if status & regmap::STATUS_ERROR != 0 {
+            return Err(DriverError::Device { status });
+        }
+        Ok(())
+    }
+
+    fn status(&mut self) -> Res<u32, B::Error> {
+        self.read(regmap::STATUS)
+    }
+
+    fn read(&mut self, addr: u8) -> Res<u32, B::Error> {
+        self.stats.reg_reads += 1;
+        self.bus.read_reg(addr).map_err(DriverError::Bus)
+    }
+
+    fn write(&mut self, addr: u8, value: u32) -> Res<(), B::Error> {
+        self.stats.reg_writes += 1;
+        self.bus.write_reg(addr, value).map_err(DriverError::Bus)
+    }
+}
+
+#[cfg(test)]
+mod mock;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,227 @@
+//! A cycle-level behavioural stand-in for the accelerator, used to test the driver's schedule
+//! without Verilator. It follows the register map and port timing of `systole-core` and
+//! counts *hazards*: writes into a bank that a running or queued command still reads.
+
+extern crate std;
+
+use std::collections::VecDeque;
+use std::vec;
+use std::vec::Vec;
+use systole_core::bus::Beat;
+use systole_core::numeric::{convert, lane_seed, Lfsr32};
+use systole_core::{regmap, AcceleratorBus, ArrayConfig, Rounding};
+
+#[derive(Clone, Copy, Debug)]
+struct Cmd {
+    word: u32,
+    klen: usize,
+    seed: u32,
+    t: usize,
+}
+
+/// The stand-in accelerator.
+pub struct MockArray {
+    cfg: ArrayConfig,
+    a: [Vec<i16>; 2],
+    b: [Vec<i16>; 2],
+    c: [Vec<i16>; 2],
+    acc: Vec<i64>,
+    shift: u32,
+    rounding: u32,
+    seed: u32,
+    klen: usize,
+    error: bool,
+    done: u32,
+    cycles: u32,
+    macs: u32,
+    running: Option<Cmd>,
+    waiting: Option<Cmd>,
+    /// `(cycle ready, C bank, converted tile)`.
+    conversions: VecDeque<(u32, usize, Vec<i16>)>,
+    /// Cycles from a tile's last K step to its outputs being in the C bank.
+    pub latency: u32,
+    /// Writes into a bank a running or queued command reads.
+    pub hazards: usize,
+}
+
+impl MockArray {
+    pub fn new(cfg: ArrayConfig) -> Self {
+        let (n, d) = (cfg.size, cfg.buffer_depth);
+        MockArray {
+            cfg,
+            a: [vec![0x5555; n * d], vec![0x5555; n * d]],
+            b: [vec![0x1234; n * d], vec![0x1234; n * d]],
+            c: [vec![0; n * n], vec![0; n * n]],
+            acc: vec![0; n * n],
+            shift: 0,
+            rounding: 0,
+            seed: 1,
+            klen: 1,
+            error: false,
+            done: 0,
+            cycles: 0,
+            macs: 0,
+            running: None,
+            waiting: None,
+            conversions: VecDeque::new(),
+            latency: 2 * n as u32 + 3,
+            hazards: 0,
+        }
+    }
+
+    fn status(&self) -> u32 {
+        let mut s = 0;
+        if self.running.is_some() || self.waiting.is_some() || !self.conversions.is_empty() {
+            s |= regmap::STATUS_BUSY;
+        }
+        if self.waiting.is_some() {
+            s |= regmap::STATUS_QUEUE_FULL;
+        }
+        if self.error {
+            s |= regmap::STATUS_ERROR;
+        }
+        s
+    }
+
+    fn in_use(&self, a_side: bool, bank: u8) -> bool {
+        let bit = if a_side {
+            regmap::CMD_A_BANK
+        } else {
+            regmap::CMD_B_BANK
+        };
+        [self.running, self.waiting]
+            .iter()
+            .flatten()
+            .any(|c| u8::from(c.word & bit != 0) == bank)
+    }
+
+    /// One rising clock edge with the given port activity.
+    fn clock(&mut self, reg: Option<(u8, u32)>, beat: &Beat<'_>, c_out: &mut [i16]) {
+        let n = self.cfg.size;
+        if let Some(r) = beat.c {
+            c_out.copy_from_slice(&self.c[r.bank as usize][r.row as usize * n..][..n]);
+        }
+        if self.running.is_none() {
+            if let Some(cmd) = self.waiting.take() {
+                if cmd.word & regmap::CMD_CLEAR != 0 {
+                    self.acc.fill(0);
+                }
+                self.running = Some(cmd);
+            }
+        }
+        if let Some(mut cmd) = self.running {
+            let ab = usize::from(cmd.word & regmap::CMD_A_BANK != 0);
+            let bb = usize::from(cmd.word & regmap::CMD_B_BANK != 0);
+            for r in 0..n {
+                let x = i64::from(self.a[ab][cmd.t * n + r]);
+                for c in 0..n {
+                    self.acc[r * n + c] += x * i64::from(self.b[bb][cmd.t * n + c]);
+                }
+            }
+            self.macs = self.macs.wrapping_add(1);
+            cmd.t += 1;
+            self.running = Some(cmd);
+            if cmd.t == cmd.klen {
+                self.running = None;
+                if cmd.word & regmap::CMD_EMIT != 0 {
+                    let tile = self.convert(cmd.seed);
+                    let bank = usize::from(cmd.word & regmap::CMD_C_BANK != 0);
+                    let at = self.cycles.wrapping_add(self.latency);
+                    self.conversions.push_back((at, bank, tile));
+                }
+            }
+        }
+        for (w, a_side) in [(beat.a, true), (beat.b, false)] {
+            if let Some(w) = w {
+                if self.in_use(a_side, w.bank) {
+                    self.hazards += 1;
+                }
+                let mem = if a_side { &mut self.a } else { &mut self.b };
+                mem[w.bank as usize][w.row as usize * n..][..n].copy_from_slice(w.data);
+            }
+        }
+        if let Some((addr, v)) = reg {
+            self.write(addr, v);
+        }
+        while self.conversions.front().is_some_and(|c| c.0 == self.cycles) {
+            let (_, bank, tile) = self.conversions.pop_front().unwrap();
+            self.c[bank] = tile;
+            self.done = self.done.wrapping_add(1);
+        }
+        self.cycles = self.cycles.wrapping_add(1);
+    }
+
+    fn write(&mut self, addr: u8, v: u32) {
+        match addr {
+            regmap::SHIFT => self.shift = v,
+            regmap::ROUNDING => self.rounding = v,
+            regmap::SEED => self.seed = v,
+            regmap::K_LEN => self.klen = v as usize,
+            regmap::ERROR_CLEAR => self.error = false,
+            regmap::COMMAND => {
+                if self.waiting.is_some() || self.klen == 0 || self.klen > self.cfg.buffer_depth {
+                    self.error = true;
+                } else {
+                    self.waiting = Some(Cmd {
+                        word: v,
+                        klen: self.klen,
+                        seed: self.seed,
+                        t: 0,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn convert(&self, seed: u32) -> Vec<i16> {
+        let n = self.cfg.size;
+        let rounding = Rounding::from_code(self.rounding).unwrap();
+        let mut out = vec![0i16; n * n];
+        for c in 0..n {
+            let mut lfsr = Lfsr32::new(lane_seed(seed, c as u32));
+            for r in 0..n {
+                let u = lfsr.step();
+                out[r * n + c] = convert(self.acc[r * n + c], self.shift, rounding, u, 16) as i16;
+            }
+        }
+        out
+    }
+}
+
+impl AcceleratorBus for MockArray {
+    type Error = core::convert::Infallible;
+
+    fn read_reg(&mut self, addr: u8) -> Result<u32, Self::Error> {
+        Ok(match addr {
+            regmap::ID => regmap::ID_VALUE,
+            regmap::CONFIG => self.cfg.config_word(),
+            regmap::STATUS => self.status(),
+            regmap::DONE_COUNT => self.done,
+            regmap::CYCLES => self.cycles,
+            regmap::MAC_CYCLES => self.macs,
+            regmap::SHIFT => self.shift,
+            regmap::ROUNDING => self.rounding,
+            regmap::SEED => self.seed,
+            regmap::K_LEN => self.klen as u32,
+            _ => 0,
+        })
+    }
+
+    fn write_reg(&mut self, addr: u8, value: u32) -> Result<(), Self::Error> {
+        self.clock(Some((addr, value)), &Beat::default(), &mut []);
+        Ok(())
+    }
+
+    fn beat(&mut self, beat: &Beat<'_>, c_out: &mut [i16]) -> Result<(), Self::Error> {
+        self.clock(None, beat, c_out);
+        Ok(())
+    }
+
+    fn idle(&mut self, cycles: u32) -> Result<(), Self::Error> {
+        for _ in 0..cycles {
+            self.clock(None, &Beat::default(), &mut []);
+        }
+        Ok(())
+    }
+}

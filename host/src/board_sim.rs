@@ -1,0 +1,170 @@
+//! The simulated board: the firmware's [`Board`] loop serving a pseudo-terminal, with an
+//! accelerator behind it (the Verilated array, or any other [`AcceleratorBus`]). The host opens
+//! the pty's slave path exactly as it would open `/dev/ttyUSB0`, so the serial backend is
+//! tested end to end without hardware.
+
+use crate::device::DeviceError;
+use nix::poll::{PollFd, PollFlags, PollTimeout};
+use nix::sys::termios;
+use std::fs::File;
+use std::io::{Read as _, Write as _};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use systole_core::{AcceleratorBus, ArrayConfig};
+use systole_firmware::board::{Board, BoardError};
+
+/// The board side of the pty: blocking reads that give up when asked to stop, and an optional
+/// byte budget after which the link "drops" (for link-failure tests).
+struct PtyIo {
+    master: File,
+    stop: Arc<AtomicBool>,
+    budget: Option<usize>,
+}
+
+impl embedded_io::ErrorType for PtyIo {
+    type Error = std::io::Error;
+}
+
+impl embedded_io::Read for PtyIo {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, std::io::Error> {
+        loop {
+            if self.stop.load(Ordering::Relaxed) || self.budget == Some(0) {
+                return Ok(0);
+            }
+            let mut fds = [PollFd::new(self.master.as_fd(), PollFlags::POLLIN)];
+            // Short polls so a stop request is seen promptly.
+            let ready =
+                nix::poll::poll(&mut fds, PollTimeout::from(20u8)).map_err(std::io::Error::from)?;
+            if ready == 0 {
+                continue;
+            }
+            let want = self.budget.map_or(buf.len(), |b| b.min(buf.len()));
+            let n = self.master.read(&mut buf[..want])?;
+            if let Some(b) = &mut self.budget {
+                *b -= n;
+            }
+            return Ok(n);
+        }
+    }
+}
+
+impl embedded_io::Write for PtyIo {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, std::io::Error> {
+        self.master.write(buf)
+    }
+    fn flush(&mut self) -> Result<(), std::io::Error> {
+        self.master.flush()
+    }
+}
+
+/// A running simulated board. Dropping it stops the board and closes the pty.
+pub struct SimBoard {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<(), String>>>,
+    /// Kept open so the master side never sees a hang-up while no host has the port open.
+    _slave: OwnedFd,
+}
+
+impl SimBoard {
+    /// Starts a board on a new pty. `make_bus` runs on the board's thread (a Verilated model
+    /// is created where it is used). With `drop_after = Some(n)` the board closes the link
+    /// after receiving `n` bytes, to test what the host does when a link dies mid-operation.
+    pub fn spawn<B, F>(
+        config: ArrayConfig,
+        make_bus: F,
+        drop_after: Option<usize>,
+    ) -> Result<SimBoard, DeviceError>
+    where
+        B: AcceleratorBus,
+        B::Error: std::fmt::Debug,
+        F: FnOnce() -> Result<B, String> + Send + 'static,
+    {
+        let err = |what: &str, e: nix::Error| DeviceError::Transport(format!("pty {what}: {e}"));
+        let pty = nix::pty::openpty(None, None).map_err(|e| err("open", e))?;
+        // Raw mode: no echo or line editing between the host and the board.
+        let mut t = termios::tcgetattr(&pty.slave).map_err(|e| err("tcgetattr", e))?;
+        termios::cfmakeraw(&mut t);
+        termios::tcsetattr(&pty.slave, termios::SetArg::TCSANOW, &t)
+            .map_err(|e| err("tcsetattr", e))?;
+        let path = nix::unistd::ttyname(&pty.slave).map_err(|e| err("name", e))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let io = PtyIo {
+            master: File::from(pty.master),
+            stop: stop.clone(),
+            budget: drop_after,
+        };
+        let thread = std::thread::Builder::new()
+            .name("systole-board-sim".into())
+            .spawn(move || {
+                let bus = make_bus()?;
+                let mut board = Board::new(io, bus, config);
+                match board.serve() {
+                    BoardError::Closed => Ok(()),
+                    BoardError::Io(e) => Err(format!("board link error: {e}")),
+                    other => Err(format!("board stopped: {other:?}")),
+                }
+                // The master end closes here, as the board's thread ends.
+            })
+            .map_err(|e| DeviceError::Transport(format!("cannot start the board thread: {e}")))?;
+        Ok(SimBoard {
+            path,
+            stop,
+            thread: Some(thread),
+            _slave: pty.slave,
+        })
+    }
+
+    /// A simulated board with a Verilated array of `config`.
+    pub fn spawn_verilated(config: ArrayConfig) -> Result<SimBoard, DeviceError> {
+        // Fail early (on this thread) with the simulator's own message if the size is missing.
+        drop(systole_sim::VerilatedArray::new(&config)?);
+        SimBoard::spawn(
+            config,
+            move || systole_sim::VerilatedArray::new(&config).map_err(|e| e.to_string()),
+            None,
+        )
+    }
+
+    /// The pty path to open as a serial port.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Stops the board and closes its end of the link; returns the board's own verdict.
+    pub fn close(mut self) -> Result<(), String> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<(), String> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .map_err(|_| "the board thread panicked".to_string())?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for SimBoard {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+/// `systole board-sim`: serves a Verilated board on a pty until killed, printing its path.
+pub fn run_board_sim(config: ArrayConfig) -> Result<(), DeviceError> {
+    let board = SimBoard::spawn_verilated(config)?;
+    println!(
+        "simulated {0}x{0} board on {1} (use --device serial:{1}); Ctrl-C to stop",
+        config.size,
+        board.path().display()
+    );
+    loop {
+        std::thread::park();
+    }
+}

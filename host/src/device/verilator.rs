@@ -1,0 +1,120 @@
+//! The generated HDL simulated by Verilator as a [`Device`]: the firmware's tile driver runs
+//! every product on a [`VerilatedArray`], cycle by cycle.
+
+use super::{Device, DeviceError, DeviceStats};
+use crate::golden::{output_shift, NumericError, OutputSpec};
+use crate::tensor::QMatrix;
+use std::path::Path;
+use systole_core::numeric::MAX_K;
+use systole_core::ArrayConfig;
+use systole_firmware::driver::{self, MatmulJob};
+use systole_sim::{SimError, VerilatedArray};
+
+/// A Verilated accelerator of one array size.
+pub struct VerilatorDevice {
+    config: ArrayConfig,
+    sim: VerilatedArray,
+    stats: DeviceStats,
+}
+
+impl From<SimError> for DeviceError {
+    fn from(e: SimError) -> Self {
+        match e {
+            SimError::NotBuilt | SimError::SizeNotBuilt { .. } | SimError::TraceNotBuilt => {
+                DeviceError::NotBuilt {
+                    backend: "verilator",
+                    how_to_fix: e.to_string(),
+                }
+            }
+            SimError::Config(c) => DeviceError::Unsupported(c.to_string()),
+            other => DeviceError::Transport(other.to_string()),
+        }
+    }
+}
+
+impl VerilatorDevice {
+    /// Creates and resets the model of `config`; [`DeviceError::NotBuilt`] when this build has
+    /// no Verilator model of that size.
+    pub fn new(config: ArrayConfig) -> Result<Self, DeviceError> {
+        let sim = VerilatedArray::new(&config)?;
+        Ok(VerilatorDevice {
+            config,
+            sim,
+            stats: DeviceStats::default(),
+        })
+    }
+
+    /// Starts writing a VCD waveform of every signal to `path` (view with GTKWave).
+    pub fn open_trace(&mut self, path: &Path) -> Result<(), DeviceError> {
+        Ok(self.sim.open_trace(path)?)
+    }
+
+    /// Flushes and closes the waveform, if one is open.
+    pub fn close_trace(&mut self) {
+        self.sim.close_trace();
+    }
+
+    /// Clock cycles simulated since the model was created.
+    pub fn sim_cycles(&self) -> u64 {
+        self.sim.cycles()
+    }
+}
+
+impl Device for VerilatorDevice {
+    fn name(&self) -> String {
+        format!("verilator {0}x{0}", self.config.size)
+    }
+
+    fn config(&self) -> &ArrayConfig {
+        &self.config
+    }
+
+    fn matmul(
+        &mut self,
+        a: &QMatrix,
+        b: &QMatrix,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        if a.cols != b.rows {
+            return Err(NumericError::Shape(format!(
+                "A is {}x{} and B is {}x{}: A's columns must equal B's rows",
+                a.rows, a.cols, b.rows, b.cols
+            ))
+            .into());
+        }
+        if a.cols > MAX_K {
+            return Err(NumericError::KTooLong(a.cols).into());
+        }
+        let shift = output_shift(a.frac + b.frac, out.frac)?;
+        let (m, k, n) = (a.rows, a.cols, b.cols);
+        let job = MatmulJob {
+            a: &a.data,
+            b: &b.data,
+            m,
+            k,
+            n,
+            shift,
+            rounding: out.rounding,
+            seed: out.seed,
+        };
+        let mut c = vec![0i16; m * n];
+        let st = driver::matmul(&mut self.sim, &self.config, &job, &mut c)
+            .map_err(|e| DeviceError::Transport(e.to_string()))?;
+        let row_bytes = 2 * self.config.size as u64;
+        self.stats.ops += 1;
+        self.stats.macs += (m * k * n) as u64;
+        self.stats.cycles += st.cycles;
+        self.stats.mac_cycles += st.mac_cycles;
+        self.stats.bytes_to_device += st.rows_written * row_bytes + st.reg_writes * 5;
+        self.stats.bytes_from_device += st.rows_read * row_bytes + st.reg_reads * 4;
+        Ok(QMatrix::from_vec(m, n, out.frac, c)?)
+    }
+
+    fn stats(&self) -> DeviceStats {
+        self.stats
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = DeviceStats::default();
+    }
+}
