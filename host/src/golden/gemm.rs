@@ -24,7 +24,10 @@ pub fn gemm_exact(a: &[i16], b: &[i16], m: usize, k: usize, n: usize) -> Vec<i64
 
 /// The portable kernel (`f64` dgemm).
 pub fn gemm_exact_f64(a: &[i16], b: &[i16], m: usize, k: usize, n: usize) -> Vec<i64> {
-    assert!(a.len() == m * k && b.len() == k * n, "gemm_exact_f64: operand lengths do not match the shape");
+    assert!(
+        a.len() == m * k && b.len() == k * n,
+        "gemm_exact_f64: operand lengths do not match the shape"
+    );
     let af: Vec<f64> = a.iter().map(|&x| x as f64).collect();
     let bf: Vec<f64> = b.iter().map(|&x| x as f64).collect();
     let mut cf = vec![0f64; m * n];
@@ -32,7 +35,22 @@ pub fn gemm_exact_f64(a: &[i16], b: &[i16], m: usize, k: usize, n: usize) -> Vec
         // SAFETY: the slices are exactly m*k, k*n and m*n long and the strides describe
         // row-major layouts inside them.
         unsafe {
-            matrixmultiply::dgemm(m, k, n, 1.0, af.as_ptr(), k as isize, 1, bf.as_ptr(), n as isize, 1, 0.0, cf.as_mut_ptr(), n as isize, 1);
+            matrixmultiply::dgemm(
+                m,
+                k,
+                n,
+                1.0,
+                af.as_ptr(),
+                k as isize,
+                1,
+                bf.as_ptr(),
+                n as isize,
+                1,
+                0.0,
+                cf.as_mut_ptr(),
+                n as isize,
+                1,
+            );
         }
     }
     cf.into_iter().map(|x| x as i64).collect()
@@ -42,8 +60,13 @@ pub fn gemm_exact_f64(a: &[i16], b: &[i16], m: usize, k: usize, n: usize) -> Vec
 pub fn gemm_exact_vnni(a: &[i16], b: &[i16], m: usize, k: usize, n: usize) -> Option<Vec<i64>> {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vnni") {
-            assert!(a.len() == m * k && b.len() == k * n, "gemm_exact_vnni: operand lengths do not match the shape");
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512vnni")
+        {
+            assert!(
+                a.len() == m * k && b.len() == k * n,
+                "gemm_exact_vnni: operand lengths do not match the shape"
+            );
             return Some(vnni::gemm(a, b, m, k, n));
         }
     }
@@ -88,7 +111,15 @@ mod vnni {
                     let pairs = KBLOCK_PAIRS.min(kp - p0);
                     // SAFETY: the caller checked the CPU features; reads stay inside `ap`
                     // (rows i0..i0+MR exist after padding, pairs p0..p0+pairs < kp) and `panel`.
-                    unsafe { kernel(ap.as_ptr().add(i0 * 2 * kp + 2 * p0), 2 * kp, panel.as_ptr().add(p0 * 64), pairs, &mut tile) };
+                    unsafe {
+                        kernel(
+                            ap.as_ptr().add(i0 * 2 * kp + 2 * p0),
+                            2 * kp,
+                            panel.as_ptr().add(p0 * 64),
+                            pairs,
+                            &mut tile,
+                        )
+                    };
                     for r in 0..mr {
                         let row = &mut c[(i0 + r) * n + j0..(i0 + r) * n + j0 + nc];
                         for (jj, out) in row.iter_mut().enumerate() {
@@ -102,7 +133,13 @@ mod vnni {
     }
 
     #[target_feature(enable = "avx512f,avx512vnni")]
-    unsafe fn kernel(a: *const i16, lda: usize, panel: *const i16, pairs: usize, out: &mut [[i32; NR]; MR * 2]) {
+    unsafe fn kernel(
+        a: *const i16,
+        lda: usize,
+        panel: *const i16,
+        pairs: usize,
+        out: &mut [[i32; NR]; MR * 2],
+    ) {
         let mut acc = [_mm512_setzero_si512(); MR * 2];
         for p in 0..pairs {
             let hi = _mm512_loadu_si512(panel.add(p * 64) as *const _);
@@ -158,7 +195,9 @@ mod tests {
         // 256 k steps of (-32768)^2 and of (-32768 * 32767) stress the i32 block bound.
         let (m, k, n) = (3, 1024, 17);
         let a = vec![i16::MIN; m * k];
-        let b: Vec<i16> = (0..k * n).map(|i| if i % 2 == 0 { i16::MIN } else { i16::MAX }).collect();
+        let b: Vec<i16> = (0..k * n)
+            .map(|i| if i % 2 == 0 { i16::MIN } else { i16::MAX })
+            .collect();
         let want = naive(&a, &b, m, k, n);
         assert_eq!(gemm_exact(&a, &b, m, k, n), want);
     }

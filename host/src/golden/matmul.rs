@@ -30,7 +30,9 @@ pub fn matmul_acc(a: &QMatrix, b: &QMatrix) -> Result<Vec<i64>, NumericError> {
     if a.cols > MAX_K {
         return Err(NumericError::KTooLong(a.cols));
     }
-    Ok(super::gemm::gemm_exact(&a.data, &b.data, a.rows, a.cols, b.cols))
+    Ok(super::gemm::gemm_exact(
+        &a.data, &b.data, a.rows, a.cols, b.cols,
+    ))
 }
 
 /// `C = A·B` in the numeric contract; `tile` is the array size that fixes the stochastic
