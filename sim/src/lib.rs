@@ -1,1 +1,275 @@
-//! systole-sim (being written).
+//! `systole-sim`: the accelerator's generated Verilog, simulated by Verilator.
+//!
+//! `build.rs` generates the Verilog of each array size in `SYSTOLE_VERILATOR_SIZES` (default
+//! `4,8,16`) with `systole-hdl`, Verilates it and compiles it into this crate. A
+//! [`VerilatedArray`] is one instance of such a model behind [`systole_core::AcceleratorBus`],
+//! so the firmware's tile driver runs on it unchanged. Each bus call is one call into C++ that
+//! sets every input port, runs a whole clock cycle and returns the outputs.
+//!
+//! Timing (see `ARCHITECTURE.md`, "Hardware port timing"): `read_reg` evaluates the
+//! combinational register read without a clock edge; `write_reg`, `beat` and each `idle` cycle
+//! are one rising edge each; a C row read in a beat is returned after that beat's edge.
+#![deny(missing_docs)]
+
+mod ffi;
+
+use core::ffi::c_void;
+use core::ptr::NonNull;
+use std::ffi::CString;
+use std::path::Path;
+use systole_core::bus::Beat;
+use systole_core::{AcceleratorBus, ArrayConfig};
+
+/// What to run to get the Verilator backend.
+pub const INSTALL_HINT: &str =
+    "install with: apt-get install verilator g++ (./x does this), then rebuild systole-sim";
+
+/// Why a simulation could not be created or driven.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SimError {
+    /// This build has no Verilated models at all.
+    #[error("this build has no Verilator models: {INSTALL_HINT}")]
+    NotBuilt,
+    /// This configuration was not compiled in.
+    #[error(
+        "no Verilated model of a {size}x{size} array with {depth}-row buffers in this build \
+         (built: {}); rebuild with SYSTOLE_VERILATOR_SIZES listing {size} (e.g. SYSTOLE_VERILATOR_SIZES=4,8,16)",
+        describe_built(built)
+    )]
+    SizeNotBuilt {
+        /// Requested array size.
+        size: usize,
+        /// Requested buffer depth.
+        depth: usize,
+        /// Sizes compiled into this build (each with the default 512-row buffers).
+        built: Vec<usize>,
+    },
+    /// The configuration itself is invalid.
+    #[error("invalid array configuration: {0}")]
+    Config(systole_core::ConfigError),
+    /// A bus call broke the port contract (row out of range, wrong number of words).
+    #[error("bad bus access: {0}")]
+    BadAccess(String),
+    /// The trace file could not be opened.
+    #[error("cannot open trace file {0}")]
+    Trace(String),
+    /// Tracing was left out of this build (`SYSTOLE_VERILATOR_TRACE=0`).
+    #[error("tracing is not compiled in: rebuild without SYSTOLE_VERILATOR_TRACE=0")]
+    TraceNotBuilt,
+}
+
+impl From<systole_core::ConfigError> for SimError {
+    fn from(e: systole_core::ConfigError) -> Self {
+        SimError::Config(e)
+    }
+}
+
+fn describe_built(built: &[usize]) -> String {
+    if built.is_empty() {
+        return "none".into();
+    }
+    let v: Vec<String> = built.iter().map(|n| format!("{n}x{n}")).collect();
+    v.join(", ")
+}
+
+/// Array sizes compiled into this build (each with `ArrayConfig::square(n)`).
+pub fn built_sizes() -> Vec<usize> {
+    ffi::MODELS.iter().map(|m| m.size).collect()
+}
+
+/// One simulated accelerator instance.
+pub struct VerilatedArray {
+    fns: &'static ffi::ModelFns,
+    state: NonNull<c_void>,
+    cfg: ArrayConfig,
+    cycles: u64,
+}
+
+// SAFETY: the model state is owned by this value only and has its own VerilatedContext, so it
+// may move to another thread; `&mut self` on every call keeps access exclusive.
+#[allow(unsafe_code)]
+unsafe impl Send for VerilatedArray {}
+
+/// Cycles `reset` holds the reset input high.
+const RESET_CYCLES: u32 = 2;
+
+impl VerilatedArray {
+    /// Creates and resets a model of `cfg` (only `frac_bits` may differ from
+    /// `ArrayConfig::square(cfg.size)`: it is not a hardware parameter).
+    pub fn new(cfg: &ArrayConfig) -> Result<VerilatedArray, SimError> {
+        cfg.validate()?;
+        if cfg!(systole_no_verilator) {
+            return Err(SimError::NotBuilt);
+        }
+        let fns = ffi::MODELS
+            .iter()
+            .find(|m| m.size == cfg.size)
+            .filter(|_| ArrayConfig::square(cfg.size).config_word() == cfg.config_word())
+            .ok_or_else(|| SimError::SizeNotBuilt {
+                size: cfg.size,
+                depth: cfg.buffer_depth,
+                built: built_sizes(),
+            })?;
+        #[allow(unsafe_code)]
+        // SAFETY: `new` has no preconditions and returns an owned, non-null model.
+        let raw = unsafe { (fns.new)() };
+        let state = NonNull::new(raw).ok_or(SimError::NotBuilt)?;
+        let mut sim = VerilatedArray {
+            fns,
+            state,
+            cfg: *cfg,
+            cycles: 0,
+        };
+        sim.reset();
+        Ok(sim)
+    }
+
+    /// The configuration this model implements.
+    pub fn config(&self) -> &ArrayConfig {
+        &self.cfg
+    }
+
+    /// Holds `reset` high for two cycles: registers, queue and counters return to zero.
+    pub fn reset(&mut self) {
+        #[allow(unsafe_code)]
+        // SAFETY: `state` is a live model created by `fns.new`.
+        unsafe {
+            (self.fns.reset)(self.state.as_ptr(), RESET_CYCLES)
+        };
+        self.cycles += u64::from(RESET_CYCLES);
+    }
+
+    /// Clock cycles simulated since creation (resets included).
+    pub fn cycles(&self) -> u64 {
+        self.cycles
+    }
+
+    /// Starts dumping every signal to a VCD file at `path` (replacing an open trace).
+    pub fn open_trace(&mut self, path: &Path) -> Result<(), SimError> {
+        let shown = path.display().to_string();
+        let c = CString::new(path.as_os_str().as_encoded_bytes())
+            .map_err(|_| SimError::Trace(shown.clone()))?;
+        #[allow(unsafe_code)]
+        // SAFETY: live model; `c` is a NUL-terminated path that outlives the call.
+        match unsafe { (self.fns.trace_open)(self.state.as_ptr(), c.as_ptr()) } {
+            0 => Ok(()),
+            2 => Err(SimError::TraceNotBuilt),
+            _ => Err(SimError::Trace(shown)),
+        }
+    }
+
+    /// Flushes and closes the trace file, if one is open.
+    pub fn close_trace(&mut self) {
+        #[allow(unsafe_code)]
+        // SAFETY: live model; closing without an open trace is a no-op.
+        unsafe {
+            (self.fns.trace_close)(self.state.as_ptr())
+        };
+    }
+
+    fn check_row(&self, data: &[i16], row: u16, what: &str) -> Result<(), SimError> {
+        if data.len() != self.cfg.size {
+            return Err(SimError::BadAccess(format!(
+                "{what} row holds {} words, the array has {} lanes",
+                data.len(),
+                self.cfg.size
+            )));
+        }
+        if usize::from(row) >= self.cfg.buffer_depth {
+            return Err(SimError::BadAccess(format!(
+                "{what} row {row} is past the buffer depth {}",
+                self.cfg.buffer_depth
+            )));
+        }
+        Ok(())
+    }
+
+    fn tick(&mut self, p: &ffi::PortIn, c_out: *mut i16) {
+        #[allow(unsafe_code)]
+        // SAFETY: live model; the data pointers in `p` are null or point at `size` words, and
+        // `c_out` is null or points at `size` writable words (checked by the callers).
+        unsafe {
+            (self.fns.tick)(self.state.as_ptr(), p, c_out)
+        };
+        self.cycles += 1;
+    }
+}
+
+impl Drop for VerilatedArray {
+    fn drop(&mut self) {
+        #[allow(unsafe_code)]
+        // SAFETY: the model was created by `fns.new` and is not used after this.
+        unsafe {
+            (self.fns.delete)(self.state.as_ptr())
+        };
+    }
+}
+
+impl AcceleratorBus for VerilatedArray {
+    type Error = SimError;
+
+    fn read_reg(&mut self, addr: u8) -> Result<u32, SimError> {
+        #[allow(unsafe_code)]
+        // SAFETY: live model.
+        Ok(unsafe { (self.fns.read_reg)(self.state.as_ptr(), u32::from(addr)) })
+    }
+
+    fn write_reg(&mut self, addr: u8, value: u32) -> Result<(), SimError> {
+        let p = ffi::PortIn {
+            reg_addr: u32::from(addr),
+            reg_wdata: value,
+            reg_we: 1,
+            ..ffi::PortIn::idle()
+        };
+        self.tick(&p, core::ptr::null_mut());
+        Ok(())
+    }
+
+    fn beat(&mut self, beat: &Beat<'_>, c_out: &mut [i16]) -> Result<(), SimError> {
+        let mut p = ffi::PortIn::idle();
+        if let Some(a) = beat.a {
+            self.check_row(a.data, a.row, "A")?;
+            (p.a_en, p.a_bank, p.a_row, p.a_data) =
+                (1, u32::from(a.bank & 1), a.row.into(), a.data.as_ptr());
+        }
+        if let Some(b) = beat.b {
+            self.check_row(b.data, b.row, "B")?;
+            (p.b_en, p.b_bank, p.b_row, p.b_data) =
+                (1, u32::from(b.bank & 1), b.row.into(), b.data.as_ptr());
+        }
+        let mut out = core::ptr::null_mut();
+        if let Some(c) = beat.c {
+            if usize::from(c.row) >= self.cfg.size || c_out.len() != self.cfg.size {
+                return Err(SimError::BadAccess(format!(
+                    "C row {} with a {}-word output buffer on a {}x{} array",
+                    c.row,
+                    c_out.len(),
+                    self.cfg.size,
+                    self.cfg.size
+                )));
+            }
+            (p.c_bank, p.c_row, out) = (u32::from(c.bank & 1), c.row.into(), c_out.as_mut_ptr());
+        }
+        self.tick(&p, out);
+        Ok(())
+    }
+
+    fn idle(&mut self, cycles: u32) -> Result<(), SimError> {
+        #[allow(unsafe_code)]
+        // SAFETY: live model.
+        unsafe {
+            (self.fns.idle)(self.state.as_ptr(), cycles)
+        };
+        self.cycles += u64::from(cycles);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[path = "../build/ports.rs"]
+#[allow(dead_code)]
+mod ports;
+
+#[cfg(test)]
+mod tests;

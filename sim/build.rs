@@ -1,0 +1,314 @@
+//! systole-sim's own verilator-sys layer.
+//!
+//! For each array size in `SYSTOLE_VERILATOR_SIZES` (default `4,8,16`): generate the Verilog
+//! with `systole_hdl::generate_verilog(&ArrayConfig::square(n))`, Verilate it with its own
+//! `--prefix Vsa{n}` (so every size links into one binary), write a C++ shim whose `extern "C"`
+//! functions move a whole clock beat per call, and compile it all with `cc` at `-O2` (even in
+//! debug builds: the model is the hot loop). Writes `OUT_DIR/models.rs`, the table of compiled
+//! sizes that `src/ffi.rs` includes.
+//!
+//! Without `verilator` or a C++ compiler the build still succeeds: it sets
+//! `cfg(systole_no_verilator)` and the crate reports `SimError::NotBuilt` at run time.
+
+#[path = "build/ports.rs"]
+mod ports;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use systole_core::ArrayConfig;
+
+const INSTALL: &str = "install with: apt-get install verilator g++ (./x does this)";
+
+fn main() {
+    println!("cargo::rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-changed=build/ports.rs");
+    println!("cargo::rerun-if-env-changed=SYSTOLE_VERILATOR_SIZES");
+    println!("cargo::rerun-if-env-changed=SYSTOLE_VERILATOR_TRACE");
+    println!("cargo::rustc-check-cfg=cfg(systole_no_verilator)");
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let sizes = parse_sizes();
+    // Tracing support costs a little speed even when no trace is open; 0 leaves it out.
+    let trace = std::env::var("SYSTOLE_VERILATOR_TRACE").map_or(true, |v| v != "0");
+
+    let root = match tools() {
+        Ok(root) => root,
+        Err(why) => {
+            println!(
+                "cargo::warning=systole-sim: {why}; the Verilator backend is disabled: {INSTALL}"
+            );
+            println!("cargo::rustc-cfg=systole_no_verilator");
+            write_models(&out, &[]);
+            return;
+        }
+    };
+    let include = root.join("include");
+    for &n in &sizes {
+        build_model(&out, &include, n, trace);
+    }
+    build_runtime(&out, &include, trace);
+    for &n in &sizes {
+        println!("cargo::rustc-link-lib=static=systole_sa{n}");
+    }
+    println!("cargo::rustc-link-lib=static=systole_verilated");
+    println!("cargo::rustc-link-search=native={}", out.display());
+    println!("cargo::rustc-link-lib=dylib=stdc++");
+    write_models(&out, &sizes);
+}
+
+fn parse_sizes() -> Vec<usize> {
+    let spec = std::env::var("SYSTOLE_VERILATOR_SIZES").unwrap_or_else(|_| "4,8,16".into());
+    let mut sizes = Vec::new();
+    for s in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let n: usize = s.parse().unwrap_or_else(|_| {
+            panic!("SYSTOLE_VERILATOR_SIZES={spec:?}: '{s}' is not an array size (e.g. 4,8,16)")
+        });
+        if let Err(e) = ArrayConfig::square(n).validate() {
+            panic!("SYSTOLE_VERILATOR_SIZES={spec:?}: {e}");
+        }
+        if !sizes.contains(&n) {
+            sizes.push(n);
+        }
+    }
+    sizes
+}
+
+/// Finds Verilator's root and checks a C++ compiler runs.
+fn tools() -> Result<PathBuf, String> {
+    let o = Command::new("verilator")
+        .args(["--getenv", "VERILATOR_ROOT"])
+        .output()
+        .map_err(|e| format!("verilator not found ({e})"))?;
+    if !o.status.success() {
+        return Err("`verilator --getenv VERILATOR_ROOT` failed".into());
+    }
+    let root = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
+    if !root.join("include/verilated.cpp").exists() {
+        return Err(format!(
+            "Verilator's runtime is missing under {}",
+            root.display()
+        ));
+    }
+    let cxx = cc::Build::new()
+        .cpp(true)
+        .cargo_metadata(false)
+        .try_get_compiler();
+    let cxx = cxx.map_err(|e| format!("no C++ compiler ({e})"))?;
+    let ok = Command::new(cxx.path()).arg("--version").output();
+    if !ok.is_ok_and(|o| o.status.success()) {
+        return Err(format!(
+            "C++ compiler {} does not run",
+            cxx.path().display()
+        ));
+    }
+    Ok(root)
+}
+
+fn cxx_build(include: &Path, trace: bool) -> cc::Build {
+    let mut b = cc::Build::new();
+    b.cpp(true)
+        .cargo_metadata(false)
+        .opt_level(2)
+        .debug(false)
+        .warnings(false)
+        .flag_if_supported("-std=c++17")
+        .flag_if_supported("-faligned-new")
+        .flag_if_supported("-fno-var-tracking")
+        .include(include)
+        .include(include.join("vltstd"))
+        .define("VM_COVERAGE", "0")
+        .define("VM_SC", "0")
+        .define("VM_TRACE", if trace { "1" } else { "0" })
+        .define("VM_TRACE_VCD", if trace { "1" } else { "0" })
+        .define("VM_TRACE_FST", "0");
+    b
+}
+
+/// Verilates and compiles the model of one size unless the same Verilog was built before.
+fn build_model(out: &Path, include: &Path, n: usize, trace: bool) {
+    let cfg = ArrayConfig::square(n);
+    let verilog = systole_hdl::generate_verilog(&cfg)
+        .unwrap_or_else(|e| panic!("systole-hdl could not generate the {n}x{n} array: {e}"));
+    let dir = out.join(format!("sa{n}"));
+    // The key covers this script and the tools too, so a change in how models are built
+    // rebuilds them.
+    let key = format!(
+        "{verilog}\n// trace={trace} {} {:x}",
+        tool_version(),
+        script_hash()
+    );
+    cached(out, &format!("systole_sa{n}"), &key, || {
+        verilate(include, &dir, n, &verilog, trace)
+    });
+}
+
+/// Verilates one size and compiles the model and its shim into `libsystole_sa{n}.a`.
+fn verilate(include: &Path, dir: &Path, n: usize, verilog: &str, trace: bool) {
+    std::fs::create_dir_all(dir).expect("create model dir");
+    let ports = ports::parse_top_ports(verilog)
+        .and_then(|p| ports::TopPorts::find(&p, n))
+        .unwrap_or_else(|e| panic!("{n}x{n} array: {e}"));
+    std::fs::write(dir.join("src.v"), verilog).expect("write Verilog");
+    let mut cmd = Command::new("verilator");
+    cmd.args(["--cc", "-O3", "--x-assign", "fast", "--x-initial", "fast"])
+        .args([
+            "-Wno-fatal",
+            "-Wno-lint",
+            "-Wno-style",
+            "--top-module",
+            "top",
+        ])
+        .arg("--prefix")
+        .arg(format!("Vsa{n}"))
+        .arg("--Mdir")
+        .arg(dir)
+        .arg(dir.join("src.v"));
+    if trace {
+        cmd.arg("--trace");
+    }
+    let o = cmd.output().expect("run verilator");
+    if !o.status.success() {
+        panic!(
+            "verilator failed on the generated {n}x{n} Verilog ({}):\n{}",
+            dir.join("src.v").display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let shim = dir.join(format!("shim_sa{n}.cpp"));
+    // Verilator 5 keeps the clock's last value for edge detection in the root class; when it
+    // is there under the expected name the shim can skip the falling-edge eval.
+    let root_h =
+        std::fs::read_to_string(dir.join(format!("Vsa{n}___024root.h"))).unwrap_or_default();
+    let prev = format!("__Vtrigrprev__TOP__{}", ports.clock_member());
+    let prev = root_h
+        .contains(&format!(" {prev};"))
+        .then_some(prev.as_str());
+    std::fs::write(&shim, ports::shim_cpp(n, &ports, trace, prev)).expect("write shim");
+    let mut b = cxx_build(include, trace);
+    b.include(dir).file(&shim);
+    for f in classes(dir, n) {
+        b.file(f);
+    }
+    b.compile(&format!("systole_sa{n}"));
+}
+
+/// The model's C++ files (module and support classes) listed in Verilator's `V*_classes.mk`.
+fn classes(dir: &Path, n: usize) -> Vec<PathBuf> {
+    let mk = std::fs::read_to_string(dir.join(format!("Vsa{n}_classes.mk")))
+        .expect("Verilator wrote no _classes.mk");
+    let mut files = Vec::new();
+    let mut in_list = false;
+    for line in mk.lines() {
+        let l = line.trim();
+        if ["VM_CLASSES_", "VM_SUPPORT_"]
+            .iter()
+            .any(|p| l.starts_with(p))
+            && l.ends_with("+= \\")
+        {
+            in_list = true;
+            continue;
+        }
+        if in_list {
+            let name = l.trim_end_matches('\\').trim();
+            if !name.is_empty() {
+                files.push(dir.join(format!("{name}.cpp")));
+            }
+            in_list = l.ends_with('\\');
+        }
+    }
+    assert!(!files.is_empty(), "no model classes in Vsa{n}_classes.mk");
+    files
+}
+
+/// Verilator's runtime, shared by every model.
+fn build_runtime(out: &Path, include: &Path, trace: bool) {
+    let key = format!(
+        "runtime trace={trace} {} {:x}",
+        tool_version(),
+        script_hash()
+    );
+    cached(out, "systole_verilated", &key, || {
+        let mut b = cxx_build(include, trace);
+        b.file(include.join("verilated.cpp"))
+            .file(include.join("verilated_threads.cpp"));
+        if trace {
+            b.file(include.join("verilated_vcd_c.cpp"));
+        }
+        b.compile("systole_verilated");
+    });
+}
+
+/// Provides `OUT_DIR/lib{name}.a`, reusing a copy compiled from the same `key` by another build
+/// of this crate: debug, release and each feature set have their own `OUT_DIR` but share
+/// `<target>/systole-verilator/`, so the heavy C++ is compiled once.
+fn cached(out: &Path, name: &str, key: &str, build: impl FnOnce()) {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut h);
+    let lib = out.join(format!("lib{name}.a"));
+    let shared = out.ancestors().nth(4).map(|target| {
+        target
+            .join("systole-verilator")
+            .join(format!("{name}-{:016x}.a", h.finish()))
+    });
+    if let Some(s) = &shared {
+        if s.exists() && std::fs::copy(s, &lib).is_ok() {
+            return;
+        }
+    }
+    build();
+    if let Some(s) = shared {
+        // Copy then rename, so a concurrent build never links a half-written file.
+        let tmp = s.with_extension(format!("tmp{}", std::process::id()));
+        let stored = s
+            .parent()
+            .map(std::fs::create_dir_all)
+            .is_some_and(|r| r.is_ok())
+            && std::fs::copy(&lib, &tmp).is_ok()
+            && std::fs::rename(&tmp, &s).is_ok();
+        if !stored {
+            let _ = std::fs::remove_file(&tmp);
+        } else if let Some(dir) = s.parent() {
+            // Older builds of the same library (an earlier HDL) are dead weight: drop them.
+            let prefix = format!("{name}-");
+            for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let f = e.file_name().to_string_lossy().into_owned();
+                if f.starts_with(&prefix) && f.ends_with(".a") && e.path() != s {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+    }
+}
+
+/// Verilator's version line (part of the cache key).
+fn tool_version() -> String {
+    Command::new("verilator")
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+/// A hash of the build script's own sources.
+fn script_hash() -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    include_str!("build.rs").hash(&mut h);
+    include_str!("build/ports.rs").hash(&mut h);
+    h.finish()
+}
+
+fn write_models(out: &Path, sizes: &[usize]) {
+    let mut decls = String::new();
+    let mut entries = String::new();
+    for &n in sizes {
+        let (d, e) = ports::rust_entry(n);
+        decls.push_str(&d);
+        entries.push_str(&e);
+    }
+    let text = format!(
+        "// Generated by build.rs: the Verilated models compiled into this build.\n{decls}\n\
+         /// One entry per compiled array size.\npub static MODELS: &[ModelFns] = &[\n{entries}];\n"
+    );
+    std::fs::write(out.join("models.rs"), text).expect("write models.rs");
+}

@@ -1,0 +1,61 @@
+//! The C ABI of the generated shims (see `build/ports.rs`) and the table of compiled models.
+#![allow(unsafe_code)]
+
+use core::ffi::{c_char, c_void};
+
+/// Every input port of `top` for one clock beat, in the layout of the shim's `PortIn`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PortIn {
+    pub reg_addr: u32,
+    pub reg_wdata: u32,
+    pub reg_we: u32,
+    pub a_en: u32,
+    pub a_bank: u32,
+    pub a_row: u32,
+    pub a_data: *const i16,
+    pub b_en: u32,
+    pub b_bank: u32,
+    pub b_row: u32,
+    pub b_data: *const i16,
+    pub c_bank: u32,
+    pub c_row: u32,
+}
+
+impl PortIn {
+    /// A beat with nothing enabled.
+    pub fn idle() -> Self {
+        PortIn {
+            reg_addr: 0,
+            reg_wdata: 0,
+            reg_we: 0,
+            a_en: 0,
+            a_bank: 0,
+            a_row: 0,
+            a_data: core::ptr::null(),
+            b_en: 0,
+            b_bank: 0,
+            b_row: 0,
+            b_data: core::ptr::null(),
+            c_bank: 0,
+            c_row: 0,
+        }
+    }
+}
+
+/// The shim functions of one compiled array size.
+pub(crate) struct ModelFns {
+    pub size: usize,
+    pub new: unsafe extern "C" fn() -> *mut c_void,
+    pub delete: unsafe extern "C" fn(*mut c_void),
+    pub reset: unsafe extern "C" fn(*mut c_void, u32),
+    pub read_reg: unsafe extern "C" fn(*mut c_void, u32) -> u32,
+    /// One clock cycle with all inputs; copies the C row into the pointer when it is not null.
+    pub tick: unsafe extern "C" fn(*mut c_void, *const PortIn, *mut i16),
+    pub idle: unsafe extern "C" fn(*mut c_void, u32),
+    /// 0 on success, 1 when the file cannot be opened, 2 when tracing was not compiled in.
+    pub trace_open: unsafe extern "C" fn(*mut c_void, *const c_char) -> i32,
+    pub trace_close: unsafe extern "C" fn(*mut c_void),
+}
+
+include!(concat!(env!("OUT_DIR"), "/models.rs"));

@@ -1,0 +1,264 @@
+//! One test body, [`conformance`], run on every `Device` backend: random shapes (edges that are
+//! not multiples of the array size, K longer than a buffer bank), all three rounding modes,
+//! saturating values and -32768, each result compared bit for bit with the golden model.
+//!
+//! Backends that were not built (no Verilator on this machine) are skipped with a message.
+
+use systole::device::{self, Device, DeviceError};
+use systole::golden::{self, OutputSpec};
+use systole::{ArrayConfig, QMatrix, Rounding};
+
+/// xorshift64: deterministic operands without an external generator.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + self.below(hi - lo + 1)
+    }
+    /// Words of one flavour: small, full-range, or extreme (saturation and -32768).
+    fn matrix(&mut self, rows: usize, cols: usize, frac: u32) -> QMatrix {
+        let flavour = self.below(3);
+        let data = (0..rows * cols)
+            .map(|_| match (flavour, self.below(4)) {
+                (0, _) => self.below(64) as i16 - 32,
+                (1, _) => self.next() as i16,
+                (_, 0) => i16::MIN,
+                (_, 1) => i16::MAX,
+                _ => self.next() as i16,
+            })
+            .collect();
+        QMatrix::from_vec(rows, cols, frac, data).unwrap()
+    }
+}
+
+/// Shape limits of one conformance run.
+struct Plan {
+    cases: usize,
+    max_mn: usize,
+    /// Longest K drawn (K past the 512-row buffer runs as several commands).
+    max_k: usize,
+    seed: u64,
+}
+
+/// The test body every backend runs.
+fn conformance(dev: &mut dyn Device, plan: &Plan) {
+    let size = dev.config().size;
+    let mut rng = Rng(plan.seed);
+    dev.reset_stats();
+    let mut macs = 0u64;
+    for case in 0..plan.cases {
+        // Every third case is long enough to need several K chunks.
+        let k = if case % 3 == 2 {
+            rng.range(513, plan.max_k.max(513))
+        } else {
+            rng.range(1, 64)
+        };
+        let (m, n) = (rng.range(1, plan.max_mn), rng.range(1, plan.max_mn));
+        let (fa, fb) = (rng.below(16) as u32, rng.below(16) as u32);
+        let frac_in = fa + fb;
+        let frac = rng.range(
+            frac_in.saturating_sub(32) as usize,
+            frac_in.min(15) as usize,
+        ) as u32;
+        let spec = OutputSpec {
+            frac,
+            rounding: Rounding::ALL[case % 3],
+            seed: rng.next() as u32,
+        };
+        let a = rng.matrix(m, k, fa);
+        let b = rng.matrix(k, n, fb);
+        let want = golden::matmul(&a, &b, &spec, size).unwrap();
+        let got = dev
+            .matmul(&a, &b, &spec)
+            .unwrap_or_else(|e| panic!("{}: case {case} ({m}x{k}x{n}): {e}", dev.name()));
+        if let Some(i) = (0..want.data.len()).find(|&i| want.data[i] != got.data[i]) {
+            panic!(
+                "{}: case {case} ({m}x{k}x{n}, {:?}, shift {}): C[{}][{}] is {} but the golden model says {}",
+                dev.name(),
+                spec.rounding,
+                frac_in - frac,
+                i / n,
+                i % n,
+                got.data[i],
+                want.data[i]
+            );
+        }
+        assert_eq!((got.rows, got.cols, got.frac), (m, n, frac));
+        macs += (m * k * n) as u64;
+    }
+    // The transposed forms go through the same path.
+    let a = rng.matrix(size + 3, 9, 6);
+    let b = rng.matrix(size + 1, 9, 5);
+    let spec = OutputSpec {
+        frac: 4,
+        rounding: Rounding::Stochastic,
+        seed: 77,
+    };
+    let nt = dev.matmul_nt(&a, &b, &spec).unwrap();
+    assert_eq!(
+        nt,
+        golden::matmul_nt(&a, &b, &spec, size).unwrap(),
+        "{}: A·Bᵀ",
+        dev.name()
+    );
+    let st = dev.stats();
+    assert_eq!(st.ops, plan.cases as u64 + 1);
+    assert_eq!(st.macs, macs + ((size + 3) * 9 * (size + 1)) as u64);
+    // A shape mismatch is an error, not a panic.
+    let bad = dev.matmul(&a, &a, &spec);
+    assert!(
+        matches!(bad, Err(DeviceError::Numeric(_))),
+        "{}: {bad:?}",
+        dev.name()
+    );
+}
+
+/// Opens `spec` at `size`, or says why the backend is not in this build.
+fn open(spec: &str, size: usize) -> Option<Box<dyn Device>> {
+    match device::open(spec, ArrayConfig::square(size)) {
+        Ok(d) => Some(d),
+        Err(e @ DeviceError::NotBuilt { .. }) => {
+            eprintln!("SKIPPED {spec} {size}x{size}: {e}");
+            None
+        }
+        Err(e) => panic!("{spec}: {e}"),
+    }
+}
+
+fn run(spec: &str, size: usize, plan: &Plan) {
+    if let Some(mut dev) = open(spec, size) {
+        conformance(dev.as_mut(), plan);
+    }
+}
+
+const QUICK: Plan = Plan {
+    cases: 12,
+    max_mn: 21,
+    max_k: 700,
+    seed: 0x5EED_0001,
+};
+
+#[test]
+fn golden_4x4() {
+    run("golden", 4, &QUICK);
+}
+
+#[test]
+fn golden_8x8() {
+    run("golden", 8, &QUICK);
+}
+
+#[test]
+fn verilator_4x4() {
+    run("verilator", 4, &QUICK);
+}
+
+#[test]
+fn verilator_8x8() {
+    run(
+        "verilator",
+        8,
+        &Plan {
+            seed: 0x5EED_0002,
+            ..QUICK
+        },
+    );
+}
+
+#[test]
+#[ignore = "16x16 model: slower; run with --ignored"]
+fn verilator_16x16() {
+    run(
+        "verilator",
+        16,
+        &Plan {
+            max_mn: 40,
+            ..QUICK
+        },
+    );
+}
+
+#[test]
+#[ignore = "large shapes: seconds of simulation; run with --ignored"]
+fn verilator_large_shapes() {
+    let plan = Plan {
+        cases: 6,
+        max_mn: 100,
+        max_k: 1600,
+        seed: 0x5EED_0003,
+    };
+    for size in [4, 8, 16] {
+        run("verilator", size, &plan);
+    }
+}
+
+/// A device that is wrong in one bit of one output: the body must catch it.
+struct OneBitOff(Box<dyn Device>);
+
+impl Device for OneBitOff {
+    fn name(&self) -> String {
+        "one-bit-off".into()
+    }
+    fn config(&self) -> &ArrayConfig {
+        self.0.config()
+    }
+    fn matmul(
+        &mut self,
+        a: &QMatrix,
+        b: &QMatrix,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let mut c = self.0.matmul(a, b, out)?;
+        let last = c.data.len() - 1;
+        c.data[last] ^= 1;
+        Ok(c)
+    }
+    fn stats(&self) -> device::DeviceStats {
+        self.0.stats()
+    }
+    fn reset_stats(&mut self) {
+        self.0.reset_stats()
+    }
+}
+
+#[test]
+#[should_panic(expected = "golden model says")]
+fn the_body_catches_a_one_bit_error() {
+    let inner = device::open("golden", ArrayConfig::square(4)).unwrap();
+    conformance(&mut OneBitOff(inner), &QUICK);
+}
+
+/// The serial backend end to end: the host's tile driver, frames over a pseudo-terminal, the
+/// firmware's board loop and a Verilated 4x4 array behind it.
+#[test]
+fn serial_sim_board_4x4() {
+    let config = ArrayConfig::square(4);
+    let board = match systole::board_sim::SimBoard::spawn_verilated(config) {
+        Ok(b) => b,
+        Err(e @ DeviceError::NotBuilt { .. }) => {
+            eprintln!("SKIPPED serial 4x4 (simulated board): {e}");
+            return;
+        }
+        Err(e) => panic!("simulated board: {e}"),
+    };
+    let spec = format!("serial:{}", board.path().display());
+    let mut dev = device::open(&spec, config).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    conformance(
+        dev.as_mut(),
+        &Plan {
+            seed: 0x5EED_0004,
+            ..QUICK
+        },
+    );
+    drop(dev);
+    board.close().expect("the board reported an error");
+}
