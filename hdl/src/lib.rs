@@ -15,6 +15,7 @@
 pub mod array;
 pub mod board_top;
 pub mod buffers;
+mod comb_split;
 pub mod controller;
 pub mod converter;
 pub mod pe;
