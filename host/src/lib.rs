@@ -8,6 +8,7 @@ pub mod boards;
 pub mod cli;
 pub mod data;
 pub mod device;
+pub mod dist;
 pub mod golden;
 pub mod plot;
 pub mod report;

@@ -28,6 +28,7 @@ fn cfg(precision: Precision, rounding: Rounding, epochs: usize) -> TrainConfig {
         precision,
         rounding,
         array: 8,
+        shards: None,
     }
 }
 

@@ -153,6 +153,10 @@ pub struct TrainArgs {
     /// Continue the run whose checkpoint is in --out.
     #[arg(long)]
     pub resume: bool,
+    /// Data-parallel shards per batch (fixed16 only; default under mpirun: the rank count).
+    /// Results depend on the shard count, not on how many MPI ranks share the shards.
+    #[arg(long)]
+    pub shards: Option<usize>,
 }
 
 /// Options of `compare`.

@@ -5,7 +5,7 @@ use crate::data;
 use crate::plot::{self, PlotText};
 use crate::report;
 use crate::train::model::ModelSpec;
-use crate::train::run::{run, RunOptions, RunSummary};
+use crate::train::run::{run, run_dist, RunOptions, RunSummary};
 use crate::train::{EpochRecord, Observer, Precision, Quiet, TrainConfig};
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -53,6 +53,7 @@ pub fn config(a: &TrainArgs) -> anyhow::Result<TrainConfig> {
         precision,
         rounding,
         array: a.device.array,
+        shards: a.shards,
     };
     cfg.validate()?;
     Ok(cfg)
@@ -102,43 +103,66 @@ fn options(a: &TrainArgs) -> RunOptions {
     }
 }
 
-/// `systole train`.
+/// `systole train` (under `mpirun`, every rank runs this; see [`crate::dist`]).
 pub fn train(a: &TrainArgs) -> anyhow::Result<()> {
-    let cfg = config(a)?;
+    let dist = crate::dist::init()?;
+    if dist.size() == 1 {
+        return train_on(a, &crate::dist::Single);
+    }
+    // A failing rank ends the whole job instead of leaving the others blocked in a collective.
+    if let Err(e) = train_on(a, dist.as_ref()) {
+        eprintln!("rank {}: error: {e:#}", dist.rank());
+        dist.abort(1);
+    }
+    Ok(())
+}
+
+fn train_on(a: &TrainArgs, dist: &dyn crate::dist::Collective) -> anyhow::Result<()> {
+    let mut cfg = config(a)?;
+    if dist.size() > 1 && cfg.shards.is_none() {
+        cfg.shards = Some(dist.size());
+        cfg.validate()?;
+    }
+    let lead = dist.rank() == 0;
     let data = data::load(&cfg.dataset)?;
     let t0 = std::time::Instant::now();
-    println!(
-        "training {} on {} ({} train / {} test images), {}{}",
-        cfg.model
-            .describe(data.channels, data.height, data.width, data.classes),
-        data.name,
-        cfg.train_limit.unwrap_or(usize::MAX).min(data.train.len()),
-        data.test.len(),
-        match cfg.precision {
-            Precision::Fixed16 => format!(
-                "fixed16 {} on device {} ({}x{} array)",
-                cfg.rounding.name(),
-                a.device.device,
-                cfg.array,
-                cfg.array
-            ),
-            p => format!("{} on the host", p.name()),
-        },
-        if a.check {
-            ", every offloaded op checked against the golden model"
-        } else {
-            ""
+    if lead {
+        println!(
+            "training {} on {} ({} train / {} test images), {}{}",
+            cfg.model
+                .describe(data.channels, data.height, data.width, data.classes),
+            data.name,
+            cfg.train_limit.unwrap_or(usize::MAX).min(data.train.len()),
+            data.test.len(),
+            match cfg.precision {
+                Precision::Fixed16 => format!(
+                    "fixed16 {} on device {} ({}x{} array)",
+                    cfg.rounding.name(),
+                    a.device.device,
+                    cfg.array,
+                    cfg.array
+                ),
+                p => format!("{} on the host", p.name()),
+            },
+            if a.check {
+                ", every offloaded op checked against the golden model"
+            } else {
+                ""
+            }
+        );
+        if let Some(s) = cfg.shards {
+            println!("{s} shards per batch over {} rank(s)", dist.size());
         }
-    );
-    let summary = run(
-        &cfg,
-        &data,
-        &options(a),
-        &mut Bars {
-            bar: None,
-            epochs: cfg.epochs,
-        },
-    )?;
+    }
+    let mut bars = Bars {
+        bar: None,
+        epochs: cfg.epochs,
+    };
+    let obs: &mut dyn Observer = if lead { &mut bars } else { &mut Quiet };
+    let summary = run_dist(&cfg, &data, &options(a), obs, dist)?;
+    if !lead {
+        return Ok(());
+    }
     finish(&summary, a, t0.elapsed().as_secs_f64())
 }
 

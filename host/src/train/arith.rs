@@ -188,6 +188,17 @@ pub fn max_pool2_backward_slice<E: Copy + Default>(
 /// Softmax cross-entropy on the host in f32: returns the mean loss, the number of correct
 /// predictions and `d loss / d logits = (softmax - onehot) / batch`.
 pub fn softmax_xent(logits: &[f32], labels: &[u8], classes: usize) -> (f32, usize, Vec<f32>) {
+    softmax_xent_scaled(logits, labels, classes, labels.len())
+}
+
+/// [`softmax_xent`] with the gradient divided by `denom` instead of this batch's size: a shard
+/// of a global batch divides by the global batch size.
+pub fn softmax_xent_scaled(
+    logits: &[f32],
+    labels: &[u8],
+    classes: usize,
+    denom: usize,
+) -> (f32, usize, Vec<f32>) {
     let b = labels.len();
     let mut grad = vec![0f32; b * classes];
     let mut loss = 0f64;
@@ -203,7 +214,7 @@ pub fn softmax_xent(logits: &[f32], labels: &[u8], classes: usize) -> (f32, usiz
         }
         for c in 0..classes {
             let onehot = if c == label as usize { 1.0 } else { 0.0 };
-            grad[i * classes + c] = (e[c] / s - onehot) / b as f32;
+            grad[i * classes + c] = (e[c] / s - onehot) / denom as f32;
         }
     }
     ((loss / b as f64) as f32, correct, grad)

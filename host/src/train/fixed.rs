@@ -53,6 +53,8 @@ pub struct FixedArith {
     run_seed: u64,
     step: u64,
     op_index: u32,
+    /// Shard of a sharded (data-parallel) step, see [`FixedArith::begin_shard`].
+    shard: Option<u32>,
     fracs: BTreeMap<String, u32>,
     check: bool,
 }
@@ -67,6 +69,7 @@ impl FixedArith {
             run_seed,
             step: 0,
             op_index: 0,
+            shard: None,
             fracs: BTreeMap::new(),
             check,
         }
@@ -78,9 +81,49 @@ impl FixedArith {
     }
 
     fn next_seed(&mut self) -> u32 {
-        let s = rng::op_seed(self.run_seed, self.step, self.op_index);
+        let run_seed = match self.shard {
+            None => self.run_seed,
+            // A shard's seeds depend on (run seed, step, shard, op index) only, never on the
+            // rank that computes it, so any rank count reproduces the same shard bit for bit.
+            Some(k) => {
+                rng::mix64(self.run_seed ^ (k as u64 + 1).wrapping_mul(0xD6E8_FEB8_6659_FD93))
+            }
+        };
+        let s = rng::op_seed(run_seed, self.step, self.op_index);
         self.op_index += 1;
         s
+    }
+
+    /// Starts shard `shard` of training step `step` (or, with `None`, the step's shared part:
+    /// gradient conversion and update). Seeds and remembered fractional bits are kept per shard,
+    /// so a shard's history does not depend on which other shards this process computed.
+    pub fn begin_shard(&mut self, step: u64, shard: Option<u32>) {
+        self.begin_step(step);
+        self.shard = shard;
+    }
+
+    /// Key of an operation's remembered `frac`.
+    fn frac_key(&self, op: &str) -> String {
+        match self.shard {
+            None => op.to_string(),
+            Some(k) => shard_key(k, op),
+        }
+    }
+
+    /// Converts exact integers with `frac_in` (at most 47) fractional bits, e.g. a summed
+    /// gradient, to a tensor with the usual host-side rule (largest frac that fits).
+    pub fn from_exact(
+        &mut self,
+        op: &str,
+        rows: usize,
+        cols: usize,
+        v: &[i64],
+        frac_in: u32,
+    ) -> Result<QMatrix, TrainError> {
+        let frac = frac_for_exact(v.iter().map(|x| x.abs()).max().unwrap_or(0), frac_in);
+        let seed = self.next_seed();
+        let data = convert_sequential(v, frac_in - frac, self.rounding, seed);
+        QMatrix::from_vec(rows, cols, frac, data).map_err(numeric(op))
     }
 
     fn spec(&mut self, frac: u32) -> OutputSpec {
@@ -101,9 +144,10 @@ impl FixedArith {
         gold: &dyn Fn(&OutputSpec, usize) -> Result<QMatrix, NumericError>,
     ) -> Result<QMatrix, TrainError> {
         let (lo, hi) = (frac_in.saturating_sub(32), frac_in.min(15));
+        let key = self.frac_key(op);
         let mut frac = self
             .fracs
-            .get(op)
+            .get(&key)
             .copied()
             .unwrap_or_else(|| frac_for_max(bound))
             .clamp(lo, hi);
@@ -137,10 +181,23 @@ impl FixedArith {
             } else {
                 frac
             };
-            self.fracs.insert(op.to_string(), next.clamp(lo, hi));
+            self.fracs.insert(key, next.clamp(lo, hi));
             return Ok(y);
         }
     }
+}
+
+/// Key under which shard `k` remembers the `frac` of operation `op`.
+pub fn shard_key(k: u32, op: &str) -> String {
+    format!("shard {k}: {op}")
+}
+
+/// A tensor's words as exact integers with `frac` (>= its own) fractional bits.
+pub fn exact_at(t: &QMatrix, frac: u32) -> Vec<i64> {
+    t.data
+        .iter()
+        .map(|&w| (w as i64) << (frac - t.frac))
+        .collect()
 }
 
 /// Compares a device result with the golden one; the error names the first difference.
@@ -197,6 +254,7 @@ impl Arith for FixedArith {
     fn begin_step(&mut self, step: u64) {
         self.step = step;
         self.op_index = 0;
+        self.shard = None;
     }
 
     fn import(

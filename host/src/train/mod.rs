@@ -10,6 +10,7 @@ pub mod float;
 pub mod model;
 pub mod rng;
 pub mod run;
+pub mod shard;
 
 use crate::data::{Dataset, Split};
 use crate::device::{DeviceError, DeviceStats};
@@ -134,6 +135,10 @@ pub struct TrainConfig {
     pub rounding: Rounding,
     /// Array size (fixes the stochastic-rounding order of device results).
     pub array: usize,
+    /// Data-parallel shards per global batch (fixed16 only; None: the classic unsharded step).
+    /// The result depends on this number, never on how many ranks share the shards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<usize>,
 }
 
 impl TrainConfig {
@@ -151,6 +156,14 @@ impl TrainConfig {
         }
         if self.train_limit == Some(0) {
             return bad("--limit must be at least 1");
+        }
+        if let Some(s) = self.shards {
+            if s == 0 {
+                return bad("--shards must be at least 1");
+            }
+            if self.precision != Precision::Fixed16 {
+                return bad("only --precision fixed16 can be trained sharded or with MPI");
+            }
         }
         Ok(())
     }

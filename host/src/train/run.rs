@@ -11,6 +11,7 @@ use super::{
 };
 use crate::data::Dataset;
 use crate::device::DeviceStats;
+use crate::dist::{Collective, Single};
 use serde::Serialize;
 use std::path::Path;
 use systole_core::ArrayConfig;
@@ -76,12 +77,18 @@ impl From<DeviceStats> for DeviceStatsReport {
     }
 }
 
+/// Trains one epoch of a [`Trainer`] (plain or sharded).
+type EpochFn<'a, A> =
+    dyn FnMut(&mut Trainer<A>, &Dataset, &mut dyn Observer) -> Result<EpochRecord, TrainError> + 'a;
+
 fn drive<A: Arith + MaybeDevice>(
     cfg: &TrainConfig,
     data: &Dataset,
     arith: A,
     opts: &RunOptions,
     obs: &mut dyn Observer,
+    lead: bool,
+    epoch: &mut EpochFn<'_, A>,
 ) -> Result<RunSummary, TrainError> {
     let mut t = Trainer::new(cfg.clone(), data, arith)?;
     let ck_path = opts.out.as_ref().map(|d| d.join(checkpoint::FILE_NAME));
@@ -97,15 +104,16 @@ fn drive<A: Arith + MaybeDevice>(
         }
         t.restore(Checkpoint::load(p)?)?;
     }
-    if let Some(d) = &opts.out {
+    if let Some(d) = opts.out.as_ref().filter(|_| lead) {
         std::fs::create_dir_all(d).map_err(|source| TrainError::Io {
             path: d.clone(),
             source,
         })?;
     }
     while t.epoch < cfg.epochs {
-        t.train_epoch(data, obs)?;
-        if let Some(p) = &ck_path {
+        epoch(&mut t, data, obs)?;
+        // Only the lead rank writes: all ranks hold the same state.
+        if let Some(p) = ck_path.as_ref().filter(|_| lead) {
             t.checkpoint().save(p)?;
         }
     }
@@ -122,14 +130,43 @@ fn drive<A: Arith + MaybeDevice>(
     })
 }
 
-/// Runs `cfg` on `data`.
+/// Runs `cfg` on `data` in this process.
 pub fn run(
     cfg: &TrainConfig,
     data: &Dataset,
     opts: &RunOptions,
     obs: &mut dyn Observer,
 ) -> Result<RunSummary, TrainError> {
+    run_dist(cfg, data, opts, obs, &Single)
+}
+
+/// Runs `cfg` on `data` as one rank of `dist` (`cfg.shards` must be set when there are several
+/// ranks); only rank 0 writes the checkpoint. Every rank returns the same summary.
+pub fn run_dist(
+    cfg: &TrainConfig,
+    data: &Dataset,
+    opts: &RunOptions,
+    obs: &mut dyn Observer,
+    dist: &dyn Collective,
+) -> Result<RunSummary, TrainError> {
     cfg.validate()?;
+    if dist.size() > 1 && cfg.shards.is_none() {
+        return Err(TrainError::Config(
+            "a run over several MPI ranks needs --shards".into(),
+        ));
+    }
+    let lead = dist.rank() == 0;
+    let mut float = |f| -> Result<RunSummary, TrainError> {
+        drive(
+            cfg,
+            data,
+            FloatArith::new(f),
+            opts,
+            obs,
+            lead,
+            &mut |t, d, o| t.train_epoch(d, o),
+        )
+    };
     match cfg.precision {
         Precision::Fixed16 => {
             let ac = ArrayConfig::new(
@@ -143,17 +180,26 @@ pub fn run(
                     op: "opening the device".into(),
                     source,
                 })?;
+            let sharded = cfg.shards.is_some();
             drive(
                 cfg,
                 data,
                 FixedArith::new(dev, cfg.rounding, cfg.seed, opts.check),
                 opts,
                 obs,
+                lead,
+                &mut |t, d, o| {
+                    if sharded {
+                        t.train_epoch_sharded(d, o, dist)
+                    } else {
+                        t.train_epoch(d, o)
+                    }
+                },
             )
         }
-        Precision::F32 => drive(cfg, data, FloatArith::new(FloatFormat::F32), opts, obs),
-        Precision::F16 => drive(cfg, data, FloatArith::new(FloatFormat::F16), opts, obs),
-        Precision::Bf16 => drive(cfg, data, FloatArith::new(FloatFormat::Bf16), opts, obs),
+        Precision::F32 => float(FloatFormat::F32),
+        Precision::F16 => float(FloatFormat::F16),
+        Precision::Bf16 => float(FloatFormat::Bf16),
     }
 }
 
