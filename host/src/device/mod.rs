@@ -166,3 +166,44 @@ pub fn open(spec: &str, config: ArrayConfig) -> Result<Box<dyn Device>, DeviceEr
         },
     }
 }
+
+/// Checks a product's operands against the contract and builds the tile driver's job: the one
+/// path every backend that runs `systole_firmware::driver` (verilator, serial) takes.
+pub(crate) fn driver_job<'a>(
+    a: &'a QMatrix,
+    b: &'a QMatrix,
+    out: &OutputSpec,
+) -> Result<systole_firmware::driver::MatmulJob<'a>, DeviceError> {
+    if a.cols != b.rows {
+        return Err(NumericError::Shape(format!(
+            "A is {}x{} and B is {}x{}: A's columns must equal B's rows",
+            a.rows, a.cols, b.rows, b.cols
+        ))
+        .into());
+    }
+    if a.cols > systole_core::numeric::MAX_K {
+        return Err(NumericError::KTooLong(a.cols).into());
+    }
+    Ok(systole_firmware::driver::MatmulJob {
+        a: &a.data,
+        b: &b.data,
+        m: a.rows,
+        k: a.cols,
+        n: b.cols,
+        shift: crate::golden::output_shift(a.frac + b.frac, out.frac)?,
+        rounding: out.rounding,
+        seed: out.seed,
+    })
+}
+
+/// Adds one driver run to a backend's counters (bytes are counted by each backend).
+pub(crate) fn record_driver_run(
+    stats: &mut DeviceStats,
+    job: &systole_firmware::driver::MatmulJob<'_>,
+    run: &systole_firmware::driver::DriverStats,
+) {
+    stats.ops += 1;
+    stats.macs += (job.m * job.k * job.n) as u64;
+    stats.cycles += run.cycles;
+    stats.mac_cycles += run.mac_cycles;
+}

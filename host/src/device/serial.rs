@@ -16,13 +16,12 @@
 //! fails with [`DeviceError::Transport`] ("device failure: ...") and returns no result.
 
 use super::{Device, DeviceError, DeviceStats};
-use crate::golden::{output_shift, NumericError, OutputSpec};
+use crate::golden::OutputSpec;
 use crate::tensor::QMatrix;
 use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
-use systole_core::numeric::MAX_K;
 use systole_core::{regmap, AcceleratorBus, ArrayConfig};
-use systole_firmware::driver::{self, MatmulJob};
+use systole_firmware::driver;
 use systole_firmware::frame::{self, Decoder, FRAME_CAPACITY, MAX_PAYLOAD};
 use systole_firmware::protocol::{
     cmd, Buffer, ErrorCode, RemoteError, Request, Words, BATCH_ENTRY_HEADER, ERROR, RESPONSE,
@@ -481,28 +480,8 @@ impl Device for SerialDevice {
         b: &QMatrix,
         out: &OutputSpec,
     ) -> Result<QMatrix, DeviceError> {
-        if a.cols != b.rows {
-            return Err(NumericError::Shape(format!(
-                "A is {}x{} and B is {}x{}: A's columns must equal B's rows",
-                a.rows, a.cols, b.rows, b.cols
-            ))
-            .into());
-        }
-        if a.cols > MAX_K {
-            return Err(NumericError::KTooLong(a.cols).into());
-        }
-        let shift = output_shift(a.frac + b.frac, out.frac)?;
-        let (m, k, n) = (a.rows, a.cols, b.cols);
-        let job = MatmulJob {
-            a: &a.data,
-            b: &b.data,
-            m,
-            k,
-            n,
-            shift,
-            rounding: out.rounding,
-            seed: out.seed,
-        };
+        let job = super::driver_job(a, b, out)?;
+        let (m, n) = (job.m, job.n);
         let before = self.bus.counters();
         let mut c = vec![0i16; m * n];
         let st = driver::matmul(&mut self.bus, &self.config, &job, &mut c)
@@ -514,10 +493,7 @@ impl Device for SerialDevice {
             })
             .map_err(|e| DeviceError::Transport(format!("{}: {e}", self.path)))?;
         let after = self.bus.counters();
-        self.stats.ops += 1;
-        self.stats.macs += (m * k * n) as u64;
-        self.stats.cycles += st.cycles;
-        self.stats.mac_cycles += st.mac_cycles;
+        super::record_driver_run(&mut self.stats, &job, &st);
         self.stats.bytes_to_device += after.bytes_out - before.bytes_out;
         self.stats.bytes_from_device += after.bytes_in - before.bytes_in;
         Ok(QMatrix::from_vec(m, n, out.frac, c)?)

@@ -2,12 +2,11 @@
 //! every product on a [`VerilatedArray`], cycle by cycle.
 
 use super::{Device, DeviceError, DeviceStats};
-use crate::golden::{output_shift, NumericError, OutputSpec};
+use crate::golden::OutputSpec;
 use crate::tensor::QMatrix;
 use std::path::Path;
-use systole_core::numeric::MAX_K;
 use systole_core::ArrayConfig;
-use systole_firmware::driver::{self, MatmulJob};
+use systole_firmware::driver;
 use systole_sim::{SimError, VerilatedArray};
 
 /// A Verilated accelerator of one array size.
@@ -75,36 +74,13 @@ impl Device for VerilatorDevice {
         b: &QMatrix,
         out: &OutputSpec,
     ) -> Result<QMatrix, DeviceError> {
-        if a.cols != b.rows {
-            return Err(NumericError::Shape(format!(
-                "A is {}x{} and B is {}x{}: A's columns must equal B's rows",
-                a.rows, a.cols, b.rows, b.cols
-            ))
-            .into());
-        }
-        if a.cols > MAX_K {
-            return Err(NumericError::KTooLong(a.cols).into());
-        }
-        let shift = output_shift(a.frac + b.frac, out.frac)?;
-        let (m, k, n) = (a.rows, a.cols, b.cols);
-        let job = MatmulJob {
-            a: &a.data,
-            b: &b.data,
-            m,
-            k,
-            n,
-            shift,
-            rounding: out.rounding,
-            seed: out.seed,
-        };
+        let job = super::driver_job(a, b, out)?;
+        let (m, n) = (job.m, job.n);
         let mut c = vec![0i16; m * n];
         let st = driver::matmul(&mut self.sim, &self.config, &job, &mut c)
             .map_err(|e| DeviceError::Transport(e.to_string()))?;
         let row_bytes = 2 * self.config.size as u64;
-        self.stats.ops += 1;
-        self.stats.macs += (m * k * n) as u64;
-        self.stats.cycles += st.cycles;
-        self.stats.mac_cycles += st.mac_cycles;
+        super::record_driver_run(&mut self.stats, &job, &st);
         self.stats.bytes_to_device += st.rows_written * row_bytes + st.reg_writes * 5;
         self.stats.bytes_from_device += st.rows_read * row_bytes + st.reg_reads * 4;
         Ok(QMatrix::from_vec(m, n, out.frac, c)?)
