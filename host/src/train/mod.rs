@@ -300,6 +300,41 @@ impl<A: Arith> Trainer<A> {
         self.arith.import("input", idx.len(), features, &x)
     }
 
+    /// Forward pass, softmax cross-entropy (gradient divided by `denom`, the global batch size)
+    /// and backward pass over the training images `idx`: the part of a step the plain and the
+    /// sharded paths share. Returns the mean loss, the correct count and the gradients.
+    pub(crate) fn loss_and_grads(
+        &mut self,
+        data: &Dataset,
+        idx: &[usize],
+        denom: usize,
+    ) -> Result<(f32, usize, Vec<A::T>), TrainError> {
+        let x = self.batch_input(&data.train, idx, data.features())?;
+        let labels: Vec<u8> = idx.iter().map(|&i| data.train.labels[i]).collect();
+        let (logits, caches): (A::T, Vec<Cache<A::T>>) =
+            model::forward(&mut self.arith, &self.layers, &self.params, x, idx.len())?;
+        let (loss, ok, grad) =
+            arith::softmax_xent_scaled(&self.arith.to_host(&logits), &labels, self.classes, denom);
+        if !loss.is_finite() {
+            return Err(TrainError::Config(format!(
+                "training diverged at step {} (loss {loss}): lower --lr",
+                self.step
+            )));
+        }
+        let dlogits = self
+            .arith
+            .import("loss gradient", idx.len(), self.classes, &grad)?;
+        let grads = model::backward(
+            &mut self.arith,
+            &self.layers,
+            &self.params,
+            caches,
+            dlogits,
+            idx.len(),
+        )?;
+        Ok((loss, ok, grads))
+    }
+
     /// Trains one epoch (shuffled by a generator seeded from the run seed and the epoch) and
     /// evaluates on the test split.
     pub fn train_epoch(
@@ -320,31 +355,9 @@ impl<A: Arith> Trainer<A> {
         let (mut loss_sum, mut correct) = (0f64, 0usize);
         for idx in order.chunks(self.cfg.batch) {
             self.arith.begin_step(self.step);
-            let x = self.batch_input(&data.train, idx, features)?;
-            let labels: Vec<u8> = idx.iter().map(|&i| data.train.labels[i]).collect();
-            let (logits, caches): (A::T, Vec<Cache<A::T>>) =
-                model::forward(&mut self.arith, &self.layers, &self.params, x, idx.len())?;
-            let (loss, ok, grad) =
-                arith::softmax_xent(&self.arith.to_host(&logits), &labels, self.classes);
-            if !loss.is_finite() {
-                return Err(TrainError::Config(format!(
-                    "training diverged at step {} (loss {loss}): lower --lr",
-                    self.step
-                )));
-            }
+            let (loss, ok, grads) = self.loss_and_grads(data, idx, idx.len())?;
             loss_sum += loss as f64 * idx.len() as f64;
             correct += ok;
-            let dlogits = self
-                .arith
-                .import("loss gradient", idx.len(), self.classes, &grad)?;
-            let grads = model::backward(
-                &mut self.arith,
-                &self.layers,
-                &self.params,
-                caches,
-                dlogits,
-                idx.len(),
-            )?;
             for (i, g) in grads.iter().enumerate() {
                 let op = format!("{} update", model::param_name(i));
                 self.arith.sgd(

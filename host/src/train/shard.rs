@@ -9,13 +9,12 @@
 //! converted to 16 bits once, with seeds shared by all ranks. So 1 rank running S shards and
 //! K ranks running S/K shards each end with identical weights.
 
-use super::arith::{self, Arith};
+use super::arith::Arith;
 use super::fixed::{exact_at, shard_key, FixedArith};
-use super::model::{self, Cache, Layer};
+use super::model::{self, Layer};
 use super::{rng, EpochRecord, Observer, TrainError, Trainer};
 use crate::data::Dataset;
 use crate::dist::Collective;
-use crate::tensor::QMatrix;
 
 /// Common fractional bits of summed gradients: tensors never carry more than 15.
 pub const GRAD_FRAC: u32 = 15;
@@ -62,31 +61,8 @@ impl Trainer<FixedArith> {
         k: usize,
         sums: &mut [Vec<i64>],
     ) -> Result<(i64, i64), TrainError> {
-        let features = data.features();
         self.arith.begin_shard(self.step, Some(k as u32));
-        let x = self.batch_input(&data.train, part, features)?;
-        let labels: Vec<u8> = part.iter().map(|&i| data.train.labels[i]).collect();
-        let (logits, caches): (QMatrix, Vec<Cache<QMatrix>>) =
-            model::forward(&mut self.arith, &self.layers, &self.params, x, part.len())?;
-        let (loss, ok, grad) =
-            arith::softmax_xent_scaled(&self.arith.to_host(&logits), &labels, self.classes, global);
-        if !loss.is_finite() {
-            return Err(TrainError::Config(format!(
-                "training diverged at step {} (loss {loss}): lower --lr",
-                self.step
-            )));
-        }
-        let dlogits = self
-            .arith
-            .import("loss gradient", part.len(), self.classes, &grad)?;
-        let grads = model::backward(
-            &mut self.arith,
-            &self.layers,
-            &self.params,
-            caches,
-            dlogits,
-            part.len(),
-        )?;
+        let (loss, ok, grads) = self.loss_and_grads(data, part, global)?;
         for (s, g) in sums.iter_mut().zip(&grads) {
             for (a, b) in s.iter_mut().zip(exact_at(g, GRAD_FRAC)) {
                 *a += b;
