@@ -54,6 +54,10 @@ pub trait AcceleratorBus {
     /// Lets `cycles` clock cycles pass with nothing on the ports.
     fn idle(&mut self, cycles: u32) -> Result<(), Self::Error>;
 
+    /// Writes `words` into the feature-map buffer of the conv unit at word addresses
+    /// `addr..addr + words.len()` (below `fm_depth`), one word per clock.
+    fn write_fm(&mut self, addr: u32, words: &[i16]) -> Result<(), Self::Error>;
+
     /// Writes one A row (one cycle).
     fn write_a_row(&mut self, bank: u8, row: u16, data: &[i16]) -> Result<(), Self::Error> {
         self.beat(

@@ -2,6 +2,9 @@
 
 use crate::numeric::{ACC_BITS, MAX_K};
 
+/// Feature-map buffer depth of [`ArrayConfig::square`] and [`ArrayConfig::new`].
+pub const DEFAULT_FM_DEPTH: usize = 16384;
+
 /// Size and formats of one systolic-array accelerator. The HDL generator, the register map
 /// constants (read back from `regmap::CONFIG`) and the host's tiler are all derived from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -17,6 +20,10 @@ pub struct ArrayConfig {
     /// Rows (K entries) of each of the two A and two B buffer banks. Dot products longer than
     /// this run as several chunks that accumulate in place, so it limits speed, not K.
     pub buffer_depth: usize,
+    /// Words of the feature-map buffer the conv unit gathers from (`crate::gather`), or 0 for
+    /// an array without a conv unit. Each of the two gather engines keeps one copy per lane so
+    /// that every lane reads a word per clock.
+    pub fm_depth: usize,
 }
 
 /// Why an [`ArrayConfig`] was rejected.
@@ -33,6 +40,8 @@ pub enum ConfigError {
     FracBits(u32),
     /// `buffer_depth` is not a power of two in `16..=65536`.
     BufferDepth(usize),
+    /// `fm_depth` is neither 0 (no conv unit) nor a power of two in `512..=32768`.
+    FmDepth(usize),
 }
 
 impl core::fmt::Display for ConfigError {
@@ -43,13 +52,14 @@ impl core::fmt::Display for ConfigError {
             ConfigError::AccBits(a) => write!(f, "accumulator width {a} bits is not supported: the contract fixes it at {ACC_BITS}"),
             ConfigError::FracBits(b) => write!(f, "{b} fractional bits do not fit a 16-bit word: choose 0 to 15"),
             ConfigError::BufferDepth(d) => write!(f, "buffer depth {d} is not a power of two between 16 and 65536"),
+            ConfigError::FmDepth(d) => write!(f, "feature-map buffer depth {d} is neither 0 (no conv unit) nor a power of two between 512 and 32768"),
         }
     }
 }
 
 impl ArrayConfig {
     /// The default configuration for a `size x size` array: 16-bit words, 48-bit accumulators,
-    /// 8 fractional bits, 512-row buffer banks.
+    /// 8 fractional bits, 512-row buffer banks, a 16384-word feature-map buffer.
     pub const fn square(size: usize) -> Self {
         ArrayConfig {
             size,
@@ -57,6 +67,7 @@ impl ArrayConfig {
             acc_bits: ACC_BITS,
             frac_bits: 8,
             buffer_depth: 512,
+            fm_depth: DEFAULT_FM_DEPTH,
         }
     }
 
@@ -72,6 +83,7 @@ impl ArrayConfig {
             acc_bits: ACC_BITS,
             frac_bits,
             buffer_depth,
+            fm_depth: DEFAULT_FM_DEPTH,
         };
         match c.validate() {
             Ok(()) => Ok(c),
@@ -99,6 +111,11 @@ impl ArrayConfig {
         {
             return Err(ConfigError::BufferDepth(self.buffer_depth));
         }
+        if self.fm_depth != 0
+            && (!self.fm_depth.is_power_of_two() || self.fm_depth < 512 || self.fm_depth > 32768)
+        {
+            return Err(ConfigError::FmDepth(self.fm_depth));
+        }
         Ok(())
     }
 
@@ -124,6 +141,31 @@ impl ArrayConfig {
             | (self.word_bits << 8)
             | (self.acc_bits << 16)
             | (self.row_addr_bits() << 24)
+            | (self.fm_code() << 29)
+    }
+
+    /// `log2(fm_depth) - 8`, or 0 without a conv unit (bits 29..32 of the config word).
+    const fn fm_code(&self) -> u32 {
+        if self.fm_depth == 0 {
+            0
+        } else {
+            self.fm_depth.trailing_zeros() - 8
+        }
+    }
+
+    /// Whether the array has the conv unit (a feature-map buffer and two gather engines).
+    pub const fn has_conv_unit(&self) -> bool {
+        self.fm_depth != 0
+    }
+
+    /// Bits of a feature-map word address (`log2(fm_depth)`; 9 without a conv unit, so the
+    /// port exists in every build).
+    pub const fn fm_addr_bits(&self) -> u32 {
+        if self.fm_depth == 0 {
+            9
+        } else {
+            self.fm_depth.trailing_zeros()
+        }
     }
 
     /// Decodes [`Self::config_word`] (the default fractional bits are not in hardware: 0 here).
@@ -134,6 +176,10 @@ impl ArrayConfig {
             acc_bits: (word >> 16) & 0xFF,
             frac_bits: 0,
             buffer_depth: 1usize << ((word >> 24) & 0x1F),
+            fm_depth: match (word >> 29) & 0x7 {
+                0 => 0,
+                c => 1usize << (c + 8),
+            },
         }
     }
 
@@ -170,8 +216,14 @@ mod tests {
             assert_eq!(c.validate(), Ok(()));
             let back = ArrayConfig::from_config_word(c.config_word());
             assert_eq!(
-                (back.size, back.word_bits, back.acc_bits, back.buffer_depth),
-                (n, 16, 48, 512)
+                (
+                    back.size,
+                    back.word_bits,
+                    back.acc_bits,
+                    back.buffer_depth,
+                    back.fm_depth
+                ),
+                (n, 16, 48, 512, 16384)
             );
         }
         assert_eq!(ArrayConfig::square(8).row_addr_bits(), 9);

@@ -14,6 +14,7 @@
 
 pub mod bus;
 pub mod config;
+pub mod gather;
 pub mod numeric;
 pub mod regmap;
 

@@ -15,6 +15,10 @@
 //! | 0x0B | `K_LEN` | RW | rows `0..K_LEN` of the A and B banks the next `COMMAND` consumes, `1..=depth` |
 //! | 0x0C | `COMMAND` | WO | enqueues one tile command, fields below |
 //! | 0x0D | `ERROR_CLEAR` | WO | any write clears [`STATUS_ERROR`] |
+//! | 0x10 | `GA_CFG` | WO | shifts one word into gather engine A's configuration ([`crate::gather`]) |
+//! | 0x11 | `GA_CMD` | WO | starts gather engine A: fills rows `0..klen` of an A bank ([`gather_command`]) |
+//! | 0x12 | `GB_CFG` | WO | the same for gather engine B |
+//! | 0x13 | `GB_CMD` | WO | starts gather engine B: fills rows `0..klen` of a B bank |
 //!
 //! A command streams rows `0..K_LEN` of A bank and B bank through the array. With `CMD_CLEAR`
 //! the accumulators start from zero, otherwise they continue (a dot product longer than the
@@ -27,6 +31,13 @@
 //! Buffer rows are moved through dedicated row-wide ports, one row per clock, alongside the
 //! register bus (see `bus::AcceleratorBus`): A row `k` holds `A[i0 + r][k]` in lane `r`,
 //! B row `k` holds `B[k][j0 + c]` in lane `c`, C row `r` holds `C[i0 + r][j0 + c]` in lane `c`.
+//!
+//! The conv unit adds a feature-map write port (one word per clock, see `bus::AcceleratorBus::
+//! write_fm`) and two gather engines that fill A and B bank rows from the feature map on chip,
+//! generating the im2col addresses themselves (see [`crate::gather`] for the walk they follow).
+//! A bank being gathered must not be read by a command nor written by the host until the
+//! engine's busy bit clears. A `GA_CMD`/`GB_CMD` written while that engine is busy, or with
+//! `klen` 0 or above the buffer depth, sets [`STATUS_ERROR`] and is dropped.
 
 /// Identification register.
 pub const ID: u8 = 0x00;
@@ -52,6 +63,14 @@ pub const K_LEN: u8 = 0x0B;
 pub const COMMAND: u8 = 0x0C;
 /// Clears the sticky error bit (write-only).
 pub const ERROR_CLEAR: u8 = 0x0D;
+/// Gather engine A: configuration shift-in (write-only).
+pub const GA_CFG: u8 = 0x10;
+/// Gather engine A: command (write-only).
+pub const GA_CMD: u8 = 0x11;
+/// Gather engine B: configuration shift-in (write-only).
+pub const GB_CFG: u8 = 0x12;
+/// Gather engine B: command (write-only).
+pub const GB_CMD: u8 = 0x13;
 
 /// Value of the `ID` register: ASCII "SYST".
 pub const ID_VALUE: u32 = 0x5359_5354;
@@ -62,6 +81,30 @@ pub const STATUS_BUSY: u32 = 1 << 0;
 pub const STATUS_QUEUE_FULL: u32 = 1 << 1;
 /// `STATUS`: sticky error (command dropped, or `K_LEN`/`SHIFT`/`ROUNDING` out of range).
 pub const STATUS_ERROR: u32 = 1 << 2;
+/// `STATUS`: gather engine A is filling an A bank.
+pub const STATUS_GATHER_A: u32 = 1 << 3;
+/// `STATUS`: gather engine B is filling a B bank.
+pub const STATUS_GATHER_B: u32 = 1 << 4;
+
+/// How a gather command sets up its lanes (bits 18..20 of the command word).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LaneMode {
+    /// Restart the lane walk from its configured start, then take `size` steps.
+    Load = 0,
+    /// Take the next `size` steps of the lane walk (the next tile).
+    Next = 1,
+    /// Keep the lanes of the previous command (the same tile, another K chunk or bank).
+    Keep = 2,
+}
+
+/// Builds a `GA_CMD` / `GB_CMD` word: fill rows `0..klen` of bank `bank`; `k_next` continues
+/// the K walk where the previous command of this engine stopped instead of restarting it.
+pub const fn gather_command(klen: u32, bank: u8, lanes: LaneMode, k_next: bool) -> u32 {
+    (klen & 0x1_FFFF)
+        | (((bank & 1) as u32) << 17)
+        | ((lanes as u32) << 18)
+        | ((k_next as u32) << 20)
+}
 
 /// `COMMAND` bit: which A bank to read.
 pub const CMD_A_BANK: u32 = 1 << 0;

@@ -203,6 +203,13 @@ fn check(req: &Request<'_>, config: &ArrayConfig, index: u16) -> Result<(), Fail
                 return Err(range);
             }
         }
+        // u64: `addr` comes from the wire and may be near `u32::MAX`. With no conv unit
+        // (`fm_depth = 0`) every request fails here, as `words` is never empty.
+        Request::WriteFm { addr, words }
+            if u64::from(addr) + words.len() as u64 > config.fm_depth as u64 =>
+        {
+            return Err(range);
+        }
         _ => {}
     }
     Ok(())
@@ -281,6 +288,9 @@ fn execute<B: AcceleratorBus>(
     }
 }
 
+/// Feature-map words converted per `write_fm` call (a stack buffer: the firmware has no heap).
+const FM_CHUNK: usize = 64;
+
 /// Runs a write-type request (the kinds allowed in a batch).
 fn run_write<B: AcceleratorBus>(
     req: &Request<'_>,
@@ -310,6 +320,23 @@ fn run_write<B: AcceleratorBus>(
                     Buffer::B => bus.write_b_row(bank, at, &row[..n]),
                 }
                 .map_err(bus_err)?;
+            }
+            Ok(())
+        }
+        Request::WriteFm { addr, words } => {
+            // Consecutive calls continue at the next address, so splitting the request into
+            // chunks writes the same words in the same order, one per clock.
+            let mut buf = [0i16; FM_CHUNK];
+            let mut done = 0;
+            while done < words.len() {
+                let n = (words.len() - done).min(FM_CHUNK);
+                for (i, w) in buf[..n].iter_mut().enumerate() {
+                    *w = words.get(done + i);
+                }
+                // `check` bounded `addr + len` by `fm_depth`, so this cannot overflow.
+                bus.write_fm(addr + done as u32, &buf[..n])
+                    .map_err(bus_err)?;
+                done += n;
             }
             Ok(())
         }

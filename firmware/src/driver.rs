@@ -70,6 +70,10 @@ pub struct DriverStats {
     pub reg_writes: u64,
     /// Register reads (status polls included).
     pub reg_reads: u64,
+    /// Feature-map words written (conv unit).
+    pub fm_words: u64,
+    /// Gather commands run (conv unit).
+    pub gathers: u64,
     /// Idle cycles spent waiting for the device.
     pub wait_cycles: u64,
 }
@@ -116,6 +120,17 @@ pub enum DriverError<E> {
         /// What the driver waited for.
         waiting_for: &'static str,
     },
+    /// A convolution was asked of an array built without the conv unit.
+    NoConvUnit,
+    /// The convolution's geometry does not fit the conv unit.
+    Geometry(systole_core::gather::GeomError),
+    /// The images one command needs do not fit the feature-map buffer together.
+    FeatureMapTooSmall {
+        /// Words needed.
+        needed: usize,
+        /// Words the buffer holds.
+        fm_depth: usize,
+    },
 }
 
 impl<E: fmt::Display> fmt::Display for DriverError<E> {
@@ -151,6 +166,15 @@ impl<E: fmt::Display> fmt::Display for DriverError<E> {
                 f,
                 "accelerator did not respond within {WAIT_LIMIT} cycles while waiting for {waiting_for}"
             ),
+            DriverError::NoConvUnit => write!(
+                f,
+                "this array has no conv unit (fm_depth 0): run the convolution on the host or use an array built with one"
+            ),
+            DriverError::Geometry(e) => write!(f, "{e}"),
+            DriverError::FeatureMapTooSmall { needed, fm_depth } => write!(
+                f,
+                "one command needs {needed} words of feature maps but the buffer holds {fm_depth}: build the array with a larger fm_depth"
+            ),
         }
     }
 }
@@ -172,21 +196,60 @@ struct Pending {
 
 /// One queued unit of work: rows `k0..k0 + klen` of tile `(i0, j0)`.
 #[derive(Clone, Copy, Debug)]
-struct Command {
-    i0: usize,
-    j0: usize,
-    k0: usize,
-    klen: usize,
+pub(crate) struct Command {
+    pub i0: usize,
+    pub j0: usize,
+    pub k0: usize,
+    pub klen: usize,
     clear: bool,
     emit: bool,
 }
 
-/// Driver state for one [`matmul`] call.
-struct Run<'b, 'j, B: AcceleratorBus> {
-    bus: &'b mut B,
-    job: &'j MatmulJob<'j>,
+/// Where the A and B words of a product come from: the host's memory (written through the
+/// row ports) or, for the conv unit, gathered on chip.
+pub(crate) trait Feed {
+    /// `(m, k, n)`.
+    fn shape(&self) -> (usize, usize, usize);
+    /// `A[i][kk]`, for a host-written A (`i < m`).
+    fn a(&self, i: usize, kk: usize) -> i16;
+    /// `B[kk][j]`, for a host-written B (`j < n`).
+    fn b(&self, kk: usize, j: usize) -> i16;
+}
+
+impl Feed for MatmulJob<'_> {
+    fn shape(&self) -> (usize, usize, usize) {
+        (self.m, self.k, self.n)
+    }
+    fn a(&self, i: usize, kk: usize) -> i16 {
+        self.a[i * self.k + kk]
+    }
+    fn b(&self, kk: usize, j: usize) -> i16 {
+        self.b[kk * self.n + j]
+    }
+}
+
+/// The conversion every output of a product gets.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Conversion {
+    pub shift: u32,
+    pub rounding: Rounding,
+    pub seed: u32,
+}
+
+/// Driver state for one product.
+pub(crate) struct Run<'b, 'j, B: AcceleratorBus> {
+    pub(crate) bus: &'b mut B,
+    feed: &'j dyn Feed,
+    conversion: Conversion,
+    m: usize,
+    k: usize,
+    n: usize,
+    /// The conv unit's operand sources, when A or B is gathered on chip.
+    pub(crate) gather: Option<&'j mut dyn crate::conv::Gathers<B>>,
+    /// Tile order: column blocks outer (else row blocks outer).
+    pub(crate) columns_outer: bool,
     size: usize,
-    stats: DriverStats,
+    pub(crate) stats: DriverStats,
     /// `DONE_COUNT` when the run started.
     done0: u32,
     /// Outstanding emitted tiles, indexed by C bank.
@@ -198,7 +261,7 @@ struct Run<'b, 'j, B: AcceleratorBus> {
     last_klen: Option<usize>,
 }
 
-type Res<T, E> = Result<T, DriverError<E>>;
+pub(crate) type Res<T, E> = Result<T, DriverError<E>>;
 
 /// Computes `out = A·B` (row-major `m x n`) on the accelerator behind `bus`, bit-exact with the
 /// numeric contract. See the module docs for the schedule.
@@ -226,18 +289,12 @@ pub fn matmul<B: AcceleratorBus>(
             found,
         });
     }
-    let mut run = Run {
-        bus,
-        job,
-        size: cfg.size,
-        stats,
-        done0: 0,
-        pending: [None; 2],
-        a_tag: [None; 2],
-        b_tag: [None; 2],
-        last_seed: None,
-        last_klen: None,
+    let conversion = Conversion {
+        shift: job.shift,
+        rounding: job.rounding,
+        seed: job.seed,
     };
+    let mut run = Run::new(bus, cfg, job, conversion, None, stats);
     run.execute(cfg.buffer_depth, out)?;
     Ok(run.stats)
 }
@@ -270,9 +327,39 @@ fn validate<E>(cfg: &ArrayConfig, job: &MatmulJob<'_>, out: &[i16]) -> Res<(), E
     Ok(())
 }
 
-impl<B: AcceleratorBus> Run<'_, '_, B> {
-    fn execute(&mut self, depth: usize, out: &mut [i16]) -> Res<(), B::Error> {
-        let job = self.job;
+impl<'b, 'j, B: AcceleratorBus> Run<'b, 'j, B> {
+    pub(crate) fn new(
+        bus: &'b mut B,
+        cfg: &ArrayConfig,
+        feed: &'j dyn Feed,
+        conversion: Conversion,
+        gather: Option<&'j mut dyn crate::conv::Gathers<B>>,
+        stats: DriverStats,
+    ) -> Self {
+        let (m, k, n) = feed.shape();
+        Run {
+            bus,
+            feed,
+            conversion,
+            m,
+            k,
+            n,
+            gather,
+            columns_outer: false,
+            size: cfg.size,
+            stats,
+            done0: 0,
+            pending: [None; 2],
+            a_tag: [None; 2],
+            b_tag: [None; 2],
+            last_seed: None,
+            last_klen: None,
+        }
+    }
+
+    /// Runs the whole product; `kstep` is the K chunk length (at most the buffer depth).
+    pub(crate) fn execute(&mut self, kstep: usize, out: &mut [i16]) -> Res<(), B::Error> {
+        let conv = self.conversion;
         // SHIFT and ROUNDING may only change while the array is idle.
         // Not strict: a stale error from an earlier operation is cleared below.
         self.wait_status(
@@ -287,28 +374,35 @@ impl<B: AcceleratorBus> Run<'_, '_, B> {
         let cycles0 = self.read(regmap::CYCLES)?;
         let macs0 = self.read(regmap::MAC_CYCLES)?;
         self.done0 = self.read(regmap::DONE_COUNT)?;
-        self.write(regmap::SHIFT, job.shift)?;
-        self.write(regmap::ROUNDING, job.rounding.code())?;
+        self.write(regmap::SHIFT, conv.shift)?;
+        self.write(regmap::ROUNDING, conv.rounding.code())?;
 
-        let (size, k) = (self.size, job.k);
+        let (size, k) = (self.size, self.k);
         let mut q: u32 = 0;
         let mut emit: u32 = 0;
-        for i0 in (0..job.m).step_by(size) {
-            for j0 in (0..job.n).step_by(size) {
-                for k0 in (0..k).step_by(depth) {
-                    let cmd = Command {
-                        i0,
-                        j0,
-                        k0,
-                        klen: depth.min(k - k0),
-                        clear: k0 == 0,
-                        emit: k0 + depth >= k,
-                    };
-                    self.issue(cmd, q, emit, out)?;
-                    q = q.wrapping_add(1);
-                    if cmd.emit {
-                        emit = emit.wrapping_add(1);
-                    }
+        // Row blocks outer reuses an A block across a row of tiles (host-written A); column
+        // blocks outer keeps a host-written B block while a gathered A streams past it.
+        let (rows, cols) = (self.m.div_ceil(size), self.n.div_ceil(size));
+        for t in 0..rows * cols {
+            let (bi, bj) = if self.columns_outer {
+                (t % rows, t / rows)
+            } else {
+                (t / cols, t % cols)
+            };
+            let (i0, j0) = (bi * size, bj * size);
+            for k0 in (0..k).step_by(kstep) {
+                let cmd = Command {
+                    i0,
+                    j0,
+                    k0,
+                    klen: kstep.min(k - k0),
+                    clear: k0 == 0,
+                    emit: k0 + kstep >= k,
+                };
+                self.issue(cmd, q, emit, out)?;
+                q = q.wrapping_add(1);
+                if cmd.emit {
+                    emit = emit.wrapping_add(1);
                 }
             }
         }
@@ -329,12 +423,21 @@ impl<B: AcceleratorBus> Run<'_, '_, B> {
     /// Loads the rows of command `q` into bank `q % 2` (reading finished C rows in the same
     /// beats), then queues it.
     fn issue(&mut self, cmd: Command, q: u32, emit: u32, out: &mut [i16]) -> Res<(), B::Error> {
-        let job = self.job;
         let bank = (q & 1) as usize;
-        let write_a = self.a_tag[bank] != Some((cmd.i0, cmd.k0));
-        let write_b = self.b_tag[bank] != Some((cmd.j0, cmd.k0));
+        let mut write_a = self.a_tag[bank] != Some((cmd.i0, cmd.k0));
+        let mut write_b = self.b_tag[bank] != Some((cmd.j0, cmd.k0));
+        // Gathered operands are filled on chip, concurrently with the host's row writes.
+        let mut gathering = 0;
+        if let Some(g) = self.gather.take() {
+            let r = g.start(self, &cmd, bank, write_a, write_b);
+            self.gather = Some(g);
+            let gathered = r?;
+            gathering = gathered.busy_bits;
+            write_a &= !gathered.a;
+            write_b &= !gathered.b;
+        }
         // Registers latched by COMMAND: written first so they cost no bubble after the rows.
-        let seed = tile_seed(job.seed, cmd.i0 as u32, cmd.j0 as u32);
+        let seed = tile_seed(self.conversion.seed, cmd.i0 as u32, cmd.j0 as u32);
         if cmd.emit && self.last_seed != Some(seed) {
             self.write(regmap::SEED, seed)?;
             self.last_seed = Some(seed);
@@ -353,13 +456,13 @@ impl<B: AcceleratorBus> Run<'_, '_, B> {
             if write_a {
                 for (l, x) in a_row[..size].iter_mut().enumerate() {
                     let i = cmd.i0 + l;
-                    *x = if i < job.m { job.a[i * job.k + kk] } else { 0 };
+                    *x = if i < self.m { self.feed.a(i, kk) } else { 0 };
                 }
             }
             if write_b {
                 for (l, x) in b_row[..size].iter_mut().enumerate() {
                     let j = cmd.j0 + l;
-                    *x = if j < job.n { job.b[kk * job.n + j] } else { 0 };
+                    *x = if j < self.n { self.feed.b(kk, j) } else { 0 };
                 }
             }
             // Poll for finished tiles only every `size` beats: on a serial bus a poll is a
@@ -393,6 +496,9 @@ impl<B: AcceleratorBus> Run<'_, '_, B> {
                 self.store_c_row(cb, row, &c_row[..size], out);
             }
         }
+        if gathering != 0 {
+            self.wait_gathers(gathering, out)?;
+        }
         self.a_tag[bank] = Some((cmd.i0, cmd.k0));
         self.b_tag[bank] = Some((cmd.j0, cmd.k0));
         let c_bank = (emit & 1) as usize;
@@ -404,7 +510,7 @@ impl<B: AcceleratorBus> Run<'_, '_, B> {
         let word = regmap::command(bank as u8, bank as u8, c_bank as u8, cmd.clear, cmd.emit);
         self.write(regmap::COMMAND, word)?;
         if cmd.emit {
-            let rows = size.min(job.m - cmd.i0);
+            let rows = size.min(self.m - cmd.i0);
             self.pending[c_bank] = Some(Pending {
                 emit,
                 i0: cmd.i0,
@@ -421,6 +527,33 @@ impl<B: AcceleratorBus> Run<'_, '_, B> {
             true,
             "the queued command to start",
         )
+    }
+
+    /// Waits for the gather engines in `bits`, reading finished C rows meanwhile so that the
+    /// cycles are not lost.
+    fn wait_gathers(&mut self, bits: u32, out: &mut [i16]) -> Res<(), B::Error> {
+        let mut waited = 0u32;
+        let mut c_row = [0i16; MAX_LANES];
+        let size = self.size;
+        loop {
+            let s = self.status()?;
+            if s & regmap::STATUS_ERROR != 0 {
+                return Err(DriverError::Device { status: s });
+            }
+            if s & bits == 0 {
+                return Ok(());
+            }
+            match self.next_c_read(true)? {
+                Some((bank, row)) => {
+                    self.bus
+                        .read_c_row(bank as u8, row as u16, &mut c_row[..size])
+                        .map_err(DriverError::Bus)?;
+                    self.stats.beats += 1;
+                    self.store_c_row(bank, row, &c_row[..size], out);
+                }
+                None => self.idle_one(&mut waited, "the gather engines to fill the banks")?,
+            }
+        }
     }
 
     /// The next C row to read `(bank, row)`, oldest tile first, if one is known to be ready.
@@ -452,13 +585,13 @@ impl<B: AcceleratorBus> Run<'_, '_, B> {
 
     /// Copies C row `row` of the tile pending in `bank` into `out`, dropping padding lanes.
     fn store_c_row(&mut self, bank: usize, row: usize, data: &[i16], out: &mut [i16]) {
-        let job = self.job;
+        let n = self.n;
         let Some(p) = self.pending[bank].as_mut() else {
             return;
         };
         let i = p.i0 + row;
-        let cols = self.size.min(job.n - p.j0);
-        out[i * job.n + p.j0..][..cols].copy_from_slice(&data[..cols]);
+        let cols = self.size.min(n - p.j0);
+        out[i * n + p.j0..][..cols].copy_from_slice(&data[..cols]);
         p.rows_read += 1;
         self.stats.rows_read += 1;
         if p.rows_read == p.rows {
@@ -500,7 +633,12 @@ impl<B: AcceleratorBus> Run<'_, '_, B> {
     }
 
     /// Idles until none of `bits` is set in `STATUS`; fails on `STATUS_ERROR` when `strict`.
-    fn wait_status(&mut self, bits: u32, strict: bool, what: &'static str) -> Res<(), B::Error> {
+    pub(crate) fn wait_status(
+        &mut self,
+        bits: u32,
+        strict: bool,
+        what: &'static str,
+    ) -> Res<(), B::Error> {
         let mut waited = 0u32;
         loop {
             let s = self.status()?;
@@ -536,18 +674,18 @@ impl<B: AcceleratorBus> Run<'_, '_, B> {
         self.read(regmap::STATUS)
     }
 
-    fn read(&mut self, addr: u8) -> Res<u32, B::Error> {
+    pub(crate) fn read(&mut self, addr: u8) -> Res<u32, B::Error> {
         self.stats.reg_reads += 1;
         self.bus.read_reg(addr).map_err(DriverError::Bus)
     }
 
-    fn write(&mut self, addr: u8, value: u32) -> Res<(), B::Error> {
+    pub(crate) fn write(&mut self, addr: u8, value: u32) -> Res<(), B::Error> {
         self.stats.reg_writes += 1;
         self.bus.write_reg(addr, value).map_err(DriverError::Bus)
     }
 }
 
 #[cfg(test)]
-mod mock;
+pub(crate) mod mock;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

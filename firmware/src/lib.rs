@@ -6,11 +6,13 @@
 //! * [`board`] — the board's loop: decode frames from an `embedded_io` byte stream, run them on
 //!   the local [`systole_core::AcceleratorBus`], answer, and answer retries without re-running.
 //! * `driver` — the tile driver (tiled matmul over any `AcceleratorBus`), used by the host for
-//!   every backend.
+//!   every backend; [`conv`] — the conv driver on top of it (feature maps sent once, im2col
+//!   gathered on chip).
 #![no_std]
 #![deny(unsafe_code, missing_docs)]
 
 pub mod board;
+pub mod conv;
 pub mod crc;
 pub mod driver;
 pub mod frame;

@@ -15,12 +15,14 @@
 //! | 0x05 | `READ_ROWS` | bank u8, start u16, count u16 | `count x size` words i16 | reads C rows `start..start+count`, one per clock |
 //! | 0x06 | `STATUS` | — | `STATUS` u32, frames ok u32, frames rejected u32, garbage bytes u32 | accelerator status and link counters |
 //! | 0x07 | `IDLE` | cycles u32 | — | lets `cycles` clocks pass (a delay on real hardware) |
-//! | 0x08 | `BATCH` | entries: CMD u8, LEN u16, payload | — | runs `WRITE_REG`, `WRITE_ROWS` and `IDLE` entries in order |
+//! | 0x08 | `BATCH` | entries: CMD u8, LEN u16, payload | — | runs `WRITE_REG`, `WRITE_ROWS`, `IDLE` and `WRITE_FM` entries in order |
+//! | 0x09 | `WRITE_FM` | addr u32, `count` words i16 (`count = (LEN - 4) / 2 >= 1`) | — | writes feature-map words `addr..addr+count` of the conv unit, one per clock; `addr + count <= fm_depth` |
 //!
 //! Row words are little-endian, lane 0 first; `size` is the board's array size and every row of
-//! a request must be exactly `size` words. The board checks a whole request (every batch entry,
-//! every bank and row index) before it touches the accelerator, so a rejected request has no
-//! effect.
+//! a request must be exactly `size` words. Feature-map words are little-endian too, lowest
+//! address first; a board without a conv unit (`fm_depth = 0`) refuses every `WRITE_FM` as out
+//! of range. The board checks a whole request (every batch entry, every bank, row and
+//! feature-map index) before it touches the accelerator, so a rejected request has no effect.
 //!
 //! **Retries.** The board remembers the `SEQ` and CRC of the last request it executed and the
 //! response it sent. A frame with the same `SEQ` and CRC is a retry (the response was lost): the
@@ -56,10 +58,14 @@ pub mod cmd {
     pub const IDLE: u8 = 0x07;
     /// Several writes in one frame.
     pub const BATCH: u8 = 0x08;
+    /// Block write of feature-map words.
+    pub const WRITE_FM: u8 = 0x09;
 }
 
 /// Bytes of a `WRITE_ROWS` payload before its words.
 pub const WRITE_ROWS_HEADER: usize = 6;
+/// Bytes of a `WRITE_FM` payload before its words (the address).
+pub const WRITE_FM_HEADER: usize = 4;
 /// Bytes of a batch entry before its payload.
 pub const BATCH_ENTRY_HEADER: usize = 3;
 
@@ -241,6 +247,13 @@ pub enum Request<'a> {
     },
     /// `BATCH`: the raw entries; iterate with [`BatchIter`].
     Batch(&'a [u8]),
+    /// `WRITE_FM`.
+    WriteFm {
+        /// Feature-map word address of the first word.
+        addr: u32,
+        /// The words (`>= 1`), lowest address first.
+        words: Words<'a>,
+    },
 }
 
 fn u16_at(p: &[u8], i: usize) -> u16 {
@@ -263,6 +276,7 @@ impl<'a> Request<'a> {
             Request::Status => cmd::STATUS,
             Request::Idle { .. } => cmd::IDLE,
             Request::Batch(_) => cmd::BATCH,
+            Request::WriteFm { .. } => cmd::WRITE_FM,
         }
     }
 
@@ -346,6 +360,16 @@ impl<'a> Request<'a> {
                 }
                 Request::Batch(p)
             }
+            cmd::WRITE_FM => {
+                let words = p.get(WRITE_FM_HEADER..).unwrap_or(&[]);
+                if words.is_empty() || !words.len().is_multiple_of(2) {
+                    return Err(ErrorCode::Malformed);
+                }
+                Request::WriteFm {
+                    addr: u32_at(p, 0),
+                    words: Words(words),
+                }
+            }
             _ => return Err(ErrorCode::UnknownCommand),
         })
     }
@@ -380,6 +404,10 @@ impl<'a> Request<'a> {
             }
             Request::Idle { cycles } => w.put(&cycles.to_le_bytes())?,
             Request::Batch(entries) => w.put(entries)?,
+            Request::WriteFm { addr, words } => {
+                w.put(&addr.to_le_bytes())?;
+                w.put(words.bytes())?;
+            }
         }
         if w.len > MAX_PAYLOAD {
             return Err(EncodeError::PayloadTooLong(w.len));
@@ -457,8 +485,11 @@ impl<'a> Iterator for BatchIter<'a> {
         }
         let body = &self.rest[BATCH_ENTRY_HEADER..BATCH_ENTRY_HEADER + len];
         self.rest = &self.rest[BATCH_ENTRY_HEADER + len..];
-        if !matches!(c, cmd::WRITE_REG | cmd::WRITE_ROWS | cmd::IDLE) {
-            let code = if matches!(c, cmd::PING..=cmd::BATCH) {
+        if !matches!(
+            c,
+            cmd::WRITE_REG | cmd::WRITE_ROWS | cmd::IDLE | cmd::WRITE_FM
+        ) {
+            let code = if matches!(c, cmd::PING..=cmd::WRITE_FM) {
                 ErrorCode::NotBatchable
             } else {
                 ErrorCode::UnknownCommand

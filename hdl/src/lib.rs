@@ -18,10 +18,12 @@ pub mod buffers;
 mod comb_split;
 pub mod controller;
 pub mod converter;
+pub mod gather;
 pub mod pe;
 pub mod regfile;
 pub mod top;
 pub mod uart;
+pub mod walker;
 
 mod verilog;
 

@@ -35,6 +35,12 @@ pub struct RegFile {
     pub done_inc: Signal<In, Bit>,
     /// The array consumed one K step this cycle.
     pub mac_inc: Signal<In, Bit>,
+    /// Gather engine A is busy.
+    pub gather_a_busy: Signal<In, Bit>,
+    /// Gather engine B is busy.
+    pub gather_b_busy: Signal<In, Bit>,
+    /// A gather command was refused this cycle.
+    pub gather_error: Signal<In, Bit>,
     /// `SHIFT` register.
     pub shift: Signal<Out, Bits<6>>,
     /// `ROUNDING` register.
@@ -93,6 +99,9 @@ impl RegFile {
             queue_full: Default::default(),
             done_inc: Default::default(),
             mac_inc: Default::default(),
+            gather_a_busy: Default::default(),
+            gather_b_busy: Default::default(),
+            gather_error: Default::default(),
             shift: Default::default(),
             rounding: Default::default(),
             seed: Default::default(),
@@ -147,6 +156,12 @@ impl Logic for RegFile {
         }
         if self.err.q.val() {
             self.status.next = self.status.val() | 4;
+        }
+        if self.gather_a_busy.val() {
+            self.status.next = self.status.val() | 8;
+        }
+        if self.gather_b_busy.val() {
+            self.status.next = self.status.val() | 16;
         }
         self.reg_rdata.next = 0.into();
         if self.reg_addr.val() == self.a_id.val() {
@@ -216,6 +231,9 @@ impl Logic for RegFile {
             } else {
                 self.cmd_valid.next = true;
             }
+        }
+        if self.gather_error.val() {
+            self.err.d.next = true;
         }
         if self.write.val() & (self.reg_addr.val() == self.a_error_clear.val()) {
             self.err.d.next = false;

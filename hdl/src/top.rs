@@ -7,10 +7,11 @@ use crate::array::Array;
 use crate::buffers::LaneRam;
 use crate::controller::Controller;
 use crate::converter::ColumnConverter;
+use crate::gather::GatherEngine;
 use crate::regfile::RegFile;
 use crate::HdlError;
 use rust_hdl_core::prelude::*;
-use systole_core::ArrayConfig;
+use systole_core::{regmap, ArrayConfig};
 
 /// Width of the core's buffer row addresses (the wrapper zero-extends `log2(depth)` bits).
 pub const CORE_ROW_BITS: usize = 16;
@@ -54,6 +55,12 @@ pub struct Core {
     pub c_rd_row: Signal<In, Bits<CORE_TILE_ROW_BITS>>,
     /// C row data (valid after the edge that sampled the address), lane `c` = `C[i0 + r][j0 + c]`.
     pub c_rd_data: Vec<Signal<Out, Signed<16>>>,
+    /// Write one feature-map word (both gather engines' copies).
+    pub fm_wr_en: Signal<In, Bit>,
+    /// Feature-map word address.
+    pub fm_wr_addr: Signal<In, Bits<16>>,
+    /// Feature-map word.
+    pub fm_wr_data: Signal<In, Signed<16>>,
     regs: RegFile,
     ctrl: Controller,
     a_ram: Vec<LaneRam<CORE_ROW_BITS>>,
@@ -61,6 +68,8 @@ pub struct Core {
     c_ram: Vec<LaneRam<CORE_TILE_ROW_BITS>>,
     array: Array,
     conv: Vec<ColumnConverter>,
+    gather_a: GatherEngine,
+    gather_b: GatherEngine,
     _n: usize,
 }
 
@@ -92,6 +101,9 @@ impl Core {
             c_rd_bank: Default::default(),
             c_rd_row: Default::default(),
             c_rd_data: (0..n).map(|_| Signal::default()).collect(),
+            fm_wr_en: Default::default(),
+            fm_wr_addr: Default::default(),
+            fm_wr_data: Default::default(),
             regs: RegFile::new(cfg)?,
             ctrl: Controller::new(n)?,
             a_ram: rams(n, aw)?,
@@ -101,6 +113,20 @@ impl Core {
             conv: (0..n)
                 .map(|c| ColumnConverter::new(c, n))
                 .collect::<Result<_, _>>()?,
+            gather_a: GatherEngine::new(
+                n,
+                regmap::GA_CFG,
+                regmap::GA_CMD,
+                cfg.buffer_depth,
+                cfg.fm_depth,
+            )?,
+            gather_b: GatherEngine::new(
+                n,
+                regmap::GB_CFG,
+                regmap::GB_CMD,
+                cfg.buffer_depth,
+                cfg.fm_depth,
+            )?,
             _n: n,
         })
     }
@@ -134,20 +160,51 @@ impl Logic for Core {
         self.array.valid_in.next = self.ctrl.valid.val();
         self.array.first_in.next = self.ctrl.first.val();
         self.array.last_in.next = self.ctrl.last.val();
+        self.gather_a.clock.next = self.clock.val();
+        self.gather_a.reset.next = self.reset.val();
+        self.gather_a.reg_addr.next = self.reg_addr.val();
+        self.gather_a.reg_wdata.next = self.reg_wdata.val();
+        self.gather_a.reg_we.next = self.reg_we.val();
+        self.gather_a.fm_we.next = self.fm_wr_en.val();
+        self.gather_a.fm_addr.next = self.fm_wr_addr.val();
+        self.gather_a.fm_data.next = self.fm_wr_data.val();
+        self.gather_b.clock.next = self.clock.val();
+        self.gather_b.reset.next = self.reset.val();
+        self.gather_b.reg_addr.next = self.reg_addr.val();
+        self.gather_b.reg_wdata.next = self.reg_wdata.val();
+        self.gather_b.reg_we.next = self.reg_we.val();
+        self.gather_b.fm_we.next = self.fm_wr_en.val();
+        self.gather_b.fm_addr.next = self.fm_wr_addr.val();
+        self.gather_b.fm_data.next = self.fm_wr_data.val();
+        self.regs.gather_a_busy.next = self.gather_a.busy.val();
+        self.regs.gather_b_busy.next = self.gather_b.busy.val();
+        self.regs.gather_error.next = self.gather_a.cmd_error.val() | self.gather_b.cmd_error.val();
         for i in 0..self._n {
             self.a_ram[i].clock.next = self.clock.val();
-            self.a_ram[i].we.next = self.a_wr_en.val();
+            // A gather engine owns its bank's write port while it runs (the driver keeps the
+            // host's row writes off that bank meanwhile).
+            self.a_ram[i].we.next = self.a_wr_en.val() | self.gather_a.wr_en.val();
             self.a_ram[i].w_bank.next = self.a_wr_bank.val();
             self.a_ram[i].w_row.next = self.a_wr_row.val();
             self.a_ram[i].w_data.next = self.a_wr_data[i].val();
+            if self.gather_a.wr_en.val() {
+                self.a_ram[i].w_bank.next = self.gather_a.wr_bank.val();
+                self.a_ram[i].w_row.next = self.gather_a.wr_row.val();
+                self.a_ram[i].w_data.next = self.gather_a.wr_data[i].val();
+            }
             self.a_ram[i].r_bank.next = self.ctrl.rd_a_bank.val();
             self.a_ram[i].r_row.next = self.ctrl.rd_row.val();
             self.array.a_in[i].next = self.a_ram[i].r_data.val();
             self.b_ram[i].clock.next = self.clock.val();
-            self.b_ram[i].we.next = self.b_wr_en.val();
+            self.b_ram[i].we.next = self.b_wr_en.val() | self.gather_b.wr_en.val();
             self.b_ram[i].w_bank.next = self.b_wr_bank.val();
             self.b_ram[i].w_row.next = self.b_wr_row.val();
             self.b_ram[i].w_data.next = self.b_wr_data[i].val();
+            if self.gather_b.wr_en.val() {
+                self.b_ram[i].w_bank.next = self.gather_b.wr_bank.val();
+                self.b_ram[i].w_row.next = self.gather_b.wr_row.val();
+                self.b_ram[i].w_data.next = self.gather_b.wr_data[i].val();
+            }
             self.b_ram[i].r_bank.next = self.ctrl.rd_b_bank.val();
             self.b_ram[i].r_row.next = self.ctrl.rd_row.val();
             self.array.b_in[i].next = self.b_ram[i].r_data.val();

@@ -61,6 +61,9 @@ pub fn ports(cfg: &ArrayConfig) -> Result<Vec<PortInfo>, HdlError> {
     for i in 0..cfg.size {
         p(format!("c_rd_data_{i}"), 16, Output);
     }
+    p("fm_wr_en".into(), 1, Input);
+    p("fm_wr_addr".into(), cfg.fm_addr_bits(), Input);
+    p("fm_wr_data".into(), 16, Input);
     Ok(v)
 }
 
@@ -108,7 +111,7 @@ fn wrapper(cfg: &ArrayConfig) -> Result<String, HdlError> {
             _ => p.name.clone(),
         };
         let core_width = match p.name.as_str() {
-            "a_wr_row" | "b_wr_row" => CORE_ROW_BITS as u32,
+            "a_wr_row" | "b_wr_row" | "fm_wr_addr" => CORE_ROW_BITS as u32,
             "c_rd_row" => CORE_TILE_ROW_BITS as u32,
             _ => p.width,
         };
@@ -146,6 +149,10 @@ pub fn lint_waivers() -> String {
         ("conv", "seed_out"),
         ("conv", "bank_out"),
     ];
+    // Walker configuration words pack narrower fields; the spare bits are unused by design.
+    s.push_str(
+        "lint_off -rule UNUSEDSIGNAL -file \"*\" -match \"Bits of signal are not used: 'cfg$*\"\n",
+    );
     for (inst, port) in edge_outputs {
         let _ = writeln!(
             s,

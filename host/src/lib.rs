@@ -3,6 +3,7 @@
 #![deny(missing_docs)]
 
 pub mod bench;
+pub mod bench_conv;
 pub mod board_sim;
 pub mod boards;
 pub mod cli;

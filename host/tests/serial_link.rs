@@ -1,16 +1,36 @@
 //! The serial backend over a real pseudo-terminal against the firmware's board loop, with a
 //! software accelerator model behind it (the Verilated board is covered by the workspace's
 //! device conformance test): results equal the golden model bit for bit, a dropped link gives
-//! an error and no result, and a wrong board is refused.
+//! an error and no result, a wrong board is refused, and feature-map writes arrive whole and in
+//! order.
 
+use std::sync::{Arc, Mutex};
 use systole::board_sim::SimBoard;
-use systole::device::serial::SerialDevice;
+use systole::device::serial::{LinkError, SerialBus, SerialDevice};
 use systole::device::{Device, DeviceError};
 use systole::golden::{self, OutputSpec};
 use systole::QMatrix;
 use systole_core::bus::Beat;
 use systole_core::numeric::{convert, lane_seed, Lfsr32};
 use systole_core::{regmap, AcceleratorBus, ArrayConfig, Rounding};
+
+/// A write as it reached the model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Event {
+    Reg(u8, u32),
+    /// Buffer (`'A'`/`'B'`), bank, row.
+    Row(char, u8, u16),
+    /// Feature-map address and word count.
+    Fm(u32, usize),
+}
+
+/// What the model saw, shared with the test (the model itself lives on the board's thread).
+#[derive(Default)]
+struct Seen {
+    /// The feature-map buffer (`fm_depth` words).
+    fm: Vec<i16>,
+    events: Vec<Event>,
+}
 
 /// A functional model of the accelerator: every command completes at once.
 struct ModelBus {
@@ -20,10 +40,17 @@ struct ModelBus {
     b: Vec<i16>,
     c: Vec<i16>,
     acc: Vec<i64>,
+    seen: Arc<Mutex<Seen>>,
 }
 
 impl ModelBus {
     fn new(cfg: ArrayConfig) -> Self {
+        Self::watched(cfg, Arc::default())
+    }
+
+    /// A model that records into `seen`.
+    fn watched(cfg: ArrayConfig, seen: Arc<Mutex<Seen>>) -> Self {
+        seen.lock().unwrap().fm = vec![0; cfg.fm_depth];
         let (n, d) = (cfg.size, cfg.buffer_depth);
         let mut regs = [0u32; 16];
         regs[usize::from(regmap::ID)] = regmap::ID_VALUE;
@@ -35,6 +62,7 @@ impl ModelBus {
             b: vec![0; 2 * d * n],
             c: vec![0; 2 * n * n],
             acc: vec![0; n * n],
+            seen,
         }
     }
 
@@ -81,6 +109,11 @@ impl AcceleratorBus for ModelBus {
         Ok(self.regs.get(usize::from(addr)).copied().unwrap_or(0))
     }
     fn write_reg(&mut self, addr: u8, value: u32) -> Result<(), String> {
+        self.seen
+            .lock()
+            .unwrap()
+            .events
+            .push(Event::Reg(addr, value));
         match addr {
             regmap::COMMAND => self.command(value),
             regmap::SHIFT | regmap::ROUNDING | regmap::SEED | regmap::K_LEN => {
@@ -92,13 +125,16 @@ impl AcceleratorBus for ModelBus {
     }
     fn beat(&mut self, beat: &Beat<'_>, c_out: &mut [i16]) -> Result<(), String> {
         let (n, d) = (self.cfg.size, self.cfg.buffer_depth);
+        let mut seen = self.seen.lock().unwrap();
         if let Some(w) = beat.a {
             let at = (usize::from(w.bank) * d + usize::from(w.row)) * n;
             self.a[at..at + n].copy_from_slice(w.data);
+            seen.events.push(Event::Row('A', w.bank, w.row));
         }
         if let Some(w) = beat.b {
             let at = (usize::from(w.bank) * d + usize::from(w.row)) * n;
             self.b[at..at + n].copy_from_slice(w.data);
+            seen.events.push(Event::Row('B', w.bank, w.row));
         }
         if let Some(r) = beat.c {
             let at = (usize::from(r.bank) * n + usize::from(r.row)) * n;
@@ -109,6 +145,21 @@ impl AcceleratorBus for ModelBus {
     }
     fn idle(&mut self, cycles: u32) -> Result<(), String> {
         self.regs[usize::from(regmap::CYCLES)] += cycles;
+        Ok(())
+    }
+    fn write_fm(&mut self, addr: u32, words: &[i16]) -> Result<(), String> {
+        let mut seen = self.seen.lock().unwrap();
+        let at = addr as usize;
+        let Some(dst) = seen.fm.get_mut(at..at + words.len()) else {
+            // The board must have refused this request before it reached the bus.
+            return Err(format!(
+                "feature-map write {at}+{} out of range",
+                words.len()
+            ));
+        };
+        dst.copy_from_slice(words);
+        seen.events.push(Event::Fm(addr, words.len()));
+        self.regs[usize::from(regmap::CYCLES)] += words.len() as u32;
         Ok(())
     }
 }
@@ -199,6 +250,71 @@ fn wrong_board_size_is_refused() {
         Err(DeviceError::Unsupported(msg)) => assert!(msg.contains("4x4"), "{msg}"),
         other => panic!("expected a refusal, got {:?}", other.err()),
     }
+}
+
+/// Merges consecutive feature-map events that continue at the next address (the board may
+/// split one request into several bus calls).
+fn merge_fm(events: &[Event]) -> Vec<Event> {
+    let mut out: Vec<Event> = Vec::new();
+    for e in events {
+        match (out.last_mut(), e) {
+            (Some(Event::Fm(a, n)), Event::Fm(b, m)) if *a as usize + *n == *b as usize => *n += m,
+            _ => out.push(e.clone()),
+        }
+    }
+    out
+}
+
+#[test]
+fn long_write_fm_arrives_in_order_around_other_writes() {
+    let cfg = ArrayConfig::new(4, 8, 16).unwrap();
+    assert!(cfg.fm_depth >= 3100);
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let probe = seen.clone();
+    let b = SimBoard::spawn(cfg, move || Ok(ModelBus::watched(cfg, probe)), None).unwrap();
+    let port = serialport::new(b.path().to_str().unwrap(), 3_000_000)
+        .timeout(std::time::Duration::from_millis(20))
+        .open()
+        .unwrap();
+    let mut bus = SerialBus::new(port, cfg.size);
+    let words: Vec<i16> = (0..3000).map(|i: i32| (i * 7919 - 12345) as i16).collect();
+    bus.write_a_row(1, 2, &[1, 2, 3, 4]).unwrap();
+    bus.write_fm(100, &words).unwrap();
+    bus.write_reg(regmap::SHIFT, 3).unwrap();
+    bus.write_fm(50, &[1, 2, 3]).unwrap();
+    // Overwrites address 51: only correct if the two writes arrive in order.
+    bus.write_fm(51, &[9]).unwrap();
+    bus.write_b_row(0, 5, &[5, 6, 7, 8]).unwrap();
+    bus.flush().unwrap();
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(&seen.fm[100..3100], &words[..]);
+        assert_eq!(&seen.fm[50..53], &[1, 9, 3]);
+        assert_eq!(
+            merge_fm(&seen.events),
+            [
+                Event::Row('A', 1, 2),
+                Event::Fm(100, 3000),
+                Event::Reg(regmap::SHIFT, 3),
+                Event::Fm(50, 3),
+                Event::Fm(51, 1),
+                Event::Row('B', 0, 5),
+            ]
+        );
+    }
+    // 6000 bytes of words cannot fit in fewer than 6 frames of at most 1024 payload bytes.
+    let c = bus.counters();
+    assert!(c.frames >= 6 && c.bytes_out > 6000, "{c:?}");
+
+    // Past the end of the buffer: the board refuses the batch and nothing is written.
+    bus.write_fm(cfg.fm_depth as u32 - 2, &[1, 2, 3]).unwrap();
+    match bus.flush() {
+        Err(LinkError::Refused { what, .. }) => assert!(what.contains("out of range"), "{what}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(merge_fm(&seen.lock().unwrap().events).len(), 6);
+    drop(bus);
+    b.close().unwrap();
 }
 
 #[test]

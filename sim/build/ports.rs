@@ -71,7 +71,7 @@ pub struct TopPorts {
     lanes: [Vec<Port>; 3],
 }
 
-const SCALARS: [&str; 14] = [
+const SCALARS: [&str; 17] = [
     "clock",
     "reset",
     "reg_addr",
@@ -86,6 +86,9 @@ const SCALARS: [&str; 14] = [
     "b_wr_row",
     "c_rd_bank",
     "c_rd_row",
+    "fm_wr_en",
+    "fm_wr_addr",
+    "fm_wr_data",
 ];
 const LANES: [&str; 3] = ["a_wr_data", "b_wr_data", "c_rd_data"];
 
@@ -229,6 +232,7 @@ struct PortIn {{
     uint32_t a_en, a_bank, a_row; const int16_t* a_data;
     uint32_t b_en, b_bank, b_row; const int16_t* b_data;
     uint32_t c_bank, c_row;
+    uint32_t fm_en, fm_addr; int32_t fm_data;
 }};
 struct State {{
     VerilatedContext* ctx;
@@ -260,6 +264,7 @@ extern "C" State* {f}_new() {{
     s->m->{reg_we} = 0;
     s->m->{a_en} = 0;
     s->m->{b_en} = 0;
+    s->m->{fm_en} = 0;
     settle(s);
     return s;
 }}
@@ -291,8 +296,9 @@ extern "C" void {f}_tick(State* s, const PortIn* in, int16_t* c_out) {{
     m->{a_en} = in->a_en; m->{a_bank} = in->a_bank; m->{a_row} = in->a_row;
     m->{b_en} = in->b_en; m->{b_bank} = in->b_bank; m->{b_row} = in->b_row;
     m->{c_bank} = in->c_bank; m->{c_row} = in->c_row;
+    m->{fm_en} = in->fm_en; m->{fm_addr} = in->fm_addr; m->{fm_data} = (uint16_t)in->fm_data;
 {lanes_in}    clock_cycle(s);
-    m->{reg_we} = 0; m->{a_en} = 0; m->{b_en} = 0;
+    m->{reg_we} = 0; m->{a_en} = 0; m->{b_en} = 0; m->{fm_en} = 0;
     if (c_out) {{
 {lanes_out}    }}
 }}
@@ -315,6 +321,9 @@ extern "C" void {f}_idle(State* s, uint32_t cycles) {{
         b_row = s("b_wr_row"),
         c_bank = s("c_rd_bank"),
         c_row = s("c_rd_row"),
+        fm_en = s("fm_wr_en"),
+        fm_addr = s("fm_wr_addr"),
+        fm_data = s("fm_wr_data"),
         trace_on = if trace { "true" } else { "false" },
         fast_fall = match prev_clock_member {
             Some(member) => format!(

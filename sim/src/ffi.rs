@@ -20,6 +20,9 @@ pub(crate) struct PortIn {
     pub b_data: *const i16,
     pub c_bank: u32,
     pub c_row: u32,
+    pub fm_en: u32,
+    pub fm_addr: u32,
+    pub fm_data: i32,
 }
 
 impl PortIn {
@@ -39,6 +42,9 @@ impl PortIn {
             b_data: core::ptr::null(),
             c_bank: 0,
             c_row: 0,
+            fm_en: 0,
+            fm_addr: 0,
+            fm_data: 0,
         }
     }
 }

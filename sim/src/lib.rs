@@ -255,6 +255,27 @@ impl AcceleratorBus for VerilatedArray {
         Ok(())
     }
 
+    fn write_fm(&mut self, addr: u32, words: &[i16]) -> Result<(), SimError> {
+        let end = (addr as usize).checked_add(words.len());
+        if !self.cfg.has_conv_unit() || end.is_none_or(|e| e > self.cfg.fm_depth) {
+            return Err(SimError::BadAccess(format!(
+                "feature-map words {addr}..{} do not fit the {}-word feature-map buffer",
+                addr as usize + words.len(),
+                self.cfg.fm_depth
+            )));
+        }
+        for (i, &w) in words.iter().enumerate() {
+            let p = ffi::PortIn {
+                fm_en: 1,
+                fm_addr: addr + i as u32,
+                fm_data: i32::from(w),
+                ..ffi::PortIn::idle()
+            };
+            self.tick(&p, core::ptr::null_mut());
+        }
+        Ok(())
+    }
+
     fn idle(&mut self, cycles: u32) -> Result<(), SimError> {
         #[allow(unsafe_code)]
         // SAFETY: live model.

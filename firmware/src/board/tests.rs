@@ -10,7 +10,9 @@ use std::vec::Vec;
 #[derive(Default)]
 struct MockBus {
     regs: [u32; 16],
-    log: Vec<(char, u8, u16, Vec<i16>)>,
+    /// Writes in the order they reached the bus: (kind `R`/`A`/`B`/`F`, register, bank or
+    /// feature-map address, row, words).
+    log: Vec<(char, u32, u16, Vec<i16>)>,
     idle: u64,
     fail: bool,
 }
@@ -43,7 +45,8 @@ impl AcceleratorBus for MockBus {
         if self.fail {
             return Err(());
         }
-        self.log.push(('R', addr, 0, Vec::from([value as i16])));
+        self.log
+            .push(('R', u32::from(addr), 0, Vec::from([value as i16])));
         if let Some(r) = self.regs.get_mut(usize::from(addr)) {
             *r = value;
         }
@@ -54,10 +57,12 @@ impl AcceleratorBus for MockBus {
             return Err(());
         }
         if let Some(a) = beat.a {
-            self.log.push(('A', a.bank, a.row, Vec::from(a.data)));
+            self.log
+                .push(('A', u32::from(a.bank), a.row, Vec::from(a.data)));
         }
         if let Some(b) = beat.b {
-            self.log.push(('B', b.bank, b.row, Vec::from(b.data)));
+            self.log
+                .push(('B', u32::from(b.bank), b.row, Vec::from(b.data)));
         }
         if let Some(c) = beat.c {
             for (lane, w) in c_out.iter_mut().enumerate() {
@@ -68,6 +73,13 @@ impl AcceleratorBus for MockBus {
     }
     fn idle(&mut self, cycles: u32) -> Result<(), ()> {
         self.idle += u64::from(cycles);
+        Ok(())
+    }
+    fn write_fm(&mut self, addr: u32, words: &[i16]) -> Result<(), ()> {
+        if self.fail {
+            return Err(());
+        }
+        self.log.push(('F', addr, 0, Vec::from(words)));
         Ok(())
     }
 }
@@ -101,19 +113,29 @@ impl Write for Pipe {
     }
 }
 
+/// A 2x2 array with 16-row banks and a 4096-word feature map (set here, not taken from the
+/// default, because the literal frames below depend on it).
 fn config() -> ArrayConfig {
-    ArrayConfig::new(2, 8, 16).unwrap()
+    ArrayConfig {
+        fm_depth: 4096,
+        ..ArrayConfig::new(2, 8, 16).unwrap()
+    }
 }
 
 /// Runs a board over `input` until the stream closes; returns what it sent and the bus.
 fn run(input: &[u8], chunk: usize) -> (Vec<u8>, MockBus, LinkStats) {
+    run_with(config(), input, chunk)
+}
+
+/// [`run`] on a board of configuration `cfg`.
+fn run_with(cfg: ArrayConfig, input: &[u8], chunk: usize) -> (Vec<u8>, MockBus, LinkStats) {
     let pipe = Pipe {
         input: Vec::from(input),
         pos: 0,
         chunk,
         output: Vec::new(),
     };
-    let mut board = Board::new(pipe, MockBus::new(&config()), config());
+    let mut board = Board::new(pipe, MockBus::new(&cfg), cfg);
     assert_eq!(board.serve(), BoardError::Closed);
     let stats = board.stats();
     let (pipe, bus) = board.into_parts();
@@ -126,8 +148,8 @@ fn cat(parts: &[&[u8]]) -> Vec<u8> {
 
 const PING: &[u8] = &[0xA5, 0x5A, 0x00, 0x00, 0x01, 0x01, 0xD0, 0xA7];
 const PING_OK: &[u8] = &[
-    0xA5, 0x5A, 0x0B, 0x00, 0x01, 0x81, 0x54, 0x53, 0x59, 0x53, 0x02, 0x10, 0x30, 0x04, 0x01, 0x00,
-    0x04, 0xDE, 0x77,
+    0xA5, 0x5A, 0x0B, 0x00, 0x01, 0x81, 0x54, 0x53, 0x59, 0x53, 0x02, 0x10, 0x30, 0x84, 0x01, 0x00,
+    0x04, 0xE6, 0xAA,
 ];
 const WRITE_REG: &[u8] = &[
     0xA5, 0x5A, 0x05, 0x00, 0x03, 0x03, 0x0A, 0x78, 0x56, 0x34, 0x12, 0x88, 0xEF,
@@ -347,4 +369,157 @@ fn bus_fault_is_reported() {
     let (pipe, _) = board.into_parts();
     let code = RemoteError::parse(&pipe.output[HEADER..HEADER + 4]).unwrap();
     assert_eq!((code.code, code.cmd), (Some(ErrorCode::Bus), 0x03));
+}
+
+/// `WRITE_FM` of three words ending exactly at `fm_depth` (4096): accepted, words written in
+/// order at addresses 4093..4096.
+#[test]
+fn write_fm_literal() {
+    let req = [
+        0xA5, 0x5A, 0x0A, 0x00, 0x0E, 0x09, 0xFD, 0x0F, 0x00, 0x00, 0x01, 0x00, 0xFE, 0xFF, 0xFF,
+        0x7F, 0x1B, 0xCE,
+    ];
+    let (out, bus, _) = run(&req, 5);
+    assert_eq!(out, [0xA5, 0x5A, 0x00, 0x00, 0x0E, 0x89, 0x6E, 0xA7]);
+    assert_eq!(bus.log, [('F', 4093, 0, Vec::from([1, -2, 32767]))]);
+}
+
+/// Out-of-range feature-map writes are refused before anything reaches the bus: past the end,
+/// an address near `u32::MAX` (no wrap-around), and a bad entry inside a batch.
+#[test]
+fn write_fm_out_of_range_literal() {
+    let cases: [(&[u8], &[u8]); 3] = [
+        // Addresses 4095..4097 of a 4096-word buffer.
+        (
+            &[
+                0xA5, 0x5A, 0x08, 0x00, 0x0F, 0x09, 0xFF, 0x0F, 0x00, 0x00, 0x05, 0x00, 0x06, 0x00,
+                0x79, 0x03,
+            ],
+            &[
+                0xA5, 0x5A, 0x04, 0x00, 0x0F, 0xFF, 0x05, 0x09, 0x00, 0x00, 0x2B, 0x83,
+            ],
+        ),
+        // One word at 0xFFFF_FFFF.
+        (
+            &[
+                0xA5, 0x5A, 0x06, 0x00, 0x10, 0x09, 0xFF, 0xFF, 0xFF, 0xFF, 0x07, 0x00, 0xB9, 0x97,
+            ],
+            &[
+                0xA5, 0x5A, 0x04, 0x00, 0x10, 0xFF, 0x05, 0x09, 0x00, 0x00, 0xAC, 0x5C,
+            ],
+        ),
+        // BATCH of WRITE_REG (0x10) then WRITE_FM at 4096: refused at entry 1, the register
+        // write never runs.
+        (
+            &[
+                0xA5, 0x5A, 0x11, 0x00, 0x12, 0x08, 0x03, 0x05, 0x00, 0x10, 0x01, 0x00, 0x00, 0x00,
+                0x09, 0x06, 0x00, 0x00, 0x10, 0x00, 0x00, 0x01, 0x00, 0xF7, 0xEE,
+            ],
+            &[
+                0xA5, 0x5A, 0x04, 0x00, 0x12, 0xFF, 0x05, 0x08, 0x01, 0x00, 0xED, 0xD3,
+            ],
+        ),
+    ];
+    for (req, resp) in cases {
+        let (out, bus, stats) = run(&cat(&[req, PING]), 64);
+        assert_eq!(out, cat(&[resp, PING_OK]), "request {req:02X?}");
+        assert!(bus.log.is_empty());
+        assert_eq!((stats.frames_ok, stats.frames_rejected), (1, 1));
+    }
+}
+
+/// Without a conv unit (`fm_depth = 0`) even one word at address 0 is out of range.
+#[test]
+fn write_fm_without_conv_unit_literal() {
+    let cfg = ArrayConfig {
+        fm_depth: 0,
+        ..config()
+    };
+    assert!(!cfg.has_conv_unit());
+    let req = [
+        0xA5, 0x5A, 0x06, 0x00, 0x11, 0x09, 0x00, 0x00, 0x00, 0x00, 0x07, 0x00, 0xBA, 0x5A,
+    ];
+    let (out, bus, _) = run_with(cfg, &req, 64);
+    let err = [
+        0xA5, 0x5A, 0x04, 0x00, 0x11, 0xFF, 0x05, 0x09, 0x00, 0x00, 0x0C, 0x19,
+    ];
+    assert_eq!(out, err);
+    assert!(bus.log.is_empty());
+}
+
+/// An odd payload length and an address without words are malformed.
+#[test]
+fn write_fm_malformed_literal() {
+    let cases: [(&[u8], &[u8]); 2] = [
+        (
+            &[
+                0xA5, 0x5A, 0x05, 0x00, 0x13, 0x09, 0x00, 0x00, 0x00, 0x00, 0x01, 0x84, 0xD8,
+            ],
+            &[
+                0xA5, 0x5A, 0x04, 0x00, 0x13, 0xFF, 0x04, 0x09, 0x00, 0x00, 0xF8, 0xE4,
+            ],
+        ),
+        (
+            &[
+                0xA5, 0x5A, 0x04, 0x00, 0x14, 0x09, 0x00, 0x00, 0x00, 0x00, 0x0A, 0x8A,
+            ],
+            &[
+                0xA5, 0x5A, 0x04, 0x00, 0x14, 0xFF, 0x04, 0x09, 0x00, 0x00, 0xB9, 0x2C,
+            ],
+        ),
+    ];
+    for (req, resp) in cases {
+        let (out, bus, _) = run(req, 64);
+        assert_eq!(out, resp, "request {req:02X?}");
+        assert!(bus.log.is_empty());
+    }
+}
+
+/// A batch mixing a register write (GA_CFG, 0x10), two feature-map writes and an idle runs
+/// them in order.
+#[test]
+fn write_fm_in_batch_literal() {
+    let req = [
+        0xA5, 0x5A, 0x23, 0x00, 0x15, 0x08, 0x03, 0x05, 0x00, 0x10, 0x01, 0x02, 0x03, 0x00, 0x09,
+        0x08, 0x00, 0x05, 0x00, 0x00, 0x00, 0x0A, 0x00, 0xF6, 0xFF, 0x07, 0x04, 0x00, 0x02, 0x00,
+        0x00, 0x00, 0x09, 0x06, 0x00, 0x07, 0x00, 0x00, 0x00, 0x00, 0x80, 0xDC, 0x58,
+    ];
+    let (out, bus, _) = run(&req, 7);
+    assert_eq!(out, [0xA5, 0x5A, 0x00, 0x00, 0x15, 0x88, 0xC6, 0x68]);
+    assert_eq!(
+        bus.log,
+        [
+            ('R', 0x10, 0, Vec::from([0x0201])),
+            ('F', 5, 0, Vec::from([10, -10])),
+            ('F', 7, 0, Vec::from([-32768])),
+        ]
+    );
+    assert_eq!(bus.idle, 2);
+}
+
+/// A write longer than the board's conversion buffer reaches the bus as consecutive pieces
+/// that together hold every word at its address, in order.
+#[test]
+fn long_write_fm_arrives_whole() {
+    let words: Vec<i16> = (0..300).map(|i| (i * 37 - 5000) as i16).collect();
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let req = Request::WriteFm {
+        addr: 1000,
+        words: crate::protocol::Words::from_le_bytes(&bytes),
+    };
+    let mut payload = [0u8; MAX_PAYLOAD];
+    let n = req.encode_payload(&mut payload).unwrap();
+    let mut f = [0u8; FRAME_CAPACITY];
+    let len = frame::encode(0x30, req.cmd(), &payload[..n], &mut f).unwrap();
+    let (out, bus, _) = run(&f[..len], 64);
+    assert_eq!(out[4..6], [0x30, 0x89]);
+    let mut next = 1000;
+    let mut got = Vec::new();
+    for (kind, addr, _, w) in &bus.log {
+        assert_eq!((*kind, *addr), ('F', next));
+        next += w.len() as u32;
+        got.extend_from_slice(w);
+    }
+    assert!(bus.log.len() > 1, "expected the write in several pieces");
+    assert_eq!(got, words);
 }

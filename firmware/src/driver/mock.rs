@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 use std::vec;
 use std::vec::Vec;
 use systole_core::bus::Beat;
+use systole_core::gather::{EngineModel, GatherConfig, WORDS};
 use systole_core::numeric::{convert, lane_seed, Lfsr32};
 use systole_core::{regmap, AcceleratorBus, ArrayConfig, Rounding};
 
@@ -19,8 +20,19 @@ struct Cmd {
     t: usize,
 }
 
+/// A gather engine of the stand-in: the core's reference model plus its timing.
+struct MockEngine {
+    words: [u32; WORDS],
+    model: EngineModel,
+    /// Busy while `cycles < busy_until`.
+    busy_until: u32,
+    bank: u8,
+}
+
 /// The stand-in accelerator.
 pub struct MockArray {
+    fm: Vec<i16>,
+    engines: [MockEngine; 2],
     cfg: ArrayConfig,
     a: [Vec<i16>; 2],
     b: [Vec<i16>; 2],
@@ -47,7 +59,15 @@ pub struct MockArray {
 impl MockArray {
     pub fn new(cfg: ArrayConfig) -> Self {
         let (n, d) = (cfg.size, cfg.buffer_depth);
+        let engine = || MockEngine {
+            words: [0; WORDS],
+            model: EngineModel::new(n),
+            busy_until: 0,
+            bank: 0,
+        };
         MockArray {
+            fm: vec![0; cfg.fm_depth],
+            engines: [engine(), engine()],
             cfg,
             a: [vec![0x5555; n * d], vec![0x5555; n * d]],
             b: [vec![0x1234; n * d], vec![0x1234; n * d]],
@@ -80,7 +100,53 @@ impl MockArray {
         if self.error {
             s |= regmap::STATUS_ERROR;
         }
+        if self.gathering(0) {
+            s |= regmap::STATUS_GATHER_A;
+        }
+        if self.gathering(1) {
+            s |= regmap::STATUS_GATHER_B;
+        }
         s
+    }
+
+    fn gathering(&self, e: usize) -> bool {
+        self.engines[e]
+            .busy_until
+            .wrapping_sub(self.cycles)
+            .wrapping_sub(1)
+            < 1 << 31
+    }
+
+    /// A gather command to engine `e` (0: A, 1: B): fills the bank at once, stays busy as
+    /// long as the hardware would (load, lane walk, rows, write latency).
+    fn gather(&mut self, e: usize, v: u32) {
+        let klen = (v & 0x1_FFFF) as usize;
+        if self.gathering(e) || klen == 0 || klen > self.cfg.buffer_depth || self.fm.is_empty() {
+            self.error = true;
+            return;
+        }
+        let bank = ((v >> 17) & 1) as u8;
+        let mode = match (v >> 18) & 3 {
+            0 => regmap::LaneMode::Load,
+            1 => regmap::LaneMode::Next,
+            _ => regmap::LaneMode::Keep,
+        };
+        if self.in_use(e == 0, bank) {
+            self.hazards += 1;
+        }
+        let n = self.cfg.size;
+        let cfg = GatherConfig::from_words(&self.engines[e].words);
+        let mem = if e == 0 { &mut self.a } else { &mut self.b };
+        let fm = &self.fm;
+        self.engines[e]
+            .model
+            .run(&cfg, klen, mode, v & (1 << 20) != 0, fm, |k, w| {
+                mem[bank as usize][k * n..][..n].copy_from_slice(w)
+            });
+        let setup = if mode == regmap::LaneMode::Keep { 0 } else { n };
+        let eng = &mut self.engines[e];
+        eng.bank = bank;
+        eng.busy_until = self.cycles.wrapping_add((2 + setup + klen) as u32);
     }
 
     fn in_use(&self, a_side: bool, bank: u8) -> bool {
@@ -158,7 +224,19 @@ impl MockArray {
             regmap::SEED => self.seed = v,
             regmap::K_LEN => self.klen = v as usize,
             regmap::ERROR_CLEAR => self.error = false,
+            regmap::GA_CFG | regmap::GB_CFG => {
+                let w = &mut self.engines[usize::from(addr == regmap::GB_CFG)].words;
+                w.copy_within(1.., 0);
+                w[WORDS - 1] = v;
+            }
+            regmap::GA_CMD => self.gather(0, v),
+            regmap::GB_CMD => self.gather(1, v),
             regmap::COMMAND => {
+                for (e, bit) in [(0, regmap::CMD_A_BANK), (1, regmap::CMD_B_BANK)] {
+                    if self.gathering(e) && u8::from(v & bit != 0) == self.engines[e].bank {
+                        self.hazards += 1;
+                    }
+                }
                 if self.waiting.is_some() || self.klen == 0 || self.klen > self.cfg.buffer_depth {
                     self.error = true;
                 } else {
@@ -220,6 +298,14 @@ impl AcceleratorBus for MockArray {
 
     fn idle(&mut self, cycles: u32) -> Result<(), Self::Error> {
         for _ in 0..cycles {
+            self.clock(None, &Beat::default(), &mut []);
+        }
+        Ok(())
+    }
+
+    fn write_fm(&mut self, addr: u32, words: &[i16]) -> Result<(), Self::Error> {
+        for (i, &w) in words.iter().enumerate() {
+            self.fm[addr as usize + i] = w;
             self.clock(None, &Beat::default(), &mut []);
         }
         Ok(())

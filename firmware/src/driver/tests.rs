@@ -10,7 +10,7 @@ use std::vec::Vec;
 use systole_core::numeric::{convert, lane_seed, Lfsr32};
 
 /// The contract computed directly: exact sums, tile/lane LFSRs, one conversion per output.
-fn reference(job: &MatmulJob<'_>, tile: usize) -> Vec<i16> {
+pub(crate) fn reference(job: &MatmulJob<'_>, tile: usize) -> Vec<i16> {
     let (m, k, n) = (job.m, job.k, job.n);
     let mut out = vec![0i16; m * n];
     for i0 in (0..m).step_by(tile) {

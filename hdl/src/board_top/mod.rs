@@ -111,7 +111,12 @@ impl BoardTop {
             rx: UartRx::new(cpb),
             tx: UartTx::new(cpb),
             bridge: UartBridge::new(cfg.size),
-            core: Core::new(cfg)?,
+            // The UART bridge has no feature-map port yet, so the board build leaves the conv
+            // unit out (fm_depth 0): its CONFIG word says so and conv ops are refused clearly.
+            core: Core::new(&ArrayConfig {
+                fm_depth: 0,
+                ..*cfg
+            })?,
             _n: cfg.size,
         })
     }
@@ -154,6 +159,9 @@ impl Logic for BoardTop {
         self.core.reg_addr.next = self.bridge.reg_addr.val();
         self.core.reg_wdata.next = self.bridge.reg_wdata.val();
         self.core.reg_we.next = self.bridge.reg_we.val();
+        self.core.fm_wr_en.next = false;
+        self.core.fm_wr_addr.next = 0.into();
+        self.core.fm_wr_data.next = 0.into();
         self.bridge.reg_rdata.next = self.core.reg_rdata.val();
         self.core.a_wr_en.next = self.bridge.a_wr_en.val();
         self.core.a_wr_bank.next = self.bridge.bank.val();

@@ -109,8 +109,10 @@ pub fn largest_array(board: &Board) -> Option<ArrayConfig> {
     for n in 2..=64 {
         let mut depth = ArrayConfig::square(n).buffer_depth;
         let fit = loop {
+            // Boards are built without the conv unit (the UART bridge has no feature-map port).
             let cfg = ArrayConfig {
                 buffer_depth: depth,
+                fm_depth: 0,
                 ..ArrayConfig::square(n)
             };
             if fits(board, &estimate(board, &cfg)) {

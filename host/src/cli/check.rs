@@ -139,6 +139,15 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<()> {
     let shapes: Vec<(usize, usize, usize)> = a.sizes.iter().map(|&s| (s, s, s)).collect();
     let rows = crate::bench::matmul_table(&a.array, &shapes)?;
     println!("{}", crate::bench::BenchTable(&rows));
+    if a.conv_batch > 0 {
+        let g = crate::bench_conv::lenet_layer(a.conv_batch);
+        println!(
+            "conv unit: LeNet layer {}->{} channels, {}x{} kernel, {}x{} input, batch {}",
+            g.in_ch, g.out_ch, g.kernel, g.kernel, g.in_h, g.in_w, g.batch
+        );
+        let rows = crate::bench_conv::conv_table(&a.array, &g)?;
+        println!("{}", crate::bench_conv::ConvTable(&rows));
+    }
     Ok(())
 }
 

@@ -85,6 +85,9 @@ pub struct BenchArgs {
     /// Square matrix sizes M=K=N, comma-separated.
     #[arg(long, default_value = "64,128", value_delimiter = ',')]
     pub sizes: Vec<usize>,
+    /// Images of the LeNet-style conv layer measured on the conv unit (0: skip it).
+    #[arg(long, default_value_t = 1)]
+    pub conv_batch: usize,
 }
 
 /// Where products run.

@@ -7,6 +7,7 @@
 //! the golden model bit for bit; the shared test body in `tests/tests/device_conformance.rs`
 //! runs on each.
 
+mod conv_unit;
 pub mod golden;
 pub mod serial;
 pub mod verilator;
@@ -98,7 +99,8 @@ pub trait Device {
     }
 
     /// Forward convolution (see `golden::conv` for layouts). The default lowers it on the host
-    /// to one matrix product on this device; a backend with a convolution unit overrides it.
+    /// to one matrix product on this device ([`lowered_forward`]); a backend with the conv
+    /// unit overrides it and sends each feature map once.
     fn conv2d_forward(
         &mut self,
         x: &QMatrix,
@@ -106,14 +108,7 @@ pub trait Device {
         g: &Conv2dGeom,
         out: &OutputSpec,
     ) -> Result<QMatrix, DeviceError> {
-        let (p, q) = conv::forward_operands(x, w, g)?;
-        Ok(conv::rows_to_nchw(
-            &self.matmul(&p, &q, out)?,
-            g.batch,
-            g.out_ch,
-            g.out_h(),
-            g.out_w(),
-        ))
+        lowered_forward(self, x, w, g, out)
     }
 
     /// Gradient of a convolution with respect to its input.
@@ -124,14 +119,7 @@ pub trait Device {
         g: &Conv2dGeom,
         out: &OutputSpec,
     ) -> Result<QMatrix, DeviceError> {
-        let (p, q) = conv::backward_input_operands(dy, w, g)?;
-        Ok(conv::rows_to_nchw(
-            &self.matmul(&p, &q, out)?,
-            g.batch,
-            g.in_ch,
-            g.in_h,
-            g.in_w,
-        ))
+        lowered_backward_input(self, dy, w, g, out)
     }
 
     /// Gradient of a convolution with respect to its weights.
@@ -142,8 +130,7 @@ pub trait Device {
         g: &Conv2dGeom,
         out: &OutputSpec,
     ) -> Result<QMatrix, DeviceError> {
-        let (p, q) = conv::backward_weights_operands(x, dy, g)?;
-        self.matmul(&p, &q, out)
+        lowered_backward_weights(self, x, dy, g, out)
     }
 
     /// Counters since creation or the last reset.
@@ -151,6 +138,50 @@ pub trait Device {
 
     /// Zeroes the counters.
     fn reset_stats(&mut self);
+}
+
+/// The forward convolution lowered on the host to one product on `dev` (im2col on the host).
+pub fn lowered_forward<D: Device + ?Sized>(
+    dev: &mut D,
+    x: &QMatrix,
+    w: &QMatrix,
+    g: &Conv2dGeom,
+    out: &OutputSpec,
+) -> Result<QMatrix, DeviceError> {
+    let (p, q) = conv::forward_operands(x, w, g)?;
+    let c = dev.matmul(&p, &q, out)?;
+    Ok(conv::rows_to_nchw(
+        &c,
+        g.batch,
+        g.out_ch,
+        g.out_h(),
+        g.out_w(),
+    ))
+}
+
+/// The input gradient lowered on the host to one product on `dev`.
+pub fn lowered_backward_input<D: Device + ?Sized>(
+    dev: &mut D,
+    dy: &QMatrix,
+    w: &QMatrix,
+    g: &Conv2dGeom,
+    out: &OutputSpec,
+) -> Result<QMatrix, DeviceError> {
+    let (p, q) = conv::backward_input_operands(dy, w, g)?;
+    let c = dev.matmul(&p, &q, out)?;
+    Ok(conv::rows_to_nchw(&c, g.batch, g.in_ch, g.in_h, g.in_w))
+}
+
+/// The weight gradient lowered on the host to one product on `dev`.
+pub fn lowered_backward_weights<D: Device + ?Sized>(
+    dev: &mut D,
+    x: &QMatrix,
+    dy: &QMatrix,
+    g: &Conv2dGeom,
+    out: &OutputSpec,
+) -> Result<QMatrix, DeviceError> {
+    let (p, q) = conv::backward_weights_operands(x, dy, g)?;
+    dev.matmul(&p, &q, out)
 }
 
 /// Opens a device from a `--device` value: `golden`, `verilator` or `serial:PATH`.

@@ -3,10 +3,11 @@
 //!
 //! The host runs the same tile driver as every other backend over [`SerialBus`], an
 //! [`AcceleratorBus`] that turns bus traffic into frames. Writes are buffered and sent many per
-//! frame (`BATCH` of block row writes, register writes and idles); a frame goes out only when
-//! the driver needs an answer (a register read or a C row) or the batch is full. A and B row
-//! writes are collected in two runs and may be reordered with each other (different memories),
-//! never across a register write, an idle or a read. A C read fetches the rest of the tile's
+//! frame (`BATCH` of block row writes, register writes, feature-map writes and idles); a frame
+//! goes out only when the driver needs an answer (a register read or a C row) or the batch is
+//! full. A and B row writes are collected in two runs and may be reordered with each other
+//! (different memories), never across a register write, a feature-map write, an idle or a read.
+//! A long feature-map write is split into as many `WRITE_FM` entries as the frame limit needs. A C read fetches the rest of the tile's
 //! rows at once; the cache is dropped at every `COMMAND` write, before any new tile can be
 //! converted into a C bank.
 //!
@@ -15,17 +16,20 @@
 //! it twice. When the port fails or closes, or no answer comes after all retries, the operation
 //! fails with [`DeviceError::Transport`] ("device failure: ...") and returns no result.
 
+use super::conv_unit::{self, ConvOperands};
 use super::{Device, DeviceError, DeviceStats};
+use crate::golden::conv::Conv2dGeom;
 use crate::golden::OutputSpec;
 use crate::tensor::QMatrix;
 use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 use systole_core::{regmap, AcceleratorBus, ArrayConfig};
+use systole_firmware::conv::ConvOp;
 use systole_firmware::driver;
 use systole_firmware::frame::{self, Decoder, FRAME_CAPACITY, MAX_PAYLOAD};
 use systole_firmware::protocol::{
     cmd, Buffer, ErrorCode, RemoteError, Request, Words, BATCH_ENTRY_HEADER, ERROR, RESPONSE,
-    WRITE_ROWS_HEADER,
+    WRITE_FM_HEADER, WRITE_ROWS_HEADER,
 };
 
 /// Line rate used to open a port (the simulated board ignores it).
@@ -242,6 +246,37 @@ impl<T: Read + Write> SerialBus<T> {
         Ok(())
     }
 
+    /// Queues `words` for feature-map addresses `addr..`, after every write queued before.
+    fn add_fm(&mut self, addr: u32, words: &[i16]) -> Result<(), LinkError> {
+        if u64::from(addr) + words.len() as u64 > u64::from(u32::MAX) + 1 {
+            return Err(LinkError::Protocol(format!(
+                "feature-map write of {} words at {addr:#x} passes the 32-bit address space",
+                words.len()
+            )));
+        }
+        // Pending row runs were issued first by the driver: queue them ahead of these words.
+        self.close_runs()?;
+        let overhead = BATCH_ENTRY_HEADER + WRITE_FM_HEADER;
+        let most = (MAX_PAYLOAD - overhead) / 2;
+        let mut done = 0;
+        while done < words.len() {
+            // Fill what is left of the current batch; if not even one word fits, `push_entry`
+            // sends the batch and the entry starts an empty one.
+            let room = MAX_PAYLOAD.saturating_sub(self.batch.len() + overhead) / 2;
+            let take = (words.len() - done).min(if room == 0 { most } else { room });
+            let bytes: Vec<u8> = words[done..done + take]
+                .iter()
+                .flat_map(|w| w.to_le_bytes())
+                .collect();
+            self.push_entry(&Request::WriteFm {
+                addr: addr + done as u32,
+                words: Words::from_le_bytes(&bytes),
+            })?;
+            done += take;
+        }
+        Ok(())
+    }
+
     fn read_c(&mut self, bank: u8, row: u16, out: &mut [i16]) -> Result<(), LinkError> {
         let n = self.size;
         if let Some((b, start, words)) = &self.c_cache {
@@ -408,6 +443,11 @@ impl<T: Read + Write> AcceleratorBus for SerialBus<T> {
             .and_then(|()| self.push_entry(&Request::Idle { cycles }));
         self.guard(r)
     }
+
+    fn write_fm(&mut self, addr: u32, words: &[i16]) -> Result<(), LinkError> {
+        let r = self.add_fm(addr, words);
+        self.guard(r)
+    }
 }
 
 /// A board behind a serial port as a [`Device`].
@@ -442,8 +482,8 @@ impl SerialDevice {
         if info.config_word != config.config_word() {
             let found = ArrayConfig::from_config_word(info.config_word);
             return Err(DeviceError::Unsupported(format!(
-                "the board at {path} is a {0}x{0} array with {1}-row buffers, but {2}x{2} with {3}-row buffers was asked for",
-                found.size, found.buffer_depth, config.size, config.buffer_depth
+                "the board at {path} is a {0}x{0} array with {1}-row buffers and a {2}-word feature-map buffer, but {3}x{3} with {4}-row buffers and {5} feature-map words was asked for",
+                found.size, found.buffer_depth, found.fm_depth, config.size, config.buffer_depth, config.fm_depth
             )));
         }
         Ok(SerialDevice {
@@ -465,7 +505,91 @@ impl SerialDevice {
     }
 }
 
+impl SerialDevice {
+    fn conv(
+        &mut self,
+        ops: &ConvOperands<'_>,
+        g: &Conv2dGeom,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let before = self.bus.counters();
+        let path = self.path.clone();
+        let wrap = |e: String| DeviceError::Transport(format!("{path}: {e}"));
+        let (r, _) = conv_unit::run(
+            &mut self.bus,
+            &self.config,
+            ops,
+            g,
+            out,
+            &mut self.stats,
+            &wrap,
+        )?;
+        self.bus.flush().map_err(|e| wrap(e.to_string()))?;
+        let after = self.bus.counters();
+        self.stats.bytes_to_device += after.bytes_out - before.bytes_out;
+        self.stats.bytes_from_device += after.bytes_in - before.bytes_in;
+        Ok(r)
+    }
+}
+
 impl Device for SerialDevice {
+    fn conv2d_forward(
+        &mut self,
+        x: &QMatrix,
+        w: &QMatrix,
+        g: &Conv2dGeom,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        if !self.config.has_conv_unit() {
+            return super::lowered_forward(self, x, w, g, out);
+        }
+        let ops = ConvOperands {
+            op: ConvOp::Forward,
+            x: Some(x),
+            dy: None,
+            w: Some(w),
+        };
+        self.conv(&ops, g, out)
+    }
+
+    fn conv2d_backward_input(
+        &mut self,
+        dy: &QMatrix,
+        w: &QMatrix,
+        g: &Conv2dGeom,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        if !self.config.has_conv_unit() {
+            return super::lowered_backward_input(self, dy, w, g, out);
+        }
+        let ops = ConvOperands {
+            op: ConvOp::BackwardInput,
+            x: None,
+            dy: Some(dy),
+            w: Some(w),
+        };
+        self.conv(&ops, g, out)
+    }
+
+    fn conv2d_backward_weights(
+        &mut self,
+        x: &QMatrix,
+        dy: &QMatrix,
+        g: &Conv2dGeom,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        if !self.config.has_conv_unit() {
+            return super::lowered_backward_weights(self, x, dy, g, out);
+        }
+        let ops = ConvOperands {
+            op: ConvOp::BackwardWeights,
+            x: Some(x),
+            dy: Some(dy),
+            w: None,
+        };
+        self.conv(&ops, g, out)
+    }
+
     fn name(&self) -> String {
         format!("serial {0}x{0} at {1}", self.config.size, self.path)
     }

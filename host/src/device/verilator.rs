@@ -1,11 +1,14 @@
 //! The generated HDL simulated by Verilator as a [`Device`]: the firmware's tile driver runs
 //! every product on a [`VerilatedArray`], cycle by cycle.
 
+use super::conv_unit::{self, ConvOperands};
 use super::{Device, DeviceError, DeviceStats};
+use crate::golden::conv::Conv2dGeom;
 use crate::golden::OutputSpec;
 use crate::tensor::QMatrix;
 use std::path::Path;
 use systole_core::ArrayConfig;
+use systole_firmware::conv::ConvOp;
 use systole_firmware::driver;
 use systole_sim::{SimError, VerilatedArray};
 
@@ -59,6 +62,33 @@ impl VerilatorDevice {
     }
 }
 
+impl VerilatorDevice {
+    fn add_bytes(&mut self, st: &driver::DriverStats) {
+        let (to, from) = conv_unit::port_bytes(&self.config, st);
+        self.stats.bytes_to_device += to;
+        self.stats.bytes_from_device += from;
+    }
+
+    fn conv(
+        &mut self,
+        ops: &ConvOperands<'_>,
+        g: &Conv2dGeom,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let (r, st) = conv_unit::run(
+            &mut self.sim,
+            &self.config,
+            ops,
+            g,
+            out,
+            &mut self.stats,
+            &DeviceError::Transport,
+        )?;
+        self.add_bytes(&st);
+        Ok(r)
+    }
+}
+
 impl Device for VerilatorDevice {
     fn name(&self) -> String {
         format!("verilator {0}x{0}", self.config.size)
@@ -79,11 +109,66 @@ impl Device for VerilatorDevice {
         let mut c = vec![0i16; m * n];
         let st = driver::matmul(&mut self.sim, &self.config, &job, &mut c)
             .map_err(|e| DeviceError::Transport(e.to_string()))?;
-        let row_bytes = 2 * self.config.size as u64;
         super::record_driver_run(&mut self.stats, &job, &st);
-        self.stats.bytes_to_device += st.rows_written * row_bytes + st.reg_writes * 5;
-        self.stats.bytes_from_device += st.rows_read * row_bytes + st.reg_reads * 4;
+        self.add_bytes(&st);
         Ok(QMatrix::from_vec(m, n, out.frac, c)?)
+    }
+
+    fn conv2d_forward(
+        &mut self,
+        x: &QMatrix,
+        w: &QMatrix,
+        g: &Conv2dGeom,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        if !self.config.has_conv_unit() {
+            return super::lowered_forward(self, x, w, g, out);
+        }
+        let ops = ConvOperands {
+            op: ConvOp::Forward,
+            x: Some(x),
+            dy: None,
+            w: Some(w),
+        };
+        self.conv(&ops, g, out)
+    }
+
+    fn conv2d_backward_input(
+        &mut self,
+        dy: &QMatrix,
+        w: &QMatrix,
+        g: &Conv2dGeom,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        if !self.config.has_conv_unit() {
+            return super::lowered_backward_input(self, dy, w, g, out);
+        }
+        let ops = ConvOperands {
+            op: ConvOp::BackwardInput,
+            x: None,
+            dy: Some(dy),
+            w: Some(w),
+        };
+        self.conv(&ops, g, out)
+    }
+
+    fn conv2d_backward_weights(
+        &mut self,
+        x: &QMatrix,
+        dy: &QMatrix,
+        g: &Conv2dGeom,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        if !self.config.has_conv_unit() {
+            return super::lowered_backward_weights(self, x, dy, g, out);
+        }
+        let ops = ConvOperands {
+            op: ConvOp::BackwardWeights,
+            x: Some(x),
+            dy: Some(dy),
+            w: None,
+        };
+        self.conv(&ops, g, out)
     }
 
     fn stats(&self) -> DeviceStats {

@@ -1,0 +1,237 @@
+//! One convolution test body, [`conv_conformance`], run on every `Device` backend: the three
+//! training ops on random geometries (channels and sizes that are not multiples of the array
+//! size, kernels 1, 3 and 5, strides, padding, batches), every rounding mode, extreme values,
+//! each result compared bit for bit with the golden model's convolution.
+//!
+//! Backends that were not built (no Verilator on this machine) are skipped with a message.
+
+use systole::device::{self, Device, DeviceError};
+use systole::golden::conv::{self, Conv2dGeom};
+use systole::golden::OutputSpec;
+use systole::{ArrayConfig, QMatrix, Rounding};
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    /// Small, full-range or extreme words.
+    fn matrix(&mut self, rows: usize, cols: usize, frac: u32) -> QMatrix {
+        let flavour = self.below(3);
+        let data = (0..rows * cols)
+            .map(|_| match (flavour, self.below(4)) {
+                (0, _) => self.below(64) as i16 - 32,
+                (1, _) => self.next() as i16,
+                (_, 0) => i16::MIN,
+                (_, 1) => i16::MAX,
+                _ => self.next() as i16,
+            })
+            .collect();
+        QMatrix::from_vec(rows, cols, frac, data).unwrap()
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    Forward,
+    BackwardInput,
+    BackwardWeights,
+}
+
+/// The test body every backend runs: `cases` random convolutions per op.
+fn conv_conformance(dev: &mut dyn Device, cases: usize, seed: u64) {
+    let tile = dev.config().size;
+    let mut rng = Rng(seed);
+    for case in 0..cases {
+        for op in [Op::Forward, Op::BackwardInput, Op::BackwardWeights] {
+            let kernel = [1, 3, 5][rng.below(3)];
+            let pad = rng.below(kernel / 2 + 2);
+            let min = kernel.saturating_sub(2 * pad).max(1);
+            let g = Conv2dGeom {
+                batch: 1 + rng.below(3),
+                in_ch: 1 + rng.below(2 * tile + 1),
+                in_h: min + rng.below(8),
+                in_w: min + rng.below(8),
+                out_ch: 1 + rng.below(2 * tile + 1),
+                kernel,
+                stride: 1 + rng.below(3),
+                pad,
+            };
+            let (fa, fb) = (rng.below(14) as u32, rng.below(14) as u32);
+            // x has fa fractional bits, dy and w have fb: the op's product has frac_in.
+            let frac_in = match op {
+                Op::Forward | Op::BackwardWeights => fa + fb,
+                Op::BackwardInput => 2 * fb,
+            };
+            let spec = OutputSpec {
+                frac: frac_in.min(15).saturating_sub(rng.below(4) as u32),
+                rounding: Rounding::ALL[(case + op as usize) % 3],
+                seed: rng.next() as u32,
+            };
+            let x = rng.matrix(g.batch, g.in_ch * g.in_h * g.in_w, fa);
+            let dy = rng.matrix(g.batch, g.out_ch * g.out_h() * g.out_w(), fb);
+            let w = rng.matrix(g.out_ch, g.in_ch * kernel * kernel, fb);
+            let (want, got) = match op {
+                Op::Forward => (
+                    conv::conv2d_forward(&x, &w, &g, &spec, tile),
+                    dev.conv2d_forward(&x, &w, &g, &spec),
+                ),
+                Op::BackwardInput => (
+                    conv::conv2d_backward_input(&dy, &w, &g, &spec, tile),
+                    dev.conv2d_backward_input(&dy, &w, &g, &spec),
+                ),
+                Op::BackwardWeights => (
+                    conv::conv2d_backward_weights(&x, &dy, &g, &spec, tile),
+                    dev.conv2d_backward_weights(&x, &dy, &g, &spec),
+                ),
+            };
+            let want = want.unwrap();
+            let got = got.unwrap_or_else(|e| panic!("{}: {op:?} {g:?}: {e}", dev.name()));
+            assert_eq!(
+                (got.rows, got.cols, got.frac),
+                (want.rows, want.cols, want.frac)
+            );
+            if let Some(i) = (0..want.data.len()).find(|&i| want.data[i] != got.data[i]) {
+                panic!(
+                    "{}: case {case} {op:?} {g:?} {:?}: output word {i} is {} but the golden model says {}",
+                    dev.name(),
+                    spec.rounding,
+                    got.data[i],
+                    want.data[i]
+                );
+            }
+        }
+    }
+    // Bad shapes are errors, not panics.
+    let g = Conv2dGeom {
+        batch: 1,
+        in_ch: 2,
+        in_h: 5,
+        in_w: 5,
+        out_ch: 3,
+        kernel: 3,
+        stride: 1,
+        pad: 1,
+    };
+    let x = rng.matrix(1, 2 * 25, 4);
+    let w = rng.matrix(3, 2 * 9 + 1, 4);
+    let spec = OutputSpec {
+        frac: 4,
+        rounding: Rounding::NearestEven,
+        seed: 1,
+    };
+    let bad = dev.conv2d_forward(&x, &w, &g, &spec);
+    assert!(
+        matches!(bad, Err(DeviceError::Numeric(_))),
+        "{}: {bad:?}",
+        dev.name()
+    );
+}
+
+fn open(spec: &str, size: usize) -> Option<Box<dyn Device>> {
+    match device::open(spec, ArrayConfig::square(size)) {
+        Ok(d) => Some(d),
+        Err(e @ DeviceError::NotBuilt { .. }) => {
+            eprintln!("SKIPPED {spec} {size}x{size}: {e}");
+            None
+        }
+        Err(e) => panic!("{spec}: {e}"),
+    }
+}
+
+#[test]
+fn golden_conv_4x4() {
+    conv_conformance(open("golden", 4).unwrap().as_mut(), 4, 0xC0_0001);
+}
+
+#[test]
+fn verilator_conv_4x4() {
+    if let Some(mut d) = open("verilator", 4) {
+        conv_conformance(d.as_mut(), 4, 0xC0_0002);
+    }
+}
+
+#[test]
+fn verilator_conv_8x8() {
+    if let Some(mut d) = open("verilator", 8) {
+        conv_conformance(d.as_mut(), 3, 0xC0_0003);
+    }
+}
+
+#[test]
+#[ignore = "16x16 model: slower; run with --ignored"]
+fn verilator_conv_16x16() {
+    if let Some(mut d) = open("verilator", 16) {
+        conv_conformance(d.as_mut(), 3, 0xC0_0004);
+    }
+}
+
+/// A device whose forward convolution is wrong in one bit: the body must catch it.
+struct OneBitOff(Box<dyn Device>);
+
+impl Device for OneBitOff {
+    fn name(&self) -> String {
+        "one-bit-off".into()
+    }
+    fn config(&self) -> &ArrayConfig {
+        self.0.config()
+    }
+    fn matmul(
+        &mut self,
+        a: &QMatrix,
+        b: &QMatrix,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        self.0.matmul(a, b, out)
+    }
+    fn conv2d_forward(
+        &mut self,
+        x: &QMatrix,
+        w: &QMatrix,
+        g: &Conv2dGeom,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let mut y = self.0.conv2d_forward(x, w, g, out)?;
+        y.data[0] ^= 1;
+        Ok(y)
+    }
+    fn stats(&self) -> device::DeviceStats {
+        self.0.stats()
+    }
+    fn reset_stats(&mut self) {
+        self.0.reset_stats()
+    }
+}
+
+#[test]
+#[should_panic(expected = "golden model says")]
+fn the_conv_body_catches_a_one_bit_error() {
+    conv_conformance(&mut OneBitOff(open("golden", 4).unwrap()), 1, 0xC0_0005);
+}
+
+/// The serial backend: the conv driver on the host, frames over a pseudo-terminal, the
+/// firmware's board loop and a Verilated 4x4 array with its conv unit behind it.
+#[test]
+fn serial_conv_sim_board_4x4() {
+    let config = ArrayConfig::square(4);
+    let board = match systole::board_sim::SimBoard::spawn_verilated(config) {
+        Ok(b) => b,
+        Err(e @ DeviceError::NotBuilt { .. }) => {
+            eprintln!("SKIPPED serial 4x4 (simulated board): {e}");
+            return;
+        }
+        Err(e) => panic!("simulated board: {e}"),
+    };
+    let spec = format!("serial:{}", board.path().display());
+    let mut dev = device::open(&spec, config).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    conv_conformance(dev.as_mut(), 2, 0xC0_0006);
+    drop(dev);
+    board.close().expect("the board reported an error");
+}
