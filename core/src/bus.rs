@@ -55,7 +55,8 @@ pub trait AcceleratorBus {
     fn idle(&mut self, cycles: u32) -> Result<(), Self::Error>;
 
     /// Writes `words` into the feature-map buffer of the conv unit at word addresses
-    /// `addr..addr + words.len()` (below `fm_depth`), one word per clock.
+    /// `addr..addr + words.len()` (below `fm_depth`), one row of `ArrayConfig::fm_row_words`
+    /// words per clock: `addr` and `words.len()` must be multiples of that row width.
     fn write_fm(&mut self, addr: u32, words: &[i16]) -> Result<(), Self::Error>;
 
     /// Writes one A row (one cycle).

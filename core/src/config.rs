@@ -153,6 +153,12 @@ impl ArrayConfig {
         }
     }
 
+    /// Words per feature-map row: the largest power of two not above `size`. The feature map
+    /// is written one row per clock, at row-aligned word addresses.
+    pub const fn fm_row_words(&self) -> usize {
+        1 << (usize::BITS - 1 - self.size.leading_zeros())
+    }
+
     /// Whether the array has the conv unit (a feature-map buffer and two gather engines).
     pub const fn has_conv_unit(&self) -> bool {
         self.fm_depth != 0
@@ -229,6 +235,8 @@ mod tests {
         assert_eq!(ArrayConfig::square(8).row_addr_bits(), 9);
         assert_eq!(ArrayConfig::square(8).tile_row_bits(), 3);
         assert_eq!(ArrayConfig::square(5).tile_row_bits(), 3);
+        assert_eq!(ArrayConfig::square(5).fm_row_words(), 4);
+        assert_eq!(ArrayConfig::square(16).fm_row_words(), 16);
     }
 
     #[test]

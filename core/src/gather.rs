@@ -175,7 +175,7 @@ impl GatherConfig {
 /// both axes), plus how its feature maps are laid out in the feature-map buffer: a ring of
 /// `slots` image slots of `slot_words` words each; slot `b % slots` holds image `b`'s input
 /// map (`in_ch x in_h x in_w`, at offset 0) and, for the weight gradient, its output gradient
-/// (`out_ch x out_h x out_w`, right after the input).
+/// (`out_ch x out_h x out_w`, after the input at a row-aligned offset).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConvGeom {
     /// Input channels.
@@ -406,14 +406,19 @@ impl ConvGeom {
     }
 
     /// Weight gradient, A operand `dy_rowsᵀ`: lanes = output channels, K = `(b, oy, ox)`.
-    /// Slot `b % slots` holds `dy[b]` at offset `in_words()`.
-    pub fn backward_weights_a(&self, slots: usize, slot_words: usize) -> GatherConfig {
+    /// Slot `b % slots` holds `dy[b]` at offset `dy_offset` (at least `in_words()`).
+    pub fn backward_weights_a(
+        &self,
+        slots: usize,
+        slot_words: usize,
+        dy_offset: usize,
+    ) -> GatherConfig {
         let plane = (self.out_h() * self.out_w()) as i64;
         let ow = self.out_w() as i64;
         let lanes = build(
             [UNBOUNDED, UNBOUNDED, UNBOUNDED],
             [[0, 0, plane]; 4],
-            [0, 0, self.in_words() as i64],
+            [0, 0, dy_offset as i64],
             1,
             1,
             0,

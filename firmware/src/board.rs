@@ -205,8 +205,11 @@ fn check(req: &Request<'_>, config: &ArrayConfig, index: u16) -> Result<(), Fail
         }
         // u64: `addr` comes from the wire and may be near `u32::MAX`. With no conv unit
         // (`fm_depth = 0`) every request fails here, as `words` is never empty.
+        // The feature map is written in whole rows of `fm_row_words` words.
         Request::WriteFm { addr, words }
-            if u64::from(addr) + words.len() as u64 > config.fm_depth as u64 =>
+            if u64::from(addr) + words.len() as u64 > config.fm_depth as u64
+                || !(addr as usize).is_multiple_of(config.fm_row_words())
+                || !words.len().is_multiple_of(config.fm_row_words()) =>
         {
             return Err(range);
         }
@@ -288,7 +291,8 @@ fn execute<B: AcceleratorBus>(
     }
 }
 
-/// Feature-map words converted per `write_fm` call (a stack buffer: the firmware has no heap).
+/// Feature-map words converted per `write_fm` call (a stack buffer: the firmware has no heap);
+/// a multiple of every row width (a power of two up to 64).
 const FM_CHUNK: usize = 64;
 
 /// Runs a write-type request (the kinds allowed in a batch).
@@ -325,7 +329,7 @@ fn run_write<B: AcceleratorBus>(
         }
         Request::WriteFm { addr, words } => {
             // Consecutive calls continue at the next address, so splitting the request into
-            // chunks writes the same words in the same order, one per clock.
+            // whole-row chunks writes the same rows in the same order, one per clock.
             let mut buf = [0i16; FM_CHUNK];
             let mut done = 0;
             while done < words.len() {

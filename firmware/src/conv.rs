@@ -80,12 +80,14 @@ impl ConvJob<'_> {
         }
     }
 
-    /// Words of one image slot.
-    fn slot_words(&self) -> usize {
+    /// Words of one image slot: whole feature-map rows of `row` words; for the weight
+    /// gradient the output gradient starts on a row after the input map.
+    pub(crate) fn slot_words(&self, row: usize) -> usize {
+        let (x, dy) = (self.geom.in_words(), self.geom.out_words());
         match self.op {
-            ConvOp::Forward => self.geom.in_words(),
-            ConvOp::BackwardInput => self.geom.out_words(),
-            ConvOp::BackwardWeights => self.geom.in_words() + self.geom.out_words(),
+            ConvOp::Forward => x.next_multiple_of(row),
+            ConvOp::BackwardInput => dy.next_multiple_of(row),
+            ConvOp::BackwardWeights => x.next_multiple_of(row) + dy.next_multiple_of(row),
         }
     }
 }
@@ -228,6 +230,8 @@ struct ConvGathers<'a> {
     b: Option<Engine>,
     slots: usize,
     slot_words: usize,
+    /// Words per feature-map row.
+    row: usize,
     /// Images `loaded - slots .. loaded` are in the ring.
     loaded: usize,
 }
@@ -247,23 +251,50 @@ impl ConvGathers<'_> {
         let (xw, dw) = (job.geom.in_words(), job.geom.out_words());
         while self.loaded <= hi {
             let b = self.loaded;
-            let base = ((b % self.slots) * self.slot_words) as u32;
-            let parts: [(&[i16], u32); 2] = match job.op {
+            let base = (b % self.slots) * self.slot_words;
+            let parts: [(&[i16], usize); 2] = match job.op {
                 ConvOp::Forward => [(&job.x[b * xw..][..xw], base), (&[], 0)],
                 ConvOp::BackwardInput => [(&job.dy[b * dw..][..dw], base), (&[], 0)],
                 ConvOp::BackwardWeights => [
                     (&job.x[b * xw..][..xw], base),
-                    (&job.dy[b * dw..][..dw], base + xw as u32),
+                    (
+                        &job.dy[b * dw..][..dw],
+                        base + xw.next_multiple_of(self.row),
+                    ),
                 ],
             };
             for (words, addr) in parts {
-                if !words.is_empty() {
-                    run.bus.write_fm(addr, words).map_err(DriverError::Bus)?;
-                    run.stats.fm_words += words.len() as u64;
-                }
+                self.write_map(run, addr, words)?;
             }
             self.loaded += 1;
         }
+        Ok(())
+    }
+
+    /// Writes one map at `addr` (row-aligned) in whole rows, the last padded with zeros.
+    fn write_map<B: AcceleratorBus>(
+        &self,
+        run: &mut Run<'_, '_, B>,
+        addr: usize,
+        words: &[i16],
+    ) -> Res<(), B::Error> {
+        if words.is_empty() {
+            return Ok(());
+        }
+        let whole = words.len() - words.len() % self.row;
+        if whole > 0 {
+            run.bus
+                .write_fm(addr as u32, &words[..whole])
+                .map_err(DriverError::Bus)?;
+        }
+        if whole < words.len() {
+            let mut last = [0i16; MAX_LANES];
+            last[..words.len() - whole].copy_from_slice(&words[whole..]);
+            run.bus
+                .write_fm((addr + whole) as u32, &last[..self.row])
+                .map_err(DriverError::Bus)?;
+        }
+        run.stats.fm_words += words.len().next_multiple_of(self.row) as u64;
         Ok(())
     }
 }
@@ -373,7 +404,8 @@ pub fn conv2d<B: AcceleratorBus>(
             found,
         });
     }
-    let slot_words = job.slot_words();
+    let row = cfg.fm_row_words();
+    let slot_words = job.slot_words(row);
     let slots = ConvGeom::slots(slot_words, cfg.fm_depth).map_err(DriverError::Geometry)?;
     let pix = job.pixels().max(1);
     let mut kstep = cfg.buffer_depth;
@@ -404,7 +436,7 @@ pub fn conv2d<B: AcceleratorBus>(
         ConvOp::Forward => (g.forward_a(slots, slot_words), None),
         ConvOp::BackwardInput => (g.backward_input_a(slots, slot_words), None),
         ConvOp::BackwardWeights => (
-            g.backward_weights_a(slots, slot_words),
+            g.backward_weights_a(slots, slot_words, g.in_words().next_multiple_of(row)),
             Some(g.backward_weights_b(slots, slot_words)),
         ),
     };
@@ -420,6 +452,7 @@ pub fn conv2d<B: AcceleratorBus>(
         b: b_cfg.map(|c| Engine::new(c, regmap::GB_CFG, regmap::GB_CMD, regmap::STATUS_GATHER_B)),
         slots,
         slot_words,
+        row,
         loaded: 0,
     };
     let conversion = Conversion {

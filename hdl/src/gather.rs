@@ -1,14 +1,15 @@
 //! A gather engine of the conv unit: fills rows `0..klen` of one A or B bank from the
 //! feature-map buffer, generating every im2col address on chip (`systole_core::gather`).
 //!
-//! Each lane owns a copy of the feature map (one RAM per lane, all written together through
-//! the feature-map port), so all lanes read a word per clock and a bank fills at one row per
+//! Each lane has a read port on the feature map (in hardware, one block-RAM copy per lane, all
+//! written together, a row of words per clock, through the feature-map port), so all lanes
+//! read a word per clock and a bank fills at one row per
 //! clock, the rate at which the array consumes it. A command runs: one cycle to load walker
 //! start states, `size` cycles to step the lane walker into the lane registers (skipped when
 //! the lanes are kept), then `klen` cycles of reads; each read lands in the bank one cycle
 //! later. `busy` stays high until the last row is written.
 
-use crate::buffers::LaneRam;
+use crate::fm_ram::FmRam;
 use crate::walker::Walker;
 use crate::HdlError;
 use rust_hdl_core::prelude::*;
@@ -33,12 +34,12 @@ pub struct GatherEngine {
     pub reg_wdata: Signal<In, Bits<32>>,
     /// Register bus: write strobe.
     pub reg_we: Signal<In, Bit>,
-    /// Feature-map write strobe.
+    /// Feature-map row write strobe.
     pub fm_we: Signal<In, Bit>,
-    /// Feature-map word address (low `log2(fm_depth)` bits used).
-    pub fm_addr: Signal<In, Bits<16>>,
-    /// Feature-map word.
-    pub fm_data: Signal<In, Signed<16>>,
+    /// Feature-map row (word address / row width).
+    pub fm_row: Signal<In, Bits<16>>,
+    /// Feature-map row words.
+    pub fm_data: Vec<Signal<In, Signed<16>>>,
     /// A command runs or its last row is not yet written.
     pub busy: Signal<Out, Bit>,
     /// A command was refused this cycle (engine busy, or `klen` 0 or above the depth).
@@ -54,7 +55,7 @@ pub struct GatherEngine {
     cfg: Vec<DFF<Bits<32>>>,
     lane_walk: Walker,
     k_walk: Walker,
-    fm: Vec<LaneRam<16>>,
+    fm: FmRam,
     l_qy: Vec<DFF<Bits<16>>>,
     l_qx: Vec<DFF<Bits<16>>>,
     l_ry: Vec<DFF<Bits<4>>>,
@@ -80,10 +81,9 @@ pub struct GatherEngine {
     a_cmd: Constant<Bits<8>>,
     depth: Constant<Bits<17>>,
     lanes_last: Constant<Bits<17>>,
-    fm_top24: Constant<Bits<24>>,
-    fm_top16: Constant<Bits<16>>,
     enabled: Constant<Bit>,
     _n: usize,
+    _row_words: usize,
     _words_last: usize,
     _words: usize,
 }
@@ -108,7 +108,9 @@ impl GatherEngine {
             )));
         }
         let enabled = fm_depth != 0;
-        let fm_bits = fm_depth.max(512).trailing_zeros() as usize;
+        let fm_words = fm_depth.max(512);
+        // Rows of the largest power of two of words not above the lane count.
+        let row_words = 1usize << (usize::BITS - 1 - n.leading_zeros());
         Ok(Self {
             clock: Default::default(),
             reset: Default::default(),
@@ -116,8 +118,8 @@ impl GatherEngine {
             reg_wdata: Default::default(),
             reg_we: Default::default(),
             fm_we: Default::default(),
-            fm_addr: Default::default(),
-            fm_data: Default::default(),
+            fm_row: Default::default(),
+            fm_data: many(row_words),
             busy: Default::default(),
             cmd_error: Default::default(),
             wr_en: Default::default(),
@@ -127,10 +129,7 @@ impl GatherEngine {
             cfg: many(WORDS),
             lane_walk: Walker::new()?,
             k_walk: Walker::new()?,
-            // The RAM's bank bit is the top feature-map address bit.
-            fm: (0..n)
-                .map(|_| LaneRam::new(fm_bits - 1))
-                .collect::<Result<_, _>>()?,
+            fm: FmRam::new(fm_words, row_words, n)?,
             l_qy: many(n),
             l_qx: many(n),
             l_ry: many(n),
@@ -155,10 +154,9 @@ impl GatherEngine {
             a_cmd: Constant::new(bits(cmd_addr as u64)),
             depth: Constant::new(bits(depth as u64)),
             lanes_last: Constant::new(bits(n as u64 - 1)),
-            fm_top24: Constant::new(bits(1 << (fm_bits - 1))),
-            fm_top16: Constant::new(bits(1 << (fm_bits - 1))),
             enabled: Constant::new(enabled),
             _n: n,
+            _row_words: row_words,
             _words_last: WORDS - 1,
             _words: WORDS,
         })
@@ -186,6 +184,12 @@ impl Logic for GatherEngine {
                 self.cfg[w].d.next = self.reg_wdata.val();
             }
         }
+        self.fm.clock.next = self.clock.val();
+        self.fm.we.next = self.fm_we.val();
+        self.fm.w_row.next = self.fm_row.val();
+        for w in 0..self._row_words {
+            self.fm.w_data[w].next = self.fm_data[w].val();
+        }
         self.lane_walk.clock.next = self.clock.val();
         self.k_walk.clock.next = self.clock.val();
         for i in 0..17 {
@@ -207,13 +211,7 @@ impl Logic for GatherEngine {
                 & (self.l_rx[i].q.val() == self.k_walk.rx.val())
                 & (self.y[i].val() < self.cfg[34].q.val().get_bits::<16>(0))
                 & (self.x[i].val() < self.cfg[34].q.val().get_bits::<16>(16));
-            self.fm[i].clock.next = self.clock.val();
-            self.fm[i].we.next = self.fm_we.val();
-            self.fm[i].w_bank.next = (self.fm_addr.val() & self.fm_top16.val()).any();
-            self.fm[i].w_row.next = self.fm_addr.val();
-            self.fm[i].w_data.next = self.fm_data.val();
-            self.fm[i].r_bank.next = (self.a[i].val() & self.fm_top24.val()).any();
-            self.fm[i].r_row.next = self.a[i].val().get_bits::<16>(0);
+            self.fm.r_addr[i].next = self.a[i].val().get_bits::<16>(0);
             self.l_qy[i].clock.next = self.clock.val();
             self.l_qx[i].clock.next = self.clock.val();
             self.l_ry[i].clock.next = self.clock.val();
@@ -228,7 +226,7 @@ impl Logic for GatherEngine {
             self.vd[i].d.next = self.inside[i].val();
             self.wr_data[i].next = 0.into();
             if self.vd[i].q.val() {
-                self.wr_data[i].next = self.fm[i].r_data.val();
+                self.wr_data[i].next = self.fm.r_data[i].val();
             }
         }
         self.we_d.d.next = false;

@@ -18,6 +18,7 @@ pub mod buffers;
 mod comb_split;
 pub mod controller;
 pub mod converter;
+pub mod fm_ram;
 pub mod gather;
 pub mod pe;
 pub mod regfile;

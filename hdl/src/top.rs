@@ -55,12 +55,12 @@ pub struct Core {
     pub c_rd_row: Signal<In, Bits<CORE_TILE_ROW_BITS>>,
     /// C row data (valid after the edge that sampled the address), lane `c` = `C[i0 + r][j0 + c]`.
     pub c_rd_data: Vec<Signal<Out, Signed<16>>>,
-    /// Write one feature-map word (both gather engines' copies).
+    /// Write one feature-map row (both gather engines' maps).
     pub fm_wr_en: Signal<In, Bit>,
-    /// Feature-map word address.
-    pub fm_wr_addr: Signal<In, Bits<16>>,
-    /// Feature-map word.
-    pub fm_wr_data: Signal<In, Signed<16>>,
+    /// Feature-map row (word address / `fm_row_words`).
+    pub fm_wr_row: Signal<In, Bits<16>>,
+    /// Feature-map row words, word `i` at address `row * fm_row_words + i`.
+    pub fm_wr_data: Vec<Signal<In, Signed<16>>>,
     regs: RegFile,
     ctrl: Controller,
     a_ram: Vec<LaneRam<CORE_ROW_BITS>>,
@@ -71,6 +71,7 @@ pub struct Core {
     gather_a: GatherEngine,
     gather_b: GatherEngine,
     _n: usize,
+    _fm_row_words: usize,
 }
 
 impl Core {
@@ -102,8 +103,8 @@ impl Core {
             c_rd_row: Default::default(),
             c_rd_data: (0..n).map(|_| Signal::default()).collect(),
             fm_wr_en: Default::default(),
-            fm_wr_addr: Default::default(),
-            fm_wr_data: Default::default(),
+            fm_wr_row: Default::default(),
+            fm_wr_data: (0..cfg.fm_row_words()).map(|_| Signal::default()).collect(),
             regs: RegFile::new(cfg)?,
             ctrl: Controller::new(n)?,
             a_ram: rams(n, aw)?,
@@ -128,6 +129,7 @@ impl Core {
                 cfg.fm_depth,
             )?,
             _n: n,
+            _fm_row_words: cfg.fm_row_words(),
         })
     }
 
@@ -166,16 +168,18 @@ impl Logic for Core {
         self.gather_a.reg_wdata.next = self.reg_wdata.val();
         self.gather_a.reg_we.next = self.reg_we.val();
         self.gather_a.fm_we.next = self.fm_wr_en.val();
-        self.gather_a.fm_addr.next = self.fm_wr_addr.val();
-        self.gather_a.fm_data.next = self.fm_wr_data.val();
+        self.gather_a.fm_row.next = self.fm_wr_row.val();
         self.gather_b.clock.next = self.clock.val();
         self.gather_b.reset.next = self.reset.val();
         self.gather_b.reg_addr.next = self.reg_addr.val();
         self.gather_b.reg_wdata.next = self.reg_wdata.val();
         self.gather_b.reg_we.next = self.reg_we.val();
         self.gather_b.fm_we.next = self.fm_wr_en.val();
-        self.gather_b.fm_addr.next = self.fm_wr_addr.val();
-        self.gather_b.fm_data.next = self.fm_wr_data.val();
+        self.gather_b.fm_row.next = self.fm_wr_row.val();
+        for w in 0..self._fm_row_words {
+            self.gather_a.fm_data[w].next = self.fm_wr_data[w].val();
+            self.gather_b.fm_data[w].next = self.fm_wr_data[w].val();
+        }
         self.regs.gather_a_busy.next = self.gather_a.busy.val();
         self.regs.gather_b_busy.next = self.gather_b.busy.val();
         self.regs.gather_error.next = self.gather_a.cmd_error.val() | self.gather_b.cmd_error.val();

@@ -62,8 +62,11 @@ pub fn ports(cfg: &ArrayConfig) -> Result<Vec<PortInfo>, HdlError> {
         p(format!("c_rd_data_{i}"), 16, Output);
     }
     p("fm_wr_en".into(), 1, Input);
-    p("fm_wr_addr".into(), cfg.fm_addr_bits(), Input);
-    p("fm_wr_data".into(), 16, Input);
+    let row_bits = cfg.fm_row_words().trailing_zeros();
+    p("fm_wr_row".into(), cfg.fm_addr_bits() - row_bits, Input);
+    for i in 0..cfg.fm_row_words() {
+        p(format!("fm_wr_data_{i}"), 16, Input);
+    }
     Ok(v)
 }
 
@@ -111,7 +114,7 @@ fn wrapper(cfg: &ArrayConfig) -> Result<String, HdlError> {
             _ => p.name.clone(),
         };
         let core_width = match p.name.as_str() {
-            "a_wr_row" | "b_wr_row" | "fm_wr_addr" => CORE_ROW_BITS as u32,
+            "a_wr_row" | "b_wr_row" | "fm_wr_row" => CORE_ROW_BITS as u32,
             "c_rd_row" => CORE_TILE_ROW_BITS as u32,
             _ => p.width,
         };
@@ -152,6 +155,10 @@ pub fn lint_waivers() -> String {
     // Walker configuration words pack narrower fields; the spare bits are unused by design.
     s.push_str(
         "lint_off -rule UNUSEDSIGNAL -file \"*\" -match \"Bits of signal are not used: 'cfg$*\"\n",
+    );
+    // Gather addresses are 24-bit sums; the feature map (at most 32768 words) uses the low 16.
+    s.push_str(
+        "lint_off -rule UNUSEDSIGNAL -file \"*\" -match \"Bits of signal are not used: 'a$*\"\n",
     );
     for (inst, port) in edge_outputs {
         let _ = writeln!(

@@ -281,23 +281,24 @@ fn long_write_fm_arrives_in_order_around_other_writes() {
     bus.write_a_row(1, 2, &[1, 2, 3, 4]).unwrap();
     bus.write_fm(100, &words).unwrap();
     bus.write_reg(regmap::SHIFT, 3).unwrap();
-    bus.write_fm(50, &[1, 2, 3]).unwrap();
-    // Overwrites address 51: only correct if the two writes arrive in order.
-    bus.write_fm(51, &[9]).unwrap();
+    // Whole 4-word rows (the 4x4 array's row width).
+    bus.write_fm(48, &[0, 0, 1, 2]).unwrap();
+    // Overwrites addresses 48..52: only correct if the two writes arrive in order.
+    bus.write_fm(48, &[4, 5, 9, 3]).unwrap();
     bus.write_b_row(0, 5, &[5, 6, 7, 8]).unwrap();
     bus.flush().unwrap();
     {
         let seen = seen.lock().unwrap();
         assert_eq!(&seen.fm[100..3100], &words[..]);
-        assert_eq!(&seen.fm[50..53], &[1, 9, 3]);
+        assert_eq!(&seen.fm[48..52], &[4, 5, 9, 3]);
         assert_eq!(
             merge_fm(&seen.events),
             [
                 Event::Row('A', 1, 2),
                 Event::Fm(100, 3000),
                 Event::Reg(regmap::SHIFT, 3),
-                Event::Fm(50, 3),
-                Event::Fm(51, 1),
+                Event::Fm(48, 4),
+                Event::Fm(48, 4),
                 Event::Row('B', 0, 5),
             ]
         );
@@ -307,7 +308,8 @@ fn long_write_fm_arrives_in_order_around_other_writes() {
     assert!(c.frames >= 6 && c.bytes_out > 6000, "{c:?}");
 
     // Past the end of the buffer: the board refuses the batch and nothing is written.
-    bus.write_fm(cfg.fm_depth as u32 - 2, &[1, 2, 3]).unwrap();
+    bus.write_fm(cfg.fm_depth as u32 - 4, &[1, 2, 3, 4, 5, 6, 7, 8])
+        .unwrap();
     match bus.flush() {
         Err(LinkError::Refused { what, .. }) => assert!(what.contains("out of range"), "{what}"),
         other => panic!("expected a refusal, got {other:?}"),

@@ -67,11 +67,12 @@ pub fn parse_top_ports(verilog: &str) -> Result<Vec<Port>, String> {
 /// The ports the shim drives, found by the names agreed in ARCHITECTURE.md.
 pub struct TopPorts {
     scalars: Vec<(&'static str, Port)>,
-    /// `(a_wr_data, b_wr_data, c_rd_data)` lanes, lane 0 first.
-    lanes: [Vec<Port>; 3],
+    /// `(a_wr_data, b_wr_data, c_rd_data, fm_wr_data)` lanes, lane 0 first (the last has
+    /// `fm_row_words` lanes, the others `size`).
+    lanes: [Vec<Port>; 4],
 }
 
-const SCALARS: [&str; 17] = [
+const SCALARS: [&str; 16] = [
     "clock",
     "reset",
     "reg_addr",
@@ -87,10 +88,9 @@ const SCALARS: [&str; 17] = [
     "c_rd_bank",
     "c_rd_row",
     "fm_wr_en",
-    "fm_wr_addr",
-    "fm_wr_data",
+    "fm_wr_row",
 ];
-const LANES: [&str; 3] = ["a_wr_data", "b_wr_data", "c_rd_data"];
+const LANES: [&str; 4] = ["a_wr_data", "b_wr_data", "c_rd_data", "fm_wr_data"];
 
 impl TopPorts {
     /// Matches the parsed ports against the agreed names; `size` lanes per row port.
@@ -118,9 +118,12 @@ impl TopPorts {
                     .is_some_and(|r| r == lane.to_string())
             })
         };
-        let mut lanes: [Vec<Port>; 3] = Default::default();
+        let mut lanes: [Vec<Port>; 4] = Default::default();
+        // The feature-map row is the largest power of two of words not above the size.
+        let fm_row_words = 1usize << (usize::BITS - 1 - size.leading_zeros());
         for (i, base) in LANES.iter().enumerate() {
-            for lane in 0..size {
+            let count = if i == 3 { fm_row_words } else { size };
+            for lane in 0..count {
                 let p = lane_port(base, lane).ok_or_else(|| {
                     format!(
                         "lane {lane} of `{base}` is missing from top (it has: {})",
@@ -166,7 +169,7 @@ pub fn shim_cpp(
     let f = format!("systole_sa{size}");
     let s = |n: &str| ports.s(n);
     let mut lanes_in = String::new();
-    for (which, en) in [(0, "a"), (1, "b")] {
+    for (which, en) in [(0, "a"), (1, "b"), (3, "fm")] {
         let _ = writeln!(lanes_in, "    if (in->{en}_en) {{");
         for (l, p) in ports.lanes[which].iter().enumerate() {
             let _ = writeln!(
@@ -232,7 +235,7 @@ struct PortIn {{
     uint32_t a_en, a_bank, a_row; const int16_t* a_data;
     uint32_t b_en, b_bank, b_row; const int16_t* b_data;
     uint32_t c_bank, c_row;
-    uint32_t fm_en, fm_addr; int32_t fm_data;
+    uint32_t fm_en, fm_row; const int16_t* fm_data;
 }};
 struct State {{
     VerilatedContext* ctx;
@@ -296,7 +299,7 @@ extern "C" void {f}_tick(State* s, const PortIn* in, int16_t* c_out) {{
     m->{a_en} = in->a_en; m->{a_bank} = in->a_bank; m->{a_row} = in->a_row;
     m->{b_en} = in->b_en; m->{b_bank} = in->b_bank; m->{b_row} = in->b_row;
     m->{c_bank} = in->c_bank; m->{c_row} = in->c_row;
-    m->{fm_en} = in->fm_en; m->{fm_addr} = in->fm_addr; m->{fm_data} = (uint16_t)in->fm_data;
+    m->{fm_en} = in->fm_en; m->{fm_row} = in->fm_row;
 {lanes_in}    clock_cycle(s);
     m->{reg_we} = 0; m->{a_en} = 0; m->{b_en} = 0; m->{fm_en} = 0;
     if (c_out) {{
@@ -322,8 +325,7 @@ extern "C" void {f}_idle(State* s, uint32_t cycles) {{
         c_bank = s("c_rd_bank"),
         c_row = s("c_rd_row"),
         fm_en = s("fm_wr_en"),
-        fm_addr = s("fm_wr_addr"),
-        fm_data = s("fm_wr_data"),
+        fm_row = s("fm_wr_row"),
         trace_on = if trace { "true" } else { "false" },
         fast_fall = match prev_clock_member {
             Some(member) => format!(

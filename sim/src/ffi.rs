@@ -21,8 +21,8 @@ pub(crate) struct PortIn {
     pub c_bank: u32,
     pub c_row: u32,
     pub fm_en: u32,
-    pub fm_addr: u32,
-    pub fm_data: i32,
+    pub fm_row: u32,
+    pub fm_data: *const i16,
 }
 
 impl PortIn {
@@ -43,8 +43,8 @@ impl PortIn {
             c_bank: 0,
             c_row: 0,
             fm_en: 0,
-            fm_addr: 0,
-            fm_data: 0,
+            fm_row: 0,
+            fm_data: core::ptr::null(),
         }
     }
 }

@@ -256,19 +256,24 @@ impl AcceleratorBus for VerilatedArray {
     }
 
     fn write_fm(&mut self, addr: u32, words: &[i16]) -> Result<(), SimError> {
+        let r = self.cfg.fm_row_words();
         let end = (addr as usize).checked_add(words.len());
-        if !self.cfg.has_conv_unit() || end.is_none_or(|e| e > self.cfg.fm_depth) {
+        if !self.cfg.has_conv_unit()
+            || end.is_none_or(|e| e > self.cfg.fm_depth)
+            || addr as usize % r != 0
+            || words.len() % r != 0
+        {
             return Err(SimError::BadAccess(format!(
-                "feature-map words {addr}..{} do not fit the {}-word feature-map buffer",
+                "feature-map words {addr}..{} must be whole {r}-word rows inside the {}-word feature-map buffer",
                 addr as usize + words.len(),
                 self.cfg.fm_depth
             )));
         }
-        for (i, &w) in words.iter().enumerate() {
+        for (i, row) in words.chunks(r).enumerate() {
             let p = ffi::PortIn {
                 fm_en: 1,
-                fm_addr: addr + i as u32,
-                fm_data: i32::from(w),
+                fm_row: addr / r as u32 + i as u32,
+                fm_data: row.as_ptr(),
                 ..ffi::PortIn::idle()
             };
             self.tick(&p, core::ptr::null_mut());

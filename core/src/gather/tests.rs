@@ -172,7 +172,7 @@ fn weight_gradient_walks_are_dy_and_im2col() {
         let (oh, ow, k) = (g.out_h(), g.out_w(), g.kernel);
         let slot = g.in_words() + g.out_words();
         let slots = ConvGeom::slots(slot, 4096).unwrap().min(3);
-        let a = g.backward_weights_a(slots, slot);
+        let a = g.backward_weights_a(slots, slot, g.in_words());
         let dy = |co: usize, kk: usize| {
             let (b, p) = (kk / (oh * ow), kk % (oh * ow));
             Some((b % slots) * slot + g.in_words() + co * oh * ow + p)
@@ -256,7 +256,7 @@ fn words_decode_to_the_same_config() {
         for c in [
             g.forward_a(3, 500),
             g.backward_input_a(2, 300),
-            g.backward_weights_a(2, 700),
+            g.backward_weights_a(2, 700, g.in_words() + 3),
             g.backward_weights_b(1, 900),
         ] {
             assert_eq!(GatherConfig::from_words(&c.words()), c);

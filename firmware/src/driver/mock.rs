@@ -304,8 +304,13 @@ impl AcceleratorBus for MockArray {
     }
 
     fn write_fm(&mut self, addr: u32, words: &[i16]) -> Result<(), Self::Error> {
-        for (i, &w) in words.iter().enumerate() {
-            self.fm[addr as usize + i] = w;
+        let r = self.cfg.fm_row_words();
+        assert!(
+            addr as usize % r == 0 && words.len() % r == 0,
+            "unaligned feature-map write"
+        );
+        self.fm[addr as usize..][..words.len()].copy_from_slice(words);
+        for _ in 0..words.len() / r {
             self.clock(None, &Beat::default(), &mut []);
         }
         Ok(())

@@ -85,6 +85,7 @@ pub struct BoardTop {
     bridge: UartBridge,
     core: Core,
     _n: usize,
+    _fm_row_words: usize,
 }
 
 impl BoardTop {
@@ -118,6 +119,7 @@ impl BoardTop {
                 ..*cfg
             })?,
             _n: cfg.size,
+            _fm_row_words: cfg.fm_row_words(),
         })
     }
 }
@@ -160,8 +162,10 @@ impl Logic for BoardTop {
         self.core.reg_wdata.next = self.bridge.reg_wdata.val();
         self.core.reg_we.next = self.bridge.reg_we.val();
         self.core.fm_wr_en.next = false;
-        self.core.fm_wr_addr.next = 0.into();
-        self.core.fm_wr_data.next = 0.into();
+        self.core.fm_wr_row.next = 0.into();
+        for w in 0..self._fm_row_words {
+            self.core.fm_wr_data[w].next = 0.into();
+        }
         self.bridge.reg_rdata.next = self.core.reg_rdata.val();
         self.core.a_wr_en.next = self.bridge.a_wr_en.val();
         self.core.a_wr_bank.next = self.bridge.bank.val();

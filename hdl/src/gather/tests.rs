@@ -40,9 +40,11 @@ fn compare(cfg: GatherConfig, fm: Vec<i16>, cmds: Vec<(usize, LaneMode, bool)>) 
         wait_clock_cycle!(sim, clock, x);
         x.reset.next = false;
         x.fm_we.next = true;
-        for (i, w) in fm.iter().enumerate() {
-            x.fm_addr.next = bits(i as u64);
-            x.fm_data.next = signed(*w as i64);
+        for (r, row) in fm.chunks(4).enumerate() {
+            x.fm_row.next = bits(r as u64);
+            for (i, w) in row.iter().enumerate() {
+                x.fm_data[i].next = signed(*w as i64);
+            }
             wait_clock_cycle!(sim, clock, x);
         }
         x.fm_we.next = false;
@@ -113,7 +115,10 @@ fn gather_engine_matches_the_model() {
         pad: 1,
     };
     let cfg = g.backward_input_a(2, g.out_words());
-    let fm: Vec<i16> = (0..2 * g.out_words()).map(|i| 100 + i as i16 * 7).collect();
+    // Two slots of the output gradient, padded to whole 4-word rows.
+    let fm: Vec<i16> = (0..2 * g.out_words().next_multiple_of(4))
+        .map(|i| 100 + i as i16 * 7)
+        .collect();
     let k = g.out_ch * 9;
     compare(
         cfg,

@@ -257,12 +257,15 @@ impl<T: Read + Write> SerialBus<T> {
         // Pending row runs were issued first by the driver: queue them ahead of these words.
         self.close_runs()?;
         let overhead = BATCH_ENTRY_HEADER + WRITE_FM_HEADER;
-        let most = (MAX_PAYLOAD - overhead) / 2;
+        // Entries carry whole feature-map rows (the largest power of two <= size words): the
+        // board writes one row per clock and refuses partial rows.
+        let row = 1usize << (usize::BITS - 1 - self.size.leading_zeros());
+        let most = (MAX_PAYLOAD - overhead) / 2 / row * row;
         let mut done = 0;
         while done < words.len() {
-            // Fill what is left of the current batch; if not even one word fits, `push_entry`
+            // Fill what is left of the current batch; if not even one row fits, `push_entry`
             // sends the batch and the entry starts an empty one.
-            let room = MAX_PAYLOAD.saturating_sub(self.batch.len() + overhead) / 2;
+            let room = MAX_PAYLOAD.saturating_sub(self.batch.len() + overhead) / 2 / row * row;
             let take = (words.len() - done).min(if room == 0 { most } else { room });
             let bytes: Vec<u8> = words[done..done + take]
                 .iter()
