@@ -306,7 +306,7 @@ impl AcceleratorBus for MockArray {
     fn write_fm(&mut self, addr: u32, words: &[i16]) -> Result<(), Self::Error> {
         let r = self.cfg.fm_row_words();
         assert!(
-            addr as usize % r == 0 && words.len() % r == 0,
+            (addr as usize).is_multiple_of(r) && words.len().is_multiple_of(r),
             "unaligned feature-map write"
         );
         self.fm[addr as usize..][..words.len()].copy_from_slice(words);
