@@ -21,55 +21,90 @@ pub fn convert_tiled(
     seed: u32,
     tile: usize,
 ) -> Result<Vec<i16>, NumericError> {
-    if tile == 0 {
-        return Err(NumericError::Tile);
-    }
     assert_eq!(
         acc.len(),
         rows * cols,
         "convert_tiled: accumulator grid has the wrong length"
     );
-    assert!(
-        shift <= systole_core::numeric::MAX_SHIFT,
-        "convert_tiled: shift above the contract's maximum"
-    );
+    let mut conv = TiledConverter::new(cols, shift, rounding, seed, tile)?;
     let mut out = vec![0i16; rows * cols];
-    if cols == 0 {
-        return Ok(out);
+    if cols > 0 {
+        for (a, o) in acc.chunks_exact(cols).zip(out.chunks_exact_mut(cols)) {
+            conv.next_row(a, o);
+        }
     }
-    // With shift 0 every mode is plain saturation and the random bits are never read.
-    let rounding = if shift == 0 {
-        Rounding::Truncate
-    } else {
-        rounding
-    };
-    let row_fn = row_converter();
-    // The LFSR state of every column of the current tile row (only read in stochastic mode).
-    let mut lanes = vec![0u32; cols];
-    for i0 in (0..rows).step_by(tile) {
-        if rounding == Rounding::Stochastic {
-            for j0 in (0..cols).step_by(tile) {
-                let t = tile_seed(seed, i0 as u32, j0 as u32);
-                let end = (j0 + tile).min(cols);
-                for (c, lane) in lanes[j0..end].iter_mut().enumerate() {
+    Ok(out)
+}
+
+/// [`convert_tiled`] fed one row at a time, in order from row 0 (so a producer can hand over
+/// rows as it computes them).
+pub struct TiledConverter {
+    cols: usize,
+    shift: u32,
+    rounding: Rounding,
+    seed: u32,
+    tile: usize,
+    row_fn: RowFn,
+    /// The LFSR state of every column in the current tile row (only used in stochastic mode).
+    lanes: Vec<u32>,
+    next: usize,
+}
+
+impl TiledConverter {
+    /// A converter for rows of `cols` outputs; the arguments are those of [`convert_tiled`].
+    pub fn new(
+        cols: usize,
+        shift: u32,
+        rounding: Rounding,
+        seed: u32,
+        tile: usize,
+    ) -> Result<Self, NumericError> {
+        if tile == 0 {
+            return Err(NumericError::Tile);
+        }
+        assert!(
+            shift <= systole_core::numeric::MAX_SHIFT,
+            "TiledConverter: shift above the contract's maximum"
+        );
+        // With shift 0 every mode is plain saturation and the random bits are never read.
+        let rounding = if shift == 0 {
+            Rounding::Truncate
+        } else {
+            rounding
+        };
+        Ok(TiledConverter {
+            cols,
+            shift,
+            rounding,
+            seed,
+            tile,
+            row_fn: row_converter(),
+            lanes: vec![0; cols],
+            next: 0,
+        })
+    }
+
+    /// Converts the next row (`acc` and `out` are `cols` long).
+    pub fn next_row(&mut self, acc: &[i64], out: &mut [i16]) {
+        assert!(
+            acc.len() == self.cols && out.len() == self.cols,
+            "TiledConverter: row length differs from the column count"
+        );
+        let i = self.next;
+        self.next += 1;
+        // A new tile row restarts every lane. Rows past the matrix are padding: the LFSR steps
+        // for them too, but nothing after the last real row is used, so nothing is lost.
+        if i.is_multiple_of(self.tile) && self.rounding == Rounding::Stochastic {
+            for j0 in (0..self.cols).step_by(self.tile) {
+                let t = tile_seed(self.seed, i as u32, j0 as u32);
+                let end = (j0 + self.tile).min(self.cols);
+                for (c, lane) in self.lanes[j0..end].iter_mut().enumerate() {
                     *lane = lane_seed(t, c as u32);
                 }
             }
         }
-        // Rows past the matrix are padding: the LFSR still steps for them, but nothing after the
-        // last real row is used, so the walk can stop there.
-        for i in i0..(i0 + tile).min(rows) {
-            let row = i * cols..(i + 1) * cols;
-            row_fn(
-                &acc[row.clone()],
-                &mut out[row],
-                &mut lanes,
-                shift,
-                rounding,
-            );
-        }
+        (self.row_fn)(acc, out, &mut self.lanes, self.shift, self.rounding);
     }
-    Ok(out)
 }
 
 /// Converts a row-major sequence of exact values with one LFSR stepped once per element:

@@ -19,6 +19,33 @@ pub fn gemm_exact(a: &[i16], b: &[i16], m: usize, k: usize, n: usize) -> Vec<i64
         .unwrap_or_else(|| gemm_exact_f64(a, b, m, k, n))
 }
 
+/// [`gemm_exact`] handed to `sink` in row order as `sink(first_row, rows)`, `rows` holding one or
+/// more whole rows of `n`; never called when `m` or `n` is 0. The AMX kernel streams stripes
+/// of 16 rows, so a consumer (the output conversion) reads them while they are still in cache
+/// and `C` is never stored whole; the other kernels hand over all of `C` at once.
+pub fn gemm_exact_rows(
+    a: &[i16],
+    b: &[i16],
+    m: usize,
+    k: usize,
+    n: usize,
+    sink: &mut dyn FnMut(usize, &[i64]),
+) {
+    assert!(
+        a.len() == m * k && b.len() == k * n,
+        "gemm_exact_rows: operand lengths do not match the shape"
+    );
+    #[cfg(target_arch = "x86_64")]
+    {
+        if amx::available() {
+            return amx::gemm_rows(a, b, m, k, n, sink);
+        }
+    }
+    if m > 0 && n > 0 {
+        sink(0, &gemm_exact(a, b, m, k, n));
+    }
+}
+
 /// The AMX-INT8 kernel; `None` when the CPU or the kernel does not allow AMX.
 pub fn gemm_exact_amx(a: &[i16], b: &[i16], m: usize, k: usize, n: usize) -> Option<Vec<i64>> {
     #[cfg(target_arch = "x86_64")]
@@ -28,7 +55,9 @@ pub fn gemm_exact_amx(a: &[i16], b: &[i16], m: usize, k: usize, n: usize) -> Opt
                 a.len() == m * k && b.len() == k * n,
                 "gemm_exact_amx: operand lengths do not match the shape"
             );
-            return Some(amx::gemm(a, b, m, k, n));
+            let mut c = Vec::with_capacity(m * n);
+            amx::gemm_rows(a, b, m, k, n, &mut |_, rows| c.extend_from_slice(rows));
+            return Some(c);
         }
     }
     let _ = (a, b, m, k, n);

@@ -107,3 +107,32 @@ fn longest_contract_dot_product_is_exact() {
         .collect();
     check_all(&a, &b, m, k, n);
 }
+
+#[test]
+fn rows_arrive_in_order_and_make_up_the_product() {
+    let mut s = 0x9E37_79B9u32;
+    for &(m, k, n) in &[
+        (0, 3, 4),
+        (4, 3, 0),
+        (5, 0, 3),
+        (16, 64, 16),
+        (37, 70, 19),
+        (3, (1 << 15) + 70, 5),
+    ] {
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            (s >> 16) as i16
+        };
+        let a: Vec<i16> = (0..m * k).map(|_| next()).collect();
+        let b: Vec<i16> = (0..k * n).map(|_| next()).collect();
+        let mut got = Vec::new();
+        gemm_exact_rows(&a, &b, m, k, n, &mut |first, rows| {
+            assert_eq!(first * n, got.len(), "rows out of order");
+            assert!(!rows.is_empty() && rows.len() % n == 0, "partial row");
+            got.extend_from_slice(rows);
+        });
+        assert_eq!(got, naive(&a, &b, m, k, n), "{m}x{k}x{n}");
+    }
+}
