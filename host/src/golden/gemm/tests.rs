@@ -95,17 +95,15 @@ fn worst_case_blocks_do_not_overflow() {
 
 #[test]
 fn longest_contract_dot_product_is_exact() {
-    // k = MAX_K with (-32768)^2 everywhere: 2^47, the contract's largest accumulator magnitude,
-    // and with -32768 * 32767 alternating against -1 * -1 (the low-byte product at its largest).
+    // k = MAX_K with every pair of extremes: (-32768)^2 everywhere gives 2^47, the contract's
+    // largest accumulator magnitude; -1 * -1 has the largest low-byte product (255 * 255) at
+    // every step, which overflows an i32 block longer than 33025 steps.
     let (m, k, n) = (2, MAX_K, 3);
-    check_all(&vec![i16::MIN; m * k], &vec![i16::MIN; k * n], m, k, n);
-    let a: Vec<i16> = (0..m * k)
-        .map(|i| if i % 2 == 0 { i16::MIN } else { -1 })
-        .collect();
-    let b: Vec<i16> = (0..k * n)
-        .map(|i| if (i / n) % 2 == 0 { i16::MAX } else { -1 })
-        .collect();
-    check_all(&a, &b, m, k, n);
+    for &x in &EXTREMES {
+        for &y in &EXTREMES {
+            check_all(&vec![x; m * k], &vec![y; k * n], m, k, n);
+        }
+    }
 }
 
 #[test]
