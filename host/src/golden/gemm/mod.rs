@@ -35,7 +35,7 @@ pub fn gemm_exact_rows(
         a.len() == m * k && b.len() == k * n,
         "gemm_exact_rows: operand lengths do not match the shape"
     );
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     {
         if amx::available() {
             return amx::gemm_rows(a, b, m, k, n, sink);
@@ -46,9 +46,10 @@ pub fn gemm_exact_rows(
     }
 }
 
-/// The AMX-INT8 kernel; `None` when the CPU or the kernel does not allow AMX.
+/// The AMX-INT8 kernel; `None` when the CPU lacks it or Linux does not grant the tile state
+/// (elsewhere than Linux: always `None`).
 pub fn gemm_exact_amx(a: &[i16], b: &[i16], m: usize, k: usize, n: usize) -> Option<Vec<i64>> {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     {
         if amx::available() {
             assert!(
@@ -116,7 +117,7 @@ pub fn gemm_exact_vnni(a: &[i16], b: &[i16], m: usize, k: usize, n: usize) -> Op
     None
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod amx;
 #[cfg(target_arch = "x86_64")]
 mod vnni;
