@@ -1,6 +1,6 @@
 //! Matrix products in the numeric contract: `A·B`, `A·Bᵀ` and `Aᵀ·B`.
 
-use super::{convert_tiled, output_shift, NumericError};
+use super::{output_shift, NumericError, TiledConverter};
 use crate::tensor::QMatrix;
 use systole_core::numeric::MAX_K;
 use systole_core::Rounding;
@@ -18,9 +18,16 @@ pub struct OutputSpec {
 
 /// Exact accumulators of `A·B`: `a.rows x b.cols`, row-major, `a.frac + b.frac` fractional bits.
 ///
-/// Computed by [`super::gemm::gemm_exact`] (AVX-512 VNNI where available, exact `f64` dgemm
-/// elsewhere); both equal the plain integer sum.
+/// Computed by [`super::gemm::gemm_exact`] (AMX-INT8 or AVX-512 VNNI where available, exact
+/// `f64` dgemm elsewhere); all equal the plain integer sum.
 pub fn matmul_acc(a: &QMatrix, b: &QMatrix) -> Result<Vec<i64>, NumericError> {
+    check_operands(a, b)?;
+    Ok(super::gemm::gemm_exact(
+        &a.data, &b.data, a.rows, a.cols, b.cols,
+    ))
+}
+
+fn check_operands(a: &QMatrix, b: &QMatrix) -> Result<(), NumericError> {
     if a.cols != b.rows {
         return Err(NumericError::Shape(format!(
             "A is {}x{} and B is {}x{}: A's columns must equal B's rows",
@@ -30,9 +37,7 @@ pub fn matmul_acc(a: &QMatrix, b: &QMatrix) -> Result<Vec<i64>, NumericError> {
     if a.cols > MAX_K {
         return Err(NumericError::KTooLong(a.cols));
     }
-    Ok(super::gemm::gemm_exact(
-        &a.data, &b.data, a.rows, a.cols, b.cols,
-    ))
+    Ok(())
 }
 
 /// `C = A·B` in the numeric contract; `tile` is the array size that fixes the stochastic
@@ -44,9 +49,19 @@ pub fn matmul(
     tile: usize,
 ) -> Result<QMatrix, NumericError> {
     let shift = output_shift(a.frac + b.frac, out.frac)?;
-    let acc = matmul_acc(a, b)?;
-    let data = convert_tiled(&acc, a.rows, b.cols, shift, out.rounding, out.seed, tile)?;
-    QMatrix::from_vec(a.rows, b.cols, out.frac, data)
+    check_operands(a, b)?;
+    let n = b.cols;
+    let mut conv = TiledConverter::new(n, shift, out.rounding, out.seed, tile)?;
+    let mut data = vec![0i16; a.rows * n];
+    // Each row is converted as soon as the kernel hands it over (the same result as
+    // `convert_tiled(&matmul_acc(a, b)?, ..)`, without storing every accumulator).
+    super::gemm::gemm_exact_rows(&a.data, &b.data, a.rows, a.cols, n, &mut |i0, rows| {
+        for (r, acc) in rows.chunks_exact(n).enumerate() {
+            let i = i0 + r;
+            conv.next_row(acc, &mut data[i * n..(i + 1) * n]);
+        }
+    });
+    QMatrix::from_vec(a.rows, n, out.frac, data)
 }
 
 /// `C = A·Bᵀ` (used for the backward pass of a dense layer): defined as `matmul(A, Bᵀ)`.

@@ -18,7 +18,7 @@
 //! **One conversion per output.** Each output is converted exactly once, from the exact
 //! accumulator to the output format with `frac_out` fractional bits:
 //! `shift = frac_a + frac_b - frac_out` must be in `0..=32` ([`NumericError::Shift`] otherwise);
-//! the accumulator is shifted right by `shift` with the chosen [`Rounding`]:
+//! the accumulator is shifted right by `shift` with the chosen [`Rounding`](systole_core::Rounding):
 //!
 //! * `Truncate`: drop the low bits, i.e. floor (toward minus infinity; `-0.5` becomes `-1`).
 //! * `NearestEven`: nearest; an exact half goes to the even neighbour (`2.5 -> 2`, `3.5 -> 4`,
@@ -44,15 +44,15 @@
 //! once per element in row-major order.
 
 pub mod conv;
+mod convert;
 pub mod elementwise;
 pub mod gemm;
 mod matmul;
 
 pub use conv::{conv2d_backward_input, conv2d_backward_weights, conv2d_forward, Conv2dGeom};
+pub use convert::{convert_sequential, convert_tiled, TiledConverter};
 pub use elementwise::{bias_add, relu, relu_backward};
 pub use matmul::{matmul, matmul_acc, matmul_nt, matmul_tn, OutputSpec};
-
-use systole_core::Rounding;
 
 /// Why a golden-model operation was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -96,59 +96,6 @@ pub fn output_shift(frac_in: u32, frac_out: u32) -> Result<u32, NumericError> {
         });
     }
     Ok(shift as u32)
-}
-
-/// Converts a row-major `rows x cols` grid of exact accumulators to words, following the
-/// contract's tile-and-lane LFSR order with tiles of `tile x tile`.
-pub fn convert_tiled(
-    acc: &[i64],
-    rows: usize,
-    cols: usize,
-    shift: u32,
-    rounding: Rounding,
-    seed: u32,
-    tile: usize,
-) -> Result<Vec<i16>, NumericError> {
-    use systole_core::numeric::{convert, lane_seed, tile_seed, Lfsr32};
-    if tile == 0 {
-        return Err(NumericError::Tile);
-    }
-    assert_eq!(
-        acc.len(),
-        rows * cols,
-        "convert_tiled: accumulator grid has the wrong length"
-    );
-    let mut out = vec![0i16; rows * cols];
-    for i0 in (0..rows).step_by(tile) {
-        for j0 in (0..cols).step_by(tile) {
-            let t = tile_seed(seed, i0 as u32, j0 as u32);
-            for c in 0..tile.min(cols - j0) {
-                let mut lfsr = Lfsr32::new(lane_seed(t, c as u32));
-                // Rows past the matrix are padding: the LFSR still steps for them, but nothing
-                // after the last real row is used, so the loop can stop there.
-                for r in 0..tile.min(rows - i0) {
-                    let u = lfsr.step();
-                    let k = (i0 + r) * cols + j0 + c;
-                    out[k] = convert(acc[k], shift, rounding, u, 16) as i16;
-                }
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Converts a row-major sequence of exact values with one LFSR stepped once per element:
-/// the rule for host-side elementwise ops.
-pub fn convert_sequential(values: &[i64], shift: u32, rounding: Rounding, seed: u32) -> Vec<i16> {
-    use systole_core::numeric::{convert, Lfsr32};
-    let mut lfsr = Lfsr32::new(seed);
-    values
-        .iter()
-        .map(|&v| {
-            let u = lfsr.step();
-            convert(v, shift, rounding, u, 16) as i16
-        })
-        .collect()
 }
 
 #[cfg(test)]

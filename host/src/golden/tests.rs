@@ -6,6 +6,7 @@ use crate::tensor::QMatrix;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use systole_core::numeric::{lane_seed, tile_seed, Lfsr32};
+use systole_core::Rounding;
 
 fn spec(frac: u32, rounding: Rounding, seed: u32) -> OutputSpec {
     OutputSpec {
