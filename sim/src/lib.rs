@@ -260,8 +260,8 @@ impl AcceleratorBus for VerilatedArray {
         let end = (addr as usize).checked_add(words.len());
         if !self.cfg.has_conv_unit()
             || end.is_none_or(|e| e > self.cfg.fm_depth)
-            || addr as usize % r != 0
-            || words.len() % r != 0
+            || !(addr as usize).is_multiple_of(r)
+            || !words.len().is_multiple_of(r)
         {
             return Err(SimError::BadAccess(format!(
                 "feature-map words {addr}..{} must be whole {r}-word rows inside the {}-word feature-map buffer",
