@@ -16,10 +16,9 @@
 //! No allocation and no panics on bad input: the driver runs on the board as well as on the
 //! host.
 
-use core::fmt;
 use systole_core::bus::{Beat, RowRead, RowWrite};
 use systole_core::numeric::{tile_seed, MAX_K, MAX_SHIFT};
-use systole_core::{regmap, AcceleratorBus, ArrayConfig, ConfigError, Rounding};
+use systole_core::{regmap, AcceleratorBus, ArrayConfig, Rounding};
 
 /// Largest array size the driver has row buffers for (the largest `ArrayConfig` allows).
 pub const MAX_LANES: usize = 64;
@@ -76,107 +75,6 @@ pub struct DriverStats {
     pub gathers: u64,
     /// Idle cycles spent waiting for the device.
     pub wait_cycles: u64,
-}
-
-/// Why [`matmul`] failed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum DriverError<E> {
-    /// The bus failed.
-    Bus(E),
-    /// The configuration is not valid.
-    Config(ConfigError),
-    /// The array is wider than [`MAX_LANES`].
-    TooManyLanes(usize),
-    /// The device reports a different configuration than the driver was given.
-    ConfigMismatch {
-        /// `cfg.config_word()`.
-        expected: u32,
-        /// The device's `CONFIG` register.
-        found: u32,
-    },
-    /// A buffer has the wrong length (`which` is `"a"`, `"b"` or `"out"`).
-    Length {
-        /// Which slice.
-        which: &'static str,
-        /// Words it must hold.
-        expected: usize,
-        /// Words it holds.
-        found: usize,
-    },
-    /// `m * k`, `k * n` or `m * n` overflows `usize`.
-    ShapeOverflow,
-    /// The dot product is longer than the contract's 2^17.
-    KTooLong(usize),
-    /// The output shift exceeds 32.
-    Shift(u32),
-    /// The device set `STATUS_ERROR` (a dropped command or a bad register value).
-    Device {
-        /// The `STATUS` register.
-        status: u32,
-    },
-    /// The device did not get to the awaited state within [`WAIT_LIMIT`] cycles.
-    Timeout {
-        /// What the driver waited for.
-        waiting_for: &'static str,
-    },
-    /// A convolution was asked of an array built without the conv unit.
-    NoConvUnit,
-    /// The convolution's geometry does not fit the conv unit.
-    Geometry(systole_core::gather::GeomError),
-    /// The images one command needs do not fit the feature-map buffer together.
-    FeatureMapTooSmall {
-        /// Words needed.
-        needed: usize,
-        /// Words the buffer holds.
-        fm_depth: usize,
-    },
-}
-
-impl<E: fmt::Display> fmt::Display for DriverError<E> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DriverError::Bus(e) => write!(f, "accelerator bus failed: {e}"),
-            DriverError::Config(e) => write!(f, "bad array configuration: {e}"),
-            DriverError::TooManyLanes(n) => {
-                write!(f, "array size {n} exceeds the driver's {MAX_LANES} lanes")
-            }
-            DriverError::ConfigMismatch { expected, found } => write!(
-                f,
-                "device reports configuration {found:#010x} but the driver expected {expected:#010x}: \
-                 open the device with the array size it was built for"
-            ),
-            DriverError::Length {
-                which,
-                expected,
-                found,
-            } => write!(f, "operand {which} holds {found} words, the shape needs {expected}"),
-            DriverError::ShapeOverflow => write!(f, "matrix shape overflows the address space"),
-            DriverError::KTooLong(k) => write!(
-                f,
-                "dot product of length {k} exceeds the contract's limit of {MAX_K}: split it on the host"
-            ),
-            DriverError::Shift(s) => {
-                write!(f, "output shift {s} is outside 0..={MAX_SHIFT}")
-            }
-            DriverError::Device { status } => {
-                write!(f, "accelerator reported an error (STATUS = {status:#x})")
-            }
-            DriverError::Timeout { waiting_for } => write!(
-                f,
-                "accelerator did not respond within {WAIT_LIMIT} cycles while waiting for {waiting_for}"
-            ),
-            DriverError::NoConvUnit => write!(
-                f,
-                "this array has no conv unit (fm_depth 0): run the convolution on the host or use an array built with one"
-            ),
-            DriverError::Geometry(e) => write!(f, "{e}"),
-            DriverError::FeatureMapTooSmall { needed, fm_depth } => write!(
-                f,
-                "one command needs {needed} words of feature maps but the buffer holds {fm_depth}: build the array with a larger fm_depth"
-            ),
-        }
-    }
 }
 
 /// Emitted tile whose C rows are still (partly) unread.
@@ -684,6 +582,9 @@ impl<'b, 'j, B: AcceleratorBus> Run<'b, 'j, B> {
         self.bus.write_reg(addr, value).map_err(DriverError::Bus)
     }
 }
+
+mod error;
+pub use error::DriverError;
 
 #[cfg(test)]
 pub(crate) mod mock;

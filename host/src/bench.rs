@@ -34,21 +34,22 @@ pub struct BenchRow {
     pub cycles_per_second: f64,
 }
 
-/// Deterministic operands with the full range of words (xorshift; not a statistical generator).
-fn operand(rows: usize, cols: usize, seed: u64) -> QMatrix {
+/// Deterministic operands (xorshift; not a statistical generator): words of `16 - drop` bits
+/// with `frac` fractional bits.
+pub(crate) fn operand(rows: usize, cols: usize, seed: u64, frac: u32, drop: u32) -> QMatrix {
     let mut s = seed | 1;
     let data = (0..rows * cols)
         .map(|_| {
             s ^= s << 13;
             s ^= s >> 7;
             s ^= s << 17;
-            s as i16
+            (s as i16) >> drop
         })
         .collect();
     QMatrix {
         rows,
         cols,
-        frac: 8,
+        frac,
         data,
     }
 }
@@ -64,8 +65,8 @@ pub fn matmul_table(
         let cfg = ArrayConfig::square(size);
         let mut dev = VerilatorDevice::new(cfg)?;
         for (i, &(m, k, n)) in shapes.iter().enumerate() {
-            let a = operand(m, k, 2 * i as u64 + 1);
-            let b = operand(k, n, 2 * i as u64 + 2);
+            let a = operand(m, k, 2 * i as u64 + 1, 8, 0);
+            let b = operand(k, n, 2 * i as u64 + 2, 8, 0);
             let spec = OutputSpec {
                 frac: 8,
                 rounding: Rounding::Stochastic,

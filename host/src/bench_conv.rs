@@ -4,11 +4,11 @@
 //! the expanded matrix sent over the row ports). Both runs are checked against the golden
 //! model; `systole bench` prints [`ConvTable`].
 
+use crate::bench::operand;
 use crate::device::verilator::VerilatorDevice;
 use crate::device::{self, Device, DeviceError};
 use crate::golden::conv::{self, Conv2dGeom};
 use crate::golden::OutputSpec;
-use crate::tensor::QMatrix;
 use std::fmt;
 use systole_core::{ArrayConfig, Rounding};
 
@@ -47,24 +47,11 @@ pub struct ConvRow {
     pub im2col_bytes_to_device: u64,
 }
 
-fn operand(rows: usize, cols: usize, seed: u64) -> QMatrix {
-    let mut s = seed | 1;
-    let data = (0..rows * cols)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s as i16) >> 4
-        })
-        .collect();
-    QMatrix::from_vec(rows, cols, 10, data).expect("shape")
-}
-
 /// Runs the three ops of the layer `g` on Verilated arrays of each size.
 pub fn conv_table(sizes: &[usize], g: &Conv2dGeom) -> Result<Vec<ConvRow>, DeviceError> {
-    let x = operand(g.batch, g.in_ch * g.in_h * g.in_w, 1);
-    let dy = operand(g.batch, g.out_ch * g.out_h() * g.out_w(), 2);
-    let w = operand(g.out_ch, g.in_ch * g.kernel * g.kernel, 3);
+    let x = operand(g.batch, g.in_ch * g.in_h * g.in_w, 1, 10, 4);
+    let dy = operand(g.batch, g.out_ch * g.out_h() * g.out_w(), 2, 10, 4);
+    let w = operand(g.out_ch, g.in_ch * g.kernel * g.kernel, 3, 10, 4);
     let spec = OutputSpec {
         frac: 8,
         rounding: Rounding::Stochastic,

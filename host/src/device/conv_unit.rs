@@ -114,3 +114,80 @@ pub(crate) fn port_bytes(cfg: &ArrayConfig, st: &DriverStats) -> (u64, u64) {
         st.rows_read * row + st.reg_reads * 4,
     )
 }
+
+/// The three `Device` convolution methods of a backend with the conv unit: each runs on the
+/// unit through the backend's `conv(&ConvOperands, &Conv2dGeom, &OutputSpec)`, or, when the
+/// array was built without one, as the host-lowered product (`Device`'s default).
+macro_rules! conv_unit_methods {
+    () => {
+        fn conv2d_forward(
+            &mut self,
+            x: &QMatrix,
+            w: &QMatrix,
+            g: &Conv2dGeom,
+            out: &OutputSpec,
+        ) -> Result<QMatrix, DeviceError> {
+            if !self.config.has_conv_unit() {
+                return super::lowered_forward(self, x, w, g, out);
+            }
+            let op = systole_firmware::conv::ConvOp::Forward;
+            self.conv(
+                &ConvOperands {
+                    op,
+                    x: Some(x),
+                    dy: None,
+                    w: Some(w),
+                },
+                g,
+                out,
+            )
+        }
+
+        fn conv2d_backward_input(
+            &mut self,
+            dy: &QMatrix,
+            w: &QMatrix,
+            g: &Conv2dGeom,
+            out: &OutputSpec,
+        ) -> Result<QMatrix, DeviceError> {
+            if !self.config.has_conv_unit() {
+                return super::lowered_backward_input(self, dy, w, g, out);
+            }
+            let op = systole_firmware::conv::ConvOp::BackwardInput;
+            self.conv(
+                &ConvOperands {
+                    op,
+                    x: None,
+                    dy: Some(dy),
+                    w: Some(w),
+                },
+                g,
+                out,
+            )
+        }
+
+        fn conv2d_backward_weights(
+            &mut self,
+            x: &QMatrix,
+            dy: &QMatrix,
+            g: &Conv2dGeom,
+            out: &OutputSpec,
+        ) -> Result<QMatrix, DeviceError> {
+            if !self.config.has_conv_unit() {
+                return super::lowered_backward_weights(self, x, dy, g, out);
+            }
+            let op = systole_firmware::conv::ConvOp::BackwardWeights;
+            self.conv(
+                &ConvOperands {
+                    op,
+                    x: Some(x),
+                    dy: Some(dy),
+                    w: None,
+                },
+                g,
+                out,
+            )
+        }
+    };
+}
+pub(crate) use conv_unit_methods;

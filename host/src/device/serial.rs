@@ -24,7 +24,6 @@ use crate::tensor::QMatrix;
 use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 use systole_core::{regmap, AcceleratorBus, ArrayConfig};
-use systole_firmware::conv::ConvOp;
 use systole_firmware::driver;
 use systole_firmware::frame::{self, Decoder, FRAME_CAPACITY, MAX_PAYLOAD};
 use systole_firmware::protocol::{
@@ -536,62 +535,7 @@ impl SerialDevice {
 }
 
 impl Device for SerialDevice {
-    fn conv2d_forward(
-        &mut self,
-        x: &QMatrix,
-        w: &QMatrix,
-        g: &Conv2dGeom,
-        out: &OutputSpec,
-    ) -> Result<QMatrix, DeviceError> {
-        if !self.config.has_conv_unit() {
-            return super::lowered_forward(self, x, w, g, out);
-        }
-        let ops = ConvOperands {
-            op: ConvOp::Forward,
-            x: Some(x),
-            dy: None,
-            w: Some(w),
-        };
-        self.conv(&ops, g, out)
-    }
-
-    fn conv2d_backward_input(
-        &mut self,
-        dy: &QMatrix,
-        w: &QMatrix,
-        g: &Conv2dGeom,
-        out: &OutputSpec,
-    ) -> Result<QMatrix, DeviceError> {
-        if !self.config.has_conv_unit() {
-            return super::lowered_backward_input(self, dy, w, g, out);
-        }
-        let ops = ConvOperands {
-            op: ConvOp::BackwardInput,
-            x: None,
-            dy: Some(dy),
-            w: Some(w),
-        };
-        self.conv(&ops, g, out)
-    }
-
-    fn conv2d_backward_weights(
-        &mut self,
-        x: &QMatrix,
-        dy: &QMatrix,
-        g: &Conv2dGeom,
-        out: &OutputSpec,
-    ) -> Result<QMatrix, DeviceError> {
-        if !self.config.has_conv_unit() {
-            return super::lowered_backward_weights(self, x, dy, g, out);
-        }
-        let ops = ConvOperands {
-            op: ConvOp::BackwardWeights,
-            x: Some(x),
-            dy: Some(dy),
-            w: None,
-        };
-        self.conv(&ops, g, out)
-    }
+    conv_unit::conv_unit_methods!();
 
     fn name(&self) -> String {
         format!("serial {0}x{0} at {1}", self.config.size, self.path)

@@ -8,7 +8,6 @@ use crate::golden::OutputSpec;
 use crate::tensor::QMatrix;
 use std::path::Path;
 use systole_core::ArrayConfig;
-use systole_firmware::conv::ConvOp;
 use systole_firmware::driver;
 use systole_sim::{SimError, VerilatedArray};
 
@@ -114,62 +113,7 @@ impl Device for VerilatorDevice {
         Ok(QMatrix::from_vec(m, n, out.frac, c)?)
     }
 
-    fn conv2d_forward(
-        &mut self,
-        x: &QMatrix,
-        w: &QMatrix,
-        g: &Conv2dGeom,
-        out: &OutputSpec,
-    ) -> Result<QMatrix, DeviceError> {
-        if !self.config.has_conv_unit() {
-            return super::lowered_forward(self, x, w, g, out);
-        }
-        let ops = ConvOperands {
-            op: ConvOp::Forward,
-            x: Some(x),
-            dy: None,
-            w: Some(w),
-        };
-        self.conv(&ops, g, out)
-    }
-
-    fn conv2d_backward_input(
-        &mut self,
-        dy: &QMatrix,
-        w: &QMatrix,
-        g: &Conv2dGeom,
-        out: &OutputSpec,
-    ) -> Result<QMatrix, DeviceError> {
-        if !self.config.has_conv_unit() {
-            return super::lowered_backward_input(self, dy, w, g, out);
-        }
-        let ops = ConvOperands {
-            op: ConvOp::BackwardInput,
-            x: None,
-            dy: Some(dy),
-            w: Some(w),
-        };
-        self.conv(&ops, g, out)
-    }
-
-    fn conv2d_backward_weights(
-        &mut self,
-        x: &QMatrix,
-        dy: &QMatrix,
-        g: &Conv2dGeom,
-        out: &OutputSpec,
-    ) -> Result<QMatrix, DeviceError> {
-        if !self.config.has_conv_unit() {
-            return super::lowered_backward_weights(self, x, dy, g, out);
-        }
-        let ops = ConvOperands {
-            op: ConvOp::BackwardWeights,
-            x: Some(x),
-            dy: Some(dy),
-            w: None,
-        };
-        self.conv(&ops, g, out)
-    }
+    conv_unit::conv_unit_methods!();
 
     fn stats(&self) -> DeviceStats {
         self.stats
