@@ -115,6 +115,7 @@ impl Feed for ConvJob<'_> {
 }
 
 /// What the gather hook did for one command.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Started {
     /// A is gathered (the host writes no A rows).
     pub a: bool,

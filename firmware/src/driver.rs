@@ -146,6 +146,8 @@ pub(crate) struct Run<'b, 'j, B: AcceleratorBus> {
     pub(crate) gather: Option<&'j mut dyn crate::conv::Gathers<B>>,
     /// Tile order: column blocks outer (else row blocks outer).
     pub(crate) columns_outer: bool,
+    /// Fills already started for the command `(i0, j0, k0)`.
+    prestarted: Option<((usize, usize, usize), crate::conv::Started)>,
     size: usize,
     pub(crate) stats: DriverStats,
     /// `DONE_COUNT` when the run started.
@@ -244,6 +246,7 @@ impl<'b, 'j, B: AcceleratorBus> Run<'b, 'j, B> {
             n,
             gather,
             columns_outer: false,
+            prestarted: None,
             size: cfg.size,
             stats,
             done0: 0,
@@ -281,27 +284,29 @@ impl<'b, 'j, B: AcceleratorBus> Run<'b, 'j, B> {
         // Row blocks outer reuses an A block across a row of tiles (host-written A); column
         // blocks outer keeps a host-written B block while a gathered A streams past it.
         let (rows, cols) = (self.m.div_ceil(size), self.n.div_ceil(size));
-        for t in 0..rows * cols {
-            let (bi, bj) = if self.columns_outer {
-                (t % rows, t / rows)
-            } else {
-                (t / cols, t % cols)
-            };
-            let (i0, j0) = (bi * size, bj * size);
-            for k0 in (0..k).step_by(kstep) {
-                let cmd = Command {
-                    i0,
-                    j0,
+        let columns_outer = self.columns_outer;
+        let mut commands = (0..rows * cols)
+            .flat_map(|t| {
+                let (bi, bj) = if columns_outer {
+                    (t % rows, t / rows)
+                } else {
+                    (t / cols, t % cols)
+                };
+                (0..k).step_by(kstep).map(move |k0| Command {
+                    i0: bi * size,
+                    j0: bj * size,
                     k0,
                     klen: kstep.min(k - k0),
                     clear: k0 == 0,
                     emit: k0 + kstep >= k,
-                };
-                self.issue(cmd, q, emit, out)?;
-                q = q.wrapping_add(1);
-                if cmd.emit {
-                    emit = emit.wrapping_add(1);
-                }
+                })
+            })
+            .peekable();
+        while let Some(cmd) = commands.next() {
+            self.issue(cmd, commands.peek().copied(), q, emit, out)?;
+            q = q.wrapping_add(1);
+            if cmd.emit {
+                emit = emit.wrapping_add(1);
             }
         }
         for bank in [emit & 1, (emit + 1) & 1] {
@@ -320,19 +325,28 @@ impl<'b, 'j, B: AcceleratorBus> Run<'b, 'j, B> {
 
     /// Loads the rows of command `q` into bank `q % 2` (reading finished C rows in the same
     /// beats), then queues it.
-    fn issue(&mut self, cmd: Command, q: u32, emit: u32, out: &mut [i16]) -> Res<(), B::Error> {
+    fn issue(
+        &mut self,
+        cmd: Command,
+        next: Option<Command>,
+        q: u32,
+        emit: u32,
+        out: &mut [i16],
+    ) -> Res<(), B::Error> {
         let bank = (q & 1) as usize;
         let mut write_a = self.a_tag[bank] != Some((cmd.i0, cmd.k0));
         let mut write_b = self.b_tag[bank] != Some((cmd.j0, cmd.k0));
-        // Gathered operands are filled on chip, concurrently with the host's row writes.
+        // Gathered operands are filled on chip, concurrently with the host's row writes; the
+        // previous command usually started this fill already (see the end of this function).
         let mut gathering = 0;
-        if let Some(g) = self.gather.take() {
-            let r = g.start(self, &cmd, bank, write_a, write_b);
-            self.gather = Some(g);
-            let gathered = r?;
-            gathering = gathered.busy_bits;
-            write_a &= !gathered.a;
-            write_b &= !gathered.b;
+        let started = match self.prestarted.take() {
+            Some((key, st)) if key == (cmd.i0, cmd.j0, cmd.k0) => Some(st),
+            _ => self.start_gathers(&cmd, bank, write_a, write_b)?,
+        };
+        if let Some(st) = started {
+            gathering = st.busy_bits;
+            write_a &= !st.a;
+            write_b &= !st.b;
         }
         // Registers latched by COMMAND: written first so they cost no bubble after the rows.
         let seed = tile_seed(self.conversion.seed, cmd.i0 as u32, cmd.j0 as u32);
@@ -418,6 +432,16 @@ impl<'b, 'j, B: AcceleratorBus> Run<'b, 'j, B> {
                 ready: false,
             });
         }
+        // The gather engines hold a fill's first row until no command reads its bank, so the
+        // fill for command q + 1 may start now, while command q - 1 still reads that bank.
+        if let Some(nx) = next {
+            let nb = 1 - bank;
+            let need_a = self.a_tag[nb] != Some((nx.i0, nx.k0));
+            let need_b = self.b_tag[nb] != Some((nx.j0, nx.k0));
+            if let Some(st) = self.start_gathers(&nx, nb, need_a, need_b)? {
+                self.prestarted = Some(((nx.i0, nx.j0, nx.k0), st));
+            }
+        }
         // Once command q has started, command q - 1 has left the array and its bank, the one
         // command q + 1 will fill, is free.
         self.wait_status(
@@ -425,6 +449,22 @@ impl<'b, 'j, B: AcceleratorBus> Run<'b, 'j, B> {
             true,
             "the queued command to start",
         )
+    }
+
+    /// Starts the conv unit's fills for `cmd` into `bank` (none without a conv unit).
+    fn start_gathers(
+        &mut self,
+        cmd: &Command,
+        bank: usize,
+        need_a: bool,
+        need_b: bool,
+    ) -> Res<Option<crate::conv::Started>, B::Error> {
+        let Some(g) = self.gather.take() else {
+            return Ok(None);
+        };
+        let r = g.start(self, cmd, bank, need_a, need_b);
+        self.gather = Some(g);
+        r.map(Some)
     }
 
     /// Waits for the gather engines in `bits`, reading finished C rows meanwhile so that the

@@ -58,6 +58,10 @@ pub struct Controller {
     pub busy: Signal<Out, Bit>,
     /// The waiting slot is taken (a command now would be dropped).
     pub queue_full: Signal<Out, Bit>,
+    /// A bank `b` (bit `b`) is read by the running or the waiting command.
+    pub a_banks_busy: Signal<Out, Bits<2>>,
+    /// B bank `b` (bit `b`) is read by the running or the waiting command.
+    pub b_banks_busy: Signal<Out, Bits<2>>,
     /// One K step issued this cycle.
     pub mac: Signal<Out, Bit>,
     w_valid: DFF<Bit>,
@@ -110,6 +114,8 @@ impl Controller {
             drain_bank: Default::default(),
             busy: Default::default(),
             queue_full: Default::default(),
+            a_banks_busy: Default::default(),
+            b_banks_busy: Default::default(),
             mac: Default::default(),
             w_valid: Default::default(),
             w_word: Default::default(),
@@ -216,6 +222,33 @@ impl Logic for Controller {
         // Straight from a register: a combinational status would close a false loop through
         // the register file's `cmd_valid` (Verilator UNOPTFLAT).
         self.queue_full.next = self.w_valid.q.val();
+        // For the gather engines' interlock: a bank may be filled once no command reads it.
+        self.a_banks_busy.next = 0.into();
+        self.b_banks_busy.next = 0.into();
+        if self.r_valid.q.val() {
+            if self.r_word.q.val().get_bit(0) {
+                self.a_banks_busy.next = self.a_banks_busy.val() | 2;
+            } else {
+                self.a_banks_busy.next = self.a_banks_busy.val() | 1;
+            }
+            if self.r_word.q.val().get_bit(1) {
+                self.b_banks_busy.next = self.b_banks_busy.val() | 2;
+            } else {
+                self.b_banks_busy.next = self.b_banks_busy.val() | 1;
+            }
+        }
+        if self.w_valid.q.val() {
+            if self.w_word.q.val().get_bit(0) {
+                self.a_banks_busy.next = self.a_banks_busy.val() | 2;
+            } else {
+                self.a_banks_busy.next = self.a_banks_busy.val() | 1;
+            }
+            if self.w_word.q.val().get_bit(1) {
+                self.b_banks_busy.next = self.b_banks_busy.val() | 2;
+            } else {
+                self.b_banks_busy.next = self.b_banks_busy.val() | 1;
+            }
+        }
         self.mac.next = self.issue.val();
     }
 }

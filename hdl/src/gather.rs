@@ -7,7 +7,9 @@
 //! clock, the rate at which the array consumes it. A command runs: one cycle to load walker
 //! start states, `size` cycles to step the lane walker into the lane registers (skipped when
 //! the lanes are kept), then `klen` cycles of reads; each read lands in the bank one cycle
-//! later. `busy` stays high until the last row is written.
+//! later. `busy` stays high until the last row is written. The first read waits while an
+//! array command (running or waiting) reads the target bank, so the driver may start the fill
+//! of the next command's bank while the previous command still computes from it.
 
 use crate::fm_ram::FmRam;
 use crate::walker::Walker;
@@ -40,6 +42,9 @@ pub struct GatherEngine {
     pub fm_row: Signal<In, Bits<16>>,
     /// Feature-map row words.
     pub fm_data: Vec<Signal<In, Signed<16>>>,
+    /// Bank `b` (bit `b`) is read by a running or waiting array command: the first row of a
+    /// fill into it waits (the interlock that lets the driver start a gather early).
+    pub bank_busy: Signal<In, Bits<2>>,
     /// A command runs or its last row is not yet written.
     pub busy: Signal<Out, Bit>,
     /// A command was refused this cycle (engine busy, or `klen` 0 or above the depth).
@@ -76,6 +81,7 @@ pub struct GatherEngine {
     we_d: DFF<Bit>,
     row_d: DFF<Bits<17>>,
     cmd_write: Signal<Local, Bit>,
+    hold: Signal<Local, Bit>,
     new_klen: Signal<Local, Bits<17>>,
     a_cfg: Constant<Bits<8>>,
     a_cmd: Constant<Bits<8>>,
@@ -120,6 +126,7 @@ impl GatherEngine {
             fm_we: Default::default(),
             fm_row: Default::default(),
             fm_data: many(row_words),
+            bank_busy: Default::default(),
             busy: Default::default(),
             cmd_error: Default::default(),
             wr_en: Default::default(),
@@ -149,6 +156,7 @@ impl GatherEngine {
             we_d: Default::default(),
             row_d: Default::default(),
             cmd_write: Default::default(),
+            hold: Default::default(),
             new_klen: Default::default(),
             a_cfg: Constant::new(bits(cfg_addr as u64)),
             a_cmd: Constant::new(bits(cmd_addr as u64)),
@@ -281,7 +289,12 @@ impl Logic for GatherEngine {
                 self.state.d.next = 3.into();
             }
         }
-        if self.state.q.val() == 3 {
+        // The first row waits while an array command still reads (or will read) the bank.
+        self.hold.next = (self.count.q.val() == 0) & self.bank_busy.val().get_bit(0);
+        if self.bank.q.val() {
+            self.hold.next = (self.count.q.val() == 0) & self.bank_busy.val().get_bit(1);
+        }
+        if (self.state.q.val() == 3) & !self.hold.val() {
             self.k_walk.step.next = true;
             self.we_d.d.next = true;
             self.row_d.d.next = self.count.q.val();

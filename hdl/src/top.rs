@@ -180,6 +180,8 @@ impl Logic for Core {
             self.gather_a.fm_data[w].next = self.fm_wr_data[w].val();
             self.gather_b.fm_data[w].next = self.fm_wr_data[w].val();
         }
+        self.gather_a.bank_busy.next = self.ctrl.a_banks_busy.val();
+        self.gather_b.bank_busy.next = self.ctrl.b_banks_busy.val();
         self.regs.gather_a_busy.next = self.gather_a.busy.val();
         self.regs.gather_b_busy.next = self.gather_b.busy.val();
         self.regs.gather_error.next = self.gather_a.cmd_error.val() | self.gather_b.cmd_error.val();

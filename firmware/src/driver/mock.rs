@@ -24,6 +24,8 @@ struct Cmd {
 struct MockEngine {
     words: [u32; WORDS],
     model: EngineModel,
+    /// A fill waiting for its bank to be free of commands: the command word.
+    held: Option<u32>,
     /// Busy while `cycles < busy_until`.
     busy_until: u32,
     bank: u8,
@@ -62,6 +64,7 @@ impl MockArray {
         let engine = || MockEngine {
             words: [0; WORDS],
             model: EngineModel::new(n),
+            held: None,
             busy_until: 0,
             bank: 0,
         };
@@ -125,6 +128,18 @@ impl MockArray {
             self.error = true;
             return;
         }
+        let bank = ((v >> 17) & 1) as u8;
+        if self.in_use(e == 0, bank) {
+            // The interlock: the fill waits until no command reads its bank.
+            self.engines[e].held = Some(v);
+            return;
+        }
+        self.fill(e, v);
+    }
+
+    /// Runs a gather command whose bank is free.
+    fn fill(&mut self, e: usize, v: u32) {
+        let klen = (v & 0x1_FFFF) as usize;
         let bank = ((v >> 17) & 1) as u8;
         let mode = match (v >> 18) & 3 {
             0 => regmap::LaneMode::Load,
@@ -208,6 +223,14 @@ impl MockArray {
         }
         if let Some((addr, v)) = reg {
             self.write(addr, v);
+        }
+        for e in 0..2 {
+            if let Some(v) = self.engines[e].held {
+                if !self.in_use(e == 0, ((v >> 17) & 1) as u8) {
+                    self.engines[e].held = None;
+                    self.fill(e, v);
+                }
+            }
         }
         while self.conversions.front().is_some_and(|c| c.0 == self.cycles) {
             let (_, bank, tile) = self.conversions.pop_front().unwrap();
