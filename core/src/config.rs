@@ -3,7 +3,7 @@
 use crate::numeric::{ACC_BITS, MAX_K};
 
 /// Feature-map buffer depth of [`ArrayConfig::square`] and [`ArrayConfig::new`].
-pub const DEFAULT_FM_DEPTH: usize = 16384;
+pub const DEFAULT_FM_DEPTH: usize = 32768;
 
 /// Size and formats of one systolic-array accelerator. The HDL generator, the register map
 /// constants (read back from `regmap::CONFIG`) and the host's tiler are all derived from it.
@@ -59,7 +59,7 @@ impl core::fmt::Display for ConfigError {
 
 impl ArrayConfig {
     /// The default configuration for a `size x size` array: 16-bit words, 48-bit accumulators,
-    /// 8 fractional bits, 512-row buffer banks, a 16384-word feature-map buffer.
+    /// 8 fractional bits, 512-row buffer banks, a 32768-word feature-map buffer.
     pub const fn square(size: usize) -> Self {
         ArrayConfig {
             size,
@@ -229,7 +229,7 @@ mod tests {
                     back.buffer_depth,
                     back.fm_depth
                 ),
-                (n, 16, 48, 512, 16384)
+                (n, 16, 48, 512, 32768)
             );
         }
         assert_eq!(ArrayConfig::square(8).row_addr_bits(), 9);

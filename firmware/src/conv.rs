@@ -338,6 +338,18 @@ impl<B: AcceleratorBus> Gathers<B> for ConvGathers<'_> {
     }
 }
 
+/// Whether [`conv2d`] sends every feature map of `job` exactly once on `cfg`. Always for the
+/// forward and input-gradient ops; for the weight gradient, when the whole batch fits the
+/// feature-map buffer (it walks the batch once per output tile). Callers may lower a weight
+/// gradient that does not fit on the host instead (same result, fewer bytes).
+pub fn sends_maps_once(cfg: &ArrayConfig, job: &ConvJob<'_>) -> bool {
+    if job.op != ConvOp::BackwardWeights {
+        return true;
+    }
+    let slot = job.slot_words(cfg.fm_row_words());
+    cfg.has_conv_unit() && job.batch.saturating_mul(slot) <= cfg.fm_depth
+}
+
 /// Computes one convolution op on the conv unit behind `bus`, bit-exact with the golden
 /// model. `out` receives the lowered output matrix (see the module table), row-major.
 pub fn conv2d<B: AcceleratorBus>(

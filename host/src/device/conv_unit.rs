@@ -21,6 +21,19 @@ pub(crate) struct ConvOperands<'a> {
     pub w: Option<&'a QMatrix>,
 }
 
+/// The conv unit's view of a convolution (no batch: images stream through its ring).
+fn core_geom(g: &Conv2dGeom) -> ConvGeom {
+    ConvGeom {
+        in_ch: g.in_ch,
+        in_h: g.in_h,
+        in_w: g.in_w,
+        out_ch: g.out_ch,
+        kernel: g.kernel,
+        stride: g.stride,
+        pad: g.pad,
+    }
+}
+
 fn check(m: &QMatrix, what: &str, rows: usize, cols: usize) -> Result<(), DeviceError> {
     if m.rows != rows || m.cols != cols {
         return Err(NumericError::Shape(format!(
@@ -48,15 +61,7 @@ where
     B::Error: Display,
 {
     g.validate()?;
-    let geom = ConvGeom {
-        in_ch: g.in_ch,
-        in_h: g.in_h,
-        in_w: g.in_w,
-        out_ch: g.out_ch,
-        kernel: g.kernel,
-        stride: g.stride,
-        pad: g.pad,
-    };
+    let geom = core_geom(g);
     let empty: &[i16] = &[];
     let mut frac = 0;
     let mut data = [empty; 3];
@@ -103,6 +108,24 @@ where
         ConvOp::BackwardWeights => lowered,
     };
     Ok((result, st))
+}
+
+/// Whether the weight gradient of `g` runs on the conv unit sending each map once (the whole
+/// batch fits the feature-map buffer); otherwise the backends lower it on the host, which
+/// then moves fewer bytes than re-sending the maps for every output tile.
+pub(crate) fn weight_gradient_fits(cfg: &ArrayConfig, g: &Conv2dGeom) -> bool {
+    let job = ConvJob {
+        op: ConvOp::BackwardWeights,
+        geom: core_geom(g),
+        batch: g.batch,
+        x: &[],
+        dy: &[],
+        w: &[],
+        shift: 0,
+        rounding: systole_core::Rounding::Truncate,
+        seed: 0,
+    };
+    systole_firmware::conv::sends_maps_once(cfg, &job)
 }
 
 /// Bytes a run moved to the device over row-wide ports and the register bus, as the
@@ -173,7 +196,7 @@ macro_rules! conv_unit_methods {
             g: &Conv2dGeom,
             out: &OutputSpec,
         ) -> Result<QMatrix, DeviceError> {
-            if !self.config.has_conv_unit() {
+            if !self.config.has_conv_unit() || !conv_unit::weight_gradient_fits(&self.config, g) {
                 return super::lowered_backward_weights(self, x, dy, g, out);
             }
             let op = systole_firmware::conv::ConvOp::BackwardWeights;
