@@ -15,7 +15,7 @@ fn encode(r: &Request<'_>) -> Vec<u8> {
 #[test]
 fn literal_payloads_both_ways() {
     let words = [0x01, 0x00, 0xFE, 0xFF];
-    let cases: [(Request<'_>, u8, &[u8]); 8] = [
+    let cases: [(Request<'_>, u8, &[u8]); 9] = [
         (Request::Ping, 0x01, &[]),
         (Request::ReadReg { addr: 0x0C }, 0x02, &[0x0C]),
         (
@@ -57,6 +57,14 @@ fn literal_payloads_both_ways() {
             0x08,
             &[0x07, 0x04, 0x00, 0x01, 0x00, 0x00, 0x00],
         ),
+        (
+            Request::WriteFm {
+                addr: 0x0102_0304,
+                words: Words::from_le_bytes(&[0x01, 0x00, 0x00, 0x80]),
+            },
+            0x09,
+            &[0x04, 0x03, 0x02, 0x01, 0x01, 0x00, 0x00, 0x80],
+        ),
     ];
     for (req, code, bytes) in cases {
         assert_eq!(req.cmd(), code);
@@ -85,7 +93,7 @@ fn batch_entry_literal() {
 #[test]
 fn malformed_payloads_are_refused() {
     use ErrorCode::*;
-    let cases: [(u8, &[u8], ErrorCode); 10] = [
+    let cases: [(u8, &[u8], ErrorCode); 12] = [
         (0x01, &[0], Malformed),
         (0x03, &[1, 2, 3], Malformed),
         (0x04, &[0, 0, 0, 0, 1], Malformed),
@@ -96,6 +104,9 @@ fn malformed_payloads_are_refused() {
         (0x08, &[0x07, 0x05, 0x00, 1, 2], Malformed),
         (0x08, &[0x05, 0x00, 0x00], NotBatchable),
         (0x99, &[], UnknownCommand),
+        // WRITE_FM: an address and no words; an odd word byte.
+        (0x09, &[0, 0, 0, 0], Malformed),
+        (0x09, &[0, 0, 0, 0, 1, 0, 2], Malformed),
     ];
     for (cmd, p, code) in cases {
         assert_eq!(Request::parse(cmd, p), Err(code), "cmd {cmd:#x} {p:?}");
@@ -150,6 +161,14 @@ fn arb_request() -> impl Strategy<Value = (u8, Vec<u8>)> {
         )),
         Just((0x06u8, Vec::new())),
         any::<u32>().prop_map(|cycles| (0x07, encode(&Request::Idle { cycles }))),
+        (any::<u32>(), proptest::collection::vec(any::<u8>(), 1..40)).prop_map(|(addr, seed)| {
+            let bytes: Vec<u8> = seed.iter().chain(seed.iter()).copied().collect();
+            let r = Request::WriteFm {
+                addr,
+                words: Words::from_le_bytes(&bytes),
+            };
+            (0x09, encode(&r))
+        }),
     ]
 }
 
