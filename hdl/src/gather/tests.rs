@@ -61,6 +61,17 @@ fn compare(cfg: GatherConfig, fm: Vec<i16>, cmds: Vec<(usize, LaneMode, bool)>) 
                 bits(gather_command(klen as u32, (c % 2) as u8, mode, k_next) as u64);
             wait_clock_cycle!(sim, clock, x);
             x.reg_we.next = false;
+            if c == 1 {
+                // The interlock: while an array command reads the target bank (bit c % 2),
+                // the engine walks its lanes but writes no row.
+                x.bank_busy.next = bits(0b10);
+                for _ in 0..30 {
+                    sim_assert!(sim, x.busy.val() && !x.wr_en.val(), x);
+                    wait_clock_cycle!(sim, clock, x);
+                }
+                // The other bank being read does not hold this fill.
+                x.bank_busy.next = bits(0b01);
+            }
             let mut got = 0;
             let mut guard = 0;
             while x.busy.val() || got == 0 {
@@ -78,6 +89,7 @@ fn compare(cfg: GatherConfig, fm: Vec<i16>, cmds: Vec<(usize, LaneMode, bool)>) 
                 wait_clock_cycle!(sim, clock, x);
             }
             sim_assert_eq!(sim, got, klen, x);
+            x.bank_busy.next = bits(0);
         }
         // Accepted when idle; the same write once the engine is busy is refused; so is klen 0.
         x.reg_we.next = true;
