@@ -19,6 +19,9 @@ pub struct FmRam {
     pub w_row: Signal<In, Bits<16>>,
     /// The row's words, word `i` at address `w_row * R + i`.
     pub w_data: Vec<Signal<In, Signed<16>>>,
+    /// Read on this edge (the lanes' words keep their value otherwise; saves the simulator
+    /// `lanes` memory reads per idle clock).
+    pub re: Signal<In, Bit>,
     /// Word address each lane reads (low `log2(words)` bits used).
     pub r_addr: Vec<Signal<In, Bits<16>>>,
     /// Word at each lane's address sampled on the previous edge.
@@ -47,6 +50,7 @@ impl FmRam {
             we: Default::default(),
             w_row: Default::default(),
             w_data: (0..row_words).map(|_| Signal::default()).collect(),
+            re: Default::default(),
             r_addr: (0..lanes).map(|_| Signal::default()).collect(),
             r_data: (0..lanes).map(|_| Signal::default()).collect(),
             _row_words: row_words,
@@ -59,8 +63,10 @@ impl Logic for FmRam {
     fn update(&mut self) {
         if self.clock.pos_edge() {
             let words = self._mem.len();
-            for (d, a) in self.r_data.iter_mut().zip(&self.r_addr) {
-                d.next = self._mem[a.val().index() & (words - 1)];
+            if self.re.val() {
+                for (d, a) in self.r_data.iter_mut().zip(&self.r_addr) {
+                    d.next = self._mem[a.val().index() & (words - 1)];
+                }
             }
             if self.we.val() {
                 let rows = words / self._row_words;
@@ -89,7 +95,7 @@ impl Logic for FmRam {
         let mut unused = vec![];
         for l in 0..self.r_addr.len() {
             reads.push_str(&format!(
-                "   r_data${l} <= mem[r_addr${l}[{ahi}:{sb}]][r_addr${l}[{slo}:0]*16 +: 16];\n",
+                "      r_data${l} <= mem[r_addr${l}[{ahi}:{sb}]][r_addr${l}[{slo}:0]*16 +: 16];\n",
                 ahi = ab - 1,
                 slo = sb - 1,
             ));
@@ -115,7 +121,9 @@ impl Logic for FmRam {
 reg [{width}:0] mem[0:{last}];
 {unused}
 always @(posedge clock) begin
-{reads}   if (we) begin
+   if (re) begin
+{reads}   end
+   if (we) begin
       mem[w_row[{rhi}:0]] <= {{{concat}}};
    end
 end
@@ -128,7 +136,7 @@ end
     }
 
     fn timing(&self) -> Vec<TimingInfo> {
-        let mut inputs = vec!["we".to_string(), "w_row".to_string()];
+        let mut inputs = vec!["we".to_string(), "w_row".to_string(), "re".to_string()];
         inputs.extend((0..self.r_addr.len()).map(|l| format!("r_addr${l}")));
         vec![TimingInfo {
             name: "fm_ram".into(),

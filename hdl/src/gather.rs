@@ -195,6 +195,7 @@ impl Logic for GatherEngine {
         self.fm.clock.next = self.clock.val();
         self.fm.we.next = self.fm_we.val();
         self.fm.w_row.next = self.fm_row.val();
+        self.fm.re.next = self.state.q.val() == 3;
         for w in 0..self._row_words {
             self.fm.w_data[w].next = self.fm_data[w].val();
         }
