@@ -19,6 +19,7 @@ mod comb_split;
 pub mod controller;
 pub mod converter;
 pub mod pe;
+mod prune;
 pub mod regfile;
 pub mod top;
 pub mod uart;
