@@ -180,6 +180,8 @@ fn build_model(out: &Path, include: &Path, m: &Model, verilog: &str) {
 /// Verilates one model and compiles it and its shim into `libsystole_{name}.a`.
 fn verilate(include: &Path, dir: &Path, m: &Model, verilog: &str) {
     let (n, trace, name) = (m.size, m.traced, m.name());
+    // Verilator leaves files of an earlier run in its --Mdir; start clean.
+    let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).expect("create model dir");
     let ports = ports::parse_top_ports(verilog)
         .and_then(|p| ports::TopPorts::find(&p, n))

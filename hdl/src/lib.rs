@@ -26,6 +26,15 @@ pub mod uart;
 
 mod verilog;
 
+/// Marks signals of `$block` as driven by its `update`: the `connect` that `#[hdl_gen]` derives,
+/// for a block whose Verilog is hand-written (`pe`).
+macro_rules! driven {
+    ($block:ident; $($($field:ident).+),+ $(,)?) => {
+        $($block.$($field).+.connect();)+
+    };
+}
+pub(crate) use driven;
+
 pub use verilog::{generate_verilog, lint_waivers, ports, top_module_name, PortDir, PortInfo};
 
 use systole_core::ConfigError;
