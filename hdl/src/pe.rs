@@ -15,8 +15,8 @@
 //! combinational logic, so Verilator evaluated each PE's multiply-add after every clock edge
 //! into a stored `d` and copied it into `q` at the next one. With the registers assigned in
 //! one clocked block the multiply-add runs once, at the edge, straight into the registers: the
-//! PE array is most of the simulation time, and this made the Verilated model about 1.3x
-//! faster (8x8). Both descriptions are the same logic: `update` is what rust-hdl simulates (the unit
+//! PE array is most of the simulation time, and this made the Verilated 8x8 model about 1.3x
+//! faster. Both descriptions are the same logic: `update` is what rust-hdl simulates (the unit
 //! test below), the Verilog is what Verilator and the board flows see (systole-sim's and
 //! systole-tests' bit-exact tests against the golden model).
 
