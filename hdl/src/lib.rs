@@ -27,7 +27,7 @@ pub mod uart;
 mod verilog;
 
 /// Marks signals of `$block` as driven by its `update`: the `connect` that `#[hdl_gen]` derives,
-/// for a block whose Verilog is hand-written (`pe`).
+/// for blocks whose Verilog is hand-written (`pe`, `converter`).
 macro_rules! driven {
     ($block:ident; $($($field:ident).+),+ $(,)?) => {
         $($block.$($field).+.connect();)+
