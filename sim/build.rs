@@ -5,7 +5,13 @@
 //! `--prefix Vsa{n}` (so every size links into one binary), write a C++ shim whose `extern "C"`
 //! functions move a whole clock beat per call, and compile it all with `cc` at `-O2` (even in
 //! debug builds: the model is the hot loop). Writes `OUT_DIR/models.rs`, the table of compiled
-//! sizes that `src/ffi.rs` includes.
+//! models that `src/ffi.rs` includes.
+//!
+//! Each size is Verilated twice: `Vsa{n}` without `--trace`, the fast model every simulation
+//! uses, and (unless `SYSTOLE_VERILATOR_TRACE=0`) `Vsa{n}t` with `--trace`, used only once a
+//! VCD trace is asked for. `--trace` makes Verilator keep every traced signal as a variable
+//! and mark trace activity on each eval, which cost about 25% of the simulation speed even
+//! with no trace open.
 //!
 //! Without `verilator` or a C++ compiler the build still succeeds: it sets
 //! `cfg(systole_no_verilator)` and the crate reports `SimError::NotBuilt` at run time.
@@ -27,8 +33,22 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(systole_no_verilator)");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let sizes = parse_sizes();
-    // Tracing support costs a little speed even when no trace is open; 0 leaves it out.
+    // 0 leaves the traced models out (half the C++ to compile).
     let trace = std::env::var("SYSTOLE_VERILATOR_TRACE").map_or(true, |v| v != "0");
+    let models: Vec<Model> = sizes
+        .iter()
+        .flat_map(|&size| {
+            let traced = trace.then_some(Model { size, traced: true });
+            [
+                Some(Model {
+                    size,
+                    traced: false,
+                }),
+                traced,
+            ]
+        })
+        .flatten()
+        .collect();
 
     let root = match tools() {
         Ok(root) => root,
@@ -43,16 +63,34 @@ fn main() {
     };
     let include = root.join("include");
     for &n in &sizes {
-        build_model(&out, &include, n, trace);
+        let verilog = systole_hdl::generate_verilog(&ArrayConfig::square(n))
+            .unwrap_or_else(|e| panic!("systole-hdl could not generate the {n}x{n} array: {e}"));
+        for m in models.iter().filter(|m| m.size == n) {
+            build_model(&out, &include, m, &verilog);
+        }
     }
     build_runtime(&out, &include, trace);
-    for &n in &sizes {
-        println!("cargo::rustc-link-lib=static=systole_sa{n}");
+    for m in &models {
+        println!("cargo::rustc-link-lib=static=systole_{}", m.name());
     }
     println!("cargo::rustc-link-lib=static=systole_verilated");
     println!("cargo::rustc-link-search=native={}", out.display());
     println!("cargo::rustc-link-lib=dylib=stdc++");
-    write_models(&out, &sizes);
+    write_models(&out, &models);
+}
+
+/// One Verilated build of one array size.
+struct Model {
+    size: usize,
+    /// Verilated with `--trace` (the model a VCD is written from).
+    traced: bool,
+}
+
+impl Model {
+    /// `sa{n}` or `sa{n}t`: the suffix of the C++ class (`Vsa{n}`), shim functions and library.
+    fn name(&self) -> String {
+        format!("sa{}{}", self.size, if self.traced { "t" } else { "" })
+    }
 }
 
 fn parse_sizes() -> Vec<usize> {
@@ -123,26 +161,27 @@ fn cxx_build(include: &Path, trace: bool) -> cc::Build {
     b
 }
 
-/// Verilates and compiles the model of one size unless the same Verilog was built before.
-fn build_model(out: &Path, include: &Path, n: usize, trace: bool) {
-    let cfg = ArrayConfig::square(n);
-    let verilog = systole_hdl::generate_verilog(&cfg)
-        .unwrap_or_else(|e| panic!("systole-hdl could not generate the {n}x{n} array: {e}"));
-    let dir = out.join(format!("sa{n}"));
+/// Verilates and compiles one model unless the same Verilog was built before.
+fn build_model(out: &Path, include: &Path, m: &Model, verilog: &str) {
+    let name = m.name();
     // The key covers this script and the tools too, so a change in how models are built
     // rebuilds them.
     let key = format!(
-        "{verilog}\n// trace={trace} {} {:x}",
+        "{verilog}\n// {name} trace={} {} {:x}",
+        m.traced,
         tool_version(),
         script_hash()
     );
-    cached(out, &format!("systole_sa{n}"), &key, || {
-        verilate(include, &dir, n, &verilog, trace)
+    cached(out, &format!("systole_{name}"), &key, || {
+        verilate(include, &out.join(&name), m, verilog)
     });
 }
 
-/// Verilates one size and compiles the model and its shim into `libsystole_sa{n}.a`.
-fn verilate(include: &Path, dir: &Path, n: usize, verilog: &str, trace: bool) {
+/// Verilates one model and compiles it and its shim into `libsystole_{name}.a`.
+fn verilate(include: &Path, dir: &Path, m: &Model, verilog: &str) {
+    let (n, trace, name) = (m.size, m.traced, m.name());
+    // Verilator leaves files of an earlier run in its --Mdir; start clean.
+    let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).expect("create model dir");
     let ports = ports::parse_top_ports(verilog)
         .and_then(|p| ports::TopPorts::find(&p, n))
@@ -158,7 +197,7 @@ fn verilate(include: &Path, dir: &Path, n: usize, verilog: &str, trace: bool) {
             "top",
         ])
         .arg("--prefix")
-        .arg(format!("Vsa{n}"))
+        .arg(format!("V{name}"))
         .arg("--Mdir")
         .arg(dir)
         .arg(dir.join("src.v"));
@@ -173,27 +212,27 @@ fn verilate(include: &Path, dir: &Path, n: usize, verilog: &str, trace: bool) {
             String::from_utf8_lossy(&o.stderr)
         );
     }
-    let shim = dir.join(format!("shim_sa{n}.cpp"));
+    let shim = dir.join(format!("shim_{name}.cpp"));
     // Verilator 5 keeps the clock's last value for edge detection in the root class; when it
     // is there under the expected name the shim can skip the falling-edge eval.
     let root_h =
-        std::fs::read_to_string(dir.join(format!("Vsa{n}___024root.h"))).unwrap_or_default();
+        std::fs::read_to_string(dir.join(format!("V{name}___024root.h"))).unwrap_or_default();
     let prev = format!("__Vtrigrprev__TOP__{}", ports.clock_member());
     let prev = root_h
         .contains(&format!(" {prev};"))
         .then_some(prev.as_str());
-    std::fs::write(&shim, ports::shim_cpp(n, &ports, trace, prev)).expect("write shim");
+    std::fs::write(&shim, ports::shim_cpp(&name, &ports, trace, prev)).expect("write shim");
     let mut b = cxx_build(include, trace);
     b.include(dir).file(&shim);
-    for f in classes(dir, n) {
+    for f in classes(dir, &name) {
         b.file(f);
     }
-    b.compile(&format!("systole_sa{n}"));
+    b.compile(&format!("systole_{name}"));
 }
 
 /// The model's C++ files (module and support classes) listed in Verilator's `V*_classes.mk`.
-fn classes(dir: &Path, n: usize) -> Vec<PathBuf> {
-    let mk = std::fs::read_to_string(dir.join(format!("Vsa{n}_classes.mk")))
+fn classes(dir: &Path, name: &str) -> Vec<PathBuf> {
+    let mk = std::fs::read_to_string(dir.join(format!("V{name}_classes.mk")))
         .expect("Verilator wrote no _classes.mk");
     let mut files = Vec::new();
     let mut in_list = false;
@@ -215,7 +254,7 @@ fn classes(dir: &Path, n: usize) -> Vec<PathBuf> {
             in_list = l.ends_with('\\');
         }
     }
-    assert!(!files.is_empty(), "no model classes in Vsa{n}_classes.mk");
+    assert!(!files.is_empty(), "no model classes in V{name}_classes.mk");
     files
 }
 
@@ -298,17 +337,17 @@ fn script_hash() -> u64 {
     h.finish()
 }
 
-fn write_models(out: &Path, sizes: &[usize]) {
+fn write_models(out: &Path, models: &[Model]) {
     let mut decls = String::new();
     let mut entries = String::new();
-    for &n in sizes {
-        let (d, e) = ports::rust_entry(n);
+    for m in models {
+        let (d, e) = ports::rust_entry(&m.name(), m.size, m.traced);
         decls.push_str(&d);
         entries.push_str(&e);
     }
     let text = format!(
         "// Generated by build.rs: the Verilated models compiled into this build.\n{decls}\n\
-         /// One entry per compiled array size.\npub static MODELS: &[ModelFns] = &[\n{entries}];\n"
+         /// One entry per compiled model (a fast and maybe a traced one per size).\npub static MODELS: &[ModelFns] = &[\n{entries}];\n"
     );
     std::fs::write(out.join("models.rs"), text).expect("write models.rs");
 }

@@ -21,12 +21,22 @@ pub mod converter;
 pub mod fm_ram;
 pub mod gather;
 pub mod pe;
+mod prune;
 pub mod regfile;
 pub mod top;
 pub mod uart;
 pub mod walker;
 
 mod verilog;
+
+/// Marks signals of `$block` as driven by its `update`: the `connect` that `#[hdl_gen]` derives,
+/// for blocks whose Verilog is hand-written (`pe`, `converter`).
+macro_rules! driven {
+    ($block:ident; $($($field:ident).+),+ $(,)?) => {
+        $($block.$($field).+.connect();)+
+    };
+}
+pub(crate) use driven;
 
 pub use verilog::{generate_verilog, lint_waivers, ports, top_module_name, PortDir, PortInfo};
 

@@ -153,20 +153,20 @@ impl TopPorts {
     }
 }
 
-/// C++ source of the `extern "C"` shim for model class `Vsa{size}` (functions `systole_sa{size}_*`).
+/// C++ source of the `extern "C"` shim for model class `V{name}` (functions `systole_{name}_*`).
 ///
 /// `skip_falling_eval`: the design only reacts to rising edges, so when Verilator's edge
 /// detector state (`prev_clock_member`, in the root class) is known, the falling edge is
 /// applied without a second `eval()` (which would re-run all input-combinational logic) by
 /// resetting that state directly. Off while a trace is open, so the VCD shows both phases.
 pub fn shim_cpp(
-    size: usize,
+    name: &str,
     ports: &TopPorts,
     trace: bool,
     prev_clock_member: Option<&str>,
 ) -> String {
-    let cls = format!("Vsa{size}");
-    let f = format!("systole_sa{size}");
+    let cls = format!("V{name}");
+    let f = format!("systole_{name}");
     let s = |n: &str| ports.s(n);
     let mut lanes_in = String::new();
     for (which, en) in [(0, "a"), (1, "b"), (3, "fm")] {
@@ -229,7 +229,7 @@ extern "C" void {f}_trace_close(State* s) {{
 {trace_inc}#include "{cls}.h"
 #include "{cls}___024root.h"
 
-namespace systole_sa{size} {{
+namespace systole_{name} {{
 struct PortIn {{
     uint32_t reg_addr, reg_wdata, reg_we;
     uint32_t a_en, a_bank, a_row; const int16_t* a_data;
@@ -254,7 +254,7 @@ inline void clock_cycle(State* s) {{
 {fast_fall}    settle(s);
 }}
 }}
-using namespace systole_sa{size};
+using namespace systole_{name};
 
 {trace_fns}
 extern "C" State* {f}_new() {{
@@ -342,9 +342,10 @@ extern "C" void {f}_idle(State* s, uint32_t cycles) {{
     )
 }
 
-/// Rust declarations and the [`ModelFns`] entry for one size (spliced into `models.rs`).
-pub fn rust_entry(size: usize) -> (String, String) {
-    let f = format!("systole_sa{size}");
+/// Rust declarations and the [`ModelFns`] entry for model `name` of a `size x size` array
+/// (spliced into `models.rs`); `traced` when it was Verilated with `--trace`.
+pub fn rust_entry(name: &str, size: usize, traced: bool) -> (String, String) {
+    let f = format!("systole_{name}");
     let decls = format!(
         r#"extern "C" {{
     fn {f}_new() -> *mut c_void;
@@ -359,7 +360,7 @@ pub fn rust_entry(size: usize) -> (String, String) {
 "#
     );
     let entry = format!(
-        "    ModelFns {{ size: {size}, new: {f}_new, delete: {f}_delete, reset: {f}_reset, \
+        "    ModelFns {{ size: {size}, traced: {traced}, new: {f}_new, delete: {f}_delete, reset: {f}_reset, \
          read_reg: {f}_read_reg, tick: {f}_tick, idle: {f}_idle, trace_open: {f}_trace_open, \
          trace_close: {f}_trace_close }},\n"
     );

@@ -49,9 +49,11 @@ impl PortIn {
     }
 }
 
-/// The shim functions of one compiled array size.
+/// The shim functions of one compiled model.
 pub(crate) struct ModelFns {
     pub size: usize,
+    /// Verilated with `--trace`: slower, but the only kind that can write a VCD.
+    pub traced: bool,
     pub new: unsafe extern "C" fn() -> *mut c_void,
     pub delete: unsafe extern "C" fn(*mut c_void),
     pub reset: unsafe extern "C" fn(*mut c_void, u32),

@@ -6,6 +6,11 @@
 //! so the firmware's tile driver runs on it unchanged. Each bus call is one call into C++ that
 //! sets every input port, runs a whole clock cycle and returns the outputs.
 //!
+//! Each size has a fast model, Verilated without `--trace`, and (unless built with
+//! `SYSTOLE_VERILATOR_TRACE=0`) a slower traced one. A new [`VerilatedArray`] runs the fast
+//! model; [`VerilatedArray::open_trace`] before its first clock edge switches it to a fresh
+//! traced model.
+//!
 //! Timing (see `ARCHITECTURE.md`, "Hardware port timing"): `read_reg` evaluates the
 //! combinational register read without a clock edge; `write_reg`, `beat` and each `idle` cycle
 //! are one rising edge each; a C row read in a beat is returned after that beat's edge.
@@ -57,6 +62,12 @@ pub enum SimError {
     /// Tracing was left out of this build (`SYSTOLE_VERILATOR_TRACE=0`).
     #[error("tracing is not compiled in: rebuild without SYSTOLE_VERILATOR_TRACE=0")]
     TraceNotBuilt,
+    /// A trace was asked for after the fast (untraced) model had run.
+    #[error(
+        "a VCD trace must be opened before the model's first clock edge (write, beat, idle or \
+         reset): only then can it switch to the traced model"
+    )]
+    TraceTooLate,
 }
 
 impl From<systole_core::ConfigError> for SimError {
@@ -75,7 +86,11 @@ fn describe_built(built: &[usize]) -> String {
 
 /// Array sizes compiled into this build (each with `ArrayConfig::square(n)`).
 pub fn built_sizes() -> Vec<usize> {
-    ffi::MODELS.iter().map(|m| m.size).collect()
+    ffi::MODELS
+        .iter()
+        .filter(|m| !m.traced)
+        .map(|m| m.size)
+        .collect()
 }
 
 /// One simulated accelerator instance.
@@ -84,6 +99,8 @@ pub struct VerilatedArray {
     state: NonNull<c_void>,
     cfg: ArrayConfig,
     cycles: u64,
+    /// Clocked since creation: the state can no longer move to the traced model.
+    clocked: bool,
 }
 
 // SAFETY: the model state is owned by this value only and has its own VerilatedContext, so it
@@ -102,26 +119,22 @@ impl VerilatedArray {
         if cfg!(systole_no_verilator) {
             return Err(SimError::NotBuilt);
         }
-        let fns = ffi::MODELS
-            .iter()
-            .find(|m| m.size == cfg.size)
+        let fns = model(cfg.size, false)
             .filter(|_| ArrayConfig::square(cfg.size).config_word() == cfg.config_word())
             .ok_or_else(|| SimError::SizeNotBuilt {
                 size: cfg.size,
                 depth: cfg.buffer_depth,
                 built: built_sizes(),
             })?;
-        #[allow(unsafe_code)]
-        // SAFETY: `new` has no preconditions and returns an owned, non-null model.
-        let raw = unsafe { (fns.new)() };
-        let state = NonNull::new(raw).ok_or(SimError::NotBuilt)?;
         let mut sim = VerilatedArray {
             fns,
-            state,
+            state: create(fns)?,
             cfg: *cfg,
             cycles: 0,
+            clocked: false,
         };
         sim.reset();
+        sim.clocked = false;
         Ok(sim)
     }
 
@@ -132,6 +145,7 @@ impl VerilatedArray {
 
     /// Holds `reset` high for two cycles: registers, queue and counters return to zero.
     pub fn reset(&mut self) {
+        self.clocked = true;
         #[allow(unsafe_code)]
         // SAFETY: `state` is a live model created by `fns.new`.
         unsafe {
@@ -146,7 +160,26 @@ impl VerilatedArray {
     }
 
     /// Starts dumping every signal to a VCD file at `path` (replacing an open trace).
+    ///
+    /// The first call must come before any clock edge (`write_reg`, `beat`, `idle`, `reset`;
+    /// `read_reg` is fine): it replaces the fast model by a fresh traced one, reset the same
+    /// way, so the simulation is the same and only slower. Later it is [`SimError::TraceTooLate`].
     pub fn open_trace(&mut self, path: &Path) -> Result<(), SimError> {
+        if !self.fns.traced {
+            let traced = model(self.cfg.size, true).ok_or(SimError::TraceNotBuilt)?;
+            if self.clocked {
+                return Err(SimError::TraceTooLate);
+            }
+            let state = create(traced)?;
+            #[allow(unsafe_code)]
+            // SAFETY: the fast model was created by `fns.new`; `state` replaces it at once. The
+            // traced model gets the same reset as `new` gave the fast one (`cycles` counts it).
+            unsafe {
+                (self.fns.delete)(self.state.as_ptr());
+                (traced.reset)(state.as_ptr(), RESET_CYCLES);
+            }
+            (self.fns, self.state) = (traced, state);
+        }
         let shown = path.display().to_string();
         let c = CString::new(path.as_os_str().as_encoded_bytes())
             .map_err(|_| SimError::Trace(shown.clone()))?;
@@ -186,6 +219,7 @@ impl VerilatedArray {
     }
 
     fn tick(&mut self, p: &ffi::PortIn, c_out: *mut i16) {
+        self.clocked = true;
         #[allow(unsafe_code)]
         // SAFETY: live model; the data pointers in `p` are null or point at `size` words, and
         // `c_out` is null or points at `size` writable words (checked by the callers).
@@ -194,6 +228,21 @@ impl VerilatedArray {
         };
         self.cycles += 1;
     }
+}
+
+/// The compiled model of a `size x size` array, fast or traced.
+fn model(size: usize, traced: bool) -> Option<&'static ffi::ModelFns> {
+    ffi::MODELS
+        .iter()
+        .find(|m| m.size == size && m.traced == traced)
+}
+
+/// A new model instance (not yet reset).
+fn create(fns: &ffi::ModelFns) -> Result<NonNull<c_void>, SimError> {
+    #[allow(unsafe_code)]
+    // SAFETY: `new` has no preconditions and returns an owned, non-null model.
+    let raw = unsafe { (fns.new)() };
+    NonNull::new(raw).ok_or(SimError::NotBuilt)
 }
 
 impl Drop for VerilatedArray {
@@ -282,6 +331,7 @@ impl AcceleratorBus for VerilatedArray {
     }
 
     fn idle(&mut self, cycles: u32) -> Result<(), SimError> {
+        self.clocked = true;
         #[allow(unsafe_code)]
         // SAFETY: live model.
         unsafe {

@@ -84,6 +84,59 @@ fn trace_writes_a_vcd() {
 }
 
 #[test]
+fn a_trace_opened_after_the_first_clock_is_refused() {
+    let Some(mut sims) = models() else { return };
+    let sim = &mut sims[0];
+    sim.read_reg(regmap::STATUS).unwrap();
+    sim.idle(1).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    match sim.open_trace(&dir.path().join("late.vcd")) {
+        Err(SimError::TraceNotBuilt) | Err(SimError::TraceTooLate) => {}
+        other => panic!("expected TraceTooLate, got {other:?}"),
+    }
+}
+
+/// The traced model (a separate Verilation) computes exactly what the fast one does.
+#[test]
+fn traced_and_fast_models_agree() {
+    use systole_core::Rounding;
+    use systole_firmware::driver::{matmul, MatmulJob};
+    let Some(sims) = models() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (m, k, n) = (20, 37, 19);
+    let a: Vec<i16> = (0..m * k).map(|i| (i as i16).wrapping_mul(-977)).collect();
+    let b: Vec<i16> = (0..k * n).map(|i| (i as i16).wrapping_mul(1201)).collect();
+    let job = MatmulJob {
+        a: &a,
+        b: &b,
+        m,
+        k,
+        n,
+        shift: 9,
+        rounding: Rounding::Stochastic,
+        seed: 7,
+    };
+    for mut fast in sims {
+        let cfg = *fast.config();
+        let mut traced = VerilatedArray::new(&cfg).unwrap();
+        match traced.open_trace(&dir.path().join(format!("sa{}.vcd", cfg.size))) {
+            Err(SimError::TraceNotBuilt) => return,
+            r => r.unwrap(),
+        }
+        let (mut want, mut got) = (vec![0i16; m * n], vec![0i16; m * n]);
+        let s1 = matmul(&mut fast, &cfg, &job, &mut want).unwrap();
+        let s2 = matmul(&mut traced, &cfg, &job, &mut got).unwrap();
+        assert_eq!(want, got, "{0}x{0}: traced model differs", cfg.size);
+        assert_eq!(s1, s2);
+        assert_eq!(fast.cycles(), traced.cycles());
+        assert_eq!(
+            fast.read_reg(regmap::CYCLES).unwrap(),
+            traced.read_reg(regmap::CYCLES).unwrap()
+        );
+    }
+}
+
+#[test]
 fn port_parser_reads_rust_hdl_declarations() {
     let v = "module top(clock,reg_addr,a_wr_data$0,reg_rdata);\n// Module arguments\n\
              input wire  clock;\ninput wire  [7:0] reg_addr;\n\

@@ -28,6 +28,7 @@ impl From<SimError> for DeviceError {
                 }
             }
             SimError::Config(c) => DeviceError::Unsupported(c.to_string()),
+            SimError::TraceTooLate => DeviceError::Unsupported(e.to_string()),
             other => DeviceError::Transport(other.to_string()),
         }
     }
@@ -45,7 +46,8 @@ impl VerilatorDevice {
         })
     }
 
-    /// Starts writing a VCD waveform of every signal to `path` (view with GTKWave).
+    /// Starts writing a VCD waveform of every signal to `path` (view with GTKWave); call it
+    /// before the first product (see [`VerilatedArray::open_trace`]).
     pub fn open_trace(&mut self, path: &Path) -> Result<(), DeviceError> {
         Ok(self.sim.open_trace(path)?)
     }
