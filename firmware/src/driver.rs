@@ -467,109 +467,6 @@ impl<'b, 'j, B: AcceleratorBus> Run<'b, 'j, B> {
         r.map(Some)
     }
 
-    /// Waits for the gather engines in `bits`, reading finished C rows meanwhile so that the
-    /// cycles are not lost.
-    fn wait_gathers(&mut self, bits: u32, out: &mut [i16]) -> Res<(), B::Error> {
-        let mut waited = 0u32;
-        let mut c_row = [0i16; MAX_LANES];
-        let size = self.size;
-        loop {
-            let s = self.status()?;
-            if s & regmap::STATUS_ERROR != 0 {
-                return Err(DriverError::Device { status: s });
-            }
-            if s & bits == 0 {
-                return Ok(());
-            }
-            match self.next_c_read(true)? {
-                Some((bank, row)) => {
-                    self.bus
-                        .read_c_row(bank as u8, row as u16, &mut c_row[..size])
-                        .map_err(DriverError::Bus)?;
-                    self.stats.beats += 1;
-                    self.store_c_row(bank, row, &c_row[..size], out);
-                }
-                None => self.idle_one(&mut waited, "the gather engines to fill the banks")?,
-            }
-        }
-    }
-
-    /// The next C row to read `(bank, row)`, oldest tile first, if one is known to be ready.
-    fn next_c_read(&mut self, poll: bool) -> Res<Option<(usize, usize)>, B::Error> {
-        let oldest = match (self.pending[0], self.pending[1]) {
-            (Some(x), Some(y)) => Some(if x.emit.wrapping_sub(y.emit) > 1 << 31 {
-                x
-            } else {
-                y
-            }),
-            (x, y) => x.or(y),
-        };
-        let Some(p) = oldest else { return Ok(None) };
-        let bank = (p.emit & 1) as usize;
-        if !p.ready {
-            if !poll {
-                return Ok(None);
-            }
-            let done = self.read(regmap::DONE_COUNT)?.wrapping_sub(self.done0);
-            if done.wrapping_sub(p.emit).wrapping_sub(1) >= 1 << 31 {
-                return Ok(None);
-            }
-            if let Some(pp) = self.pending[bank].as_mut() {
-                pp.ready = true;
-            }
-        }
-        Ok(Some((bank, p.rows_read)))
-    }
-
-    /// Copies C row `row` of the tile pending in `bank` into `out`, dropping padding lanes.
-    fn store_c_row(&mut self, bank: usize, row: usize, data: &[i16], out: &mut [i16]) {
-        let n = self.n;
-        let Some(p) = self.pending[bank].as_mut() else {
-            return;
-        };
-        let i = p.i0 + row;
-        let cols = self.size.min(n - p.j0);
-        out[i * n + p.j0..][..cols].copy_from_slice(&data[..cols]);
-        p.rows_read += 1;
-        self.stats.rows_read += 1;
-        if p.rows_read == p.rows {
-            self.pending[bank] = None;
-        }
-    }
-
-    /// Waits for the tile pending in C bank `bank` (if any) and reads its remaining rows.
-    fn drain(&mut self, bank: usize, out: &mut [i16]) -> Res<(), B::Error> {
-        let Some(p) = self.pending[bank] else {
-            return Ok(());
-        };
-        let mut waited = 0u32;
-        while !self.pending[bank].is_some_and(|x| x.ready) {
-            let done = self.read(regmap::DONE_COUNT)?.wrapping_sub(self.done0);
-            if done.wrapping_sub(p.emit).wrapping_sub(1) < 1 << 31 {
-                if let Some(pp) = self.pending[bank].as_mut() {
-                    pp.ready = true;
-                }
-                break;
-            }
-            self.check_error()?;
-            self.idle_one(&mut waited, "a tile to finish converting")?;
-        }
-        let mut c_row = [0i16; MAX_LANES];
-        let size = self.size;
-        while let Some(p) = self.pending[bank] {
-            let read = RowRead {
-                bank: bank as u8,
-                row: p.rows_read as u16,
-            };
-            self.bus
-                .read_c_row(read.bank, read.row, &mut c_row[..size])
-                .map_err(DriverError::Bus)?;
-            self.stats.beats += 1;
-            self.store_c_row(bank, p.rows_read, &c_row[..size], out);
-        }
-        Ok(())
-    }
-
     /// Idles until none of `bits` is set in `STATUS`; fails on `STATUS_ERROR` when `strict`.
     pub(crate) fn wait_status(
         &mut self,
@@ -624,6 +521,7 @@ impl<'b, 'j, B: AcceleratorBus> Run<'b, 'j, B> {
 }
 
 mod error;
+mod readout;
 pub use error::DriverError;
 
 #[cfg(test)]
