@@ -10,33 +10,8 @@ use systole::golden::conv::{self, Conv2dGeom};
 use systole::golden::OutputSpec;
 use systole::{ArrayConfig, QMatrix, Rounding};
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    /// Small, full-range or extreme words.
-    fn matrix(&mut self, rows: usize, cols: usize, frac: u32) -> QMatrix {
-        let flavour = self.below(3);
-        let data = (0..rows * cols)
-            .map(|_| match (flavour, self.below(4)) {
-                (0, _) => self.below(64) as i16 - 32,
-                (1, _) => self.next() as i16,
-                (_, 0) => i16::MIN,
-                (_, 1) => i16::MAX,
-                _ => self.next() as i16,
-            })
-            .collect();
-        QMatrix::from_vec(rows, cols, frac, data).unwrap()
-    }
-}
+mod common;
+use common::Rng;
 
 #[derive(Clone, Copy, Debug)]
 enum Op {
