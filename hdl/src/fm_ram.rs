@@ -4,6 +4,9 @@
 //! memory with a read port per lane, which FPGA tools build from one block-RAM copy per lane.
 //! Its simulation model follows the same rules: read addresses are sampled on the rising edge
 //! and the words are valid after it; a read of the row being written returns the old word.
+//!
+//! The engine's hand-written Verilog (`gather/verilog.rs`) declares the same memory inline;
+//! this block's Verilog is kept for use on its own (and is linted by the tests).
 
 use crate::HdlError;
 use rust_hdl_core::prelude::*;

@@ -10,6 +10,11 @@
 //! later. `busy` stays high until the last row is written. The first read waits while an
 //! array command (running or waiting) reads the target bank, so the driver may start the fill
 //! of the next command's bank while the previous command still computes from it.
+//!
+//! `GatherEngine::kernel` (with the [`Walker`] and [`FmRam`] blocks) is the engine as rust-hdl
+//! simulates it; the Verilog that Verilator and the FPGA flows see is written out by
+//! `verilog.rs` with all registers in one clocked block, so that an idle engine costs the
+//! simulator next to nothing (see there).
 
 use crate::fm_ram::FmRam;
 use crate::walker::Walker;
@@ -92,6 +97,8 @@ pub struct GatherEngine {
     _row_words: usize,
     _words_last: usize,
     _words: usize,
+    _fm_words: usize,
+    _enabled: bool,
 }
 
 impl GatherEngine {
@@ -167,6 +174,8 @@ impl GatherEngine {
             _row_words: row_words,
             _words_last: WORDS - 1,
             _words: WORDS,
+            _fm_words: fm_words,
+            _enabled: enabled,
         })
     }
 
@@ -176,8 +185,29 @@ impl GatherEngine {
 }
 
 impl Logic for GatherEngine {
-    #[hdl_gen]
     fn update(&mut self) {
+        GatherEngine::kernel(self);
+    }
+
+    fn connect(&mut self) {
+        GatherEngine::connect(self);
+    }
+
+    /// The hand-written Verilog (see `verilog`); rust-hdl still emits the walker, feature-map
+    /// and register submodules, which nothing instantiates: `generate_verilog` drops them.
+    fn hdl(&self) -> Verilog {
+        Verilog::Wrapper(Wrapper {
+            code: verilog::engine_verilog(self._n, self._row_words, self._fm_words, self._enabled),
+            cores: String::new(),
+        })
+    }
+}
+
+/// The engine's logic as rust-hdl simulates it. `#[hdl_gen]` derives `connect` (used above)
+/// and a `hdl` of its own, which the hand-written Verilog replaces.
+impl GatherEngine {
+    #[hdl_gen]
+    fn kernel(&mut self) {
         dff_setup!(self, clock, state, count, klen, bank, lane_mode, k_next, we_d, row_d);
         for i in 0..self._words {
             self.cfg[i].clock.next = self.clock.val();
@@ -320,3 +350,4 @@ impl Logic for GatherEngine {
 
 #[cfg(test)]
 mod tests;
+mod verilog;

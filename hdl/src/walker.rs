@@ -2,6 +2,9 @@
 //! remainders and an address that `systole_core::gather::Walk::step` models bit for bit.
 //! Adders and comparators only: every multiply and divide of the im2col arithmetic was done
 //! once by the firmware when it computed the configuration words.
+//!
+//! This block is the walker rust-hdl simulates inside `GatherEngine::kernel`; the engine's
+//! hand-written Verilog (`gather/verilog.rs`) writes the same logic out inline, twice.
 
 use crate::HdlError;
 use rust_hdl_core::prelude::*;

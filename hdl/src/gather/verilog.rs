@@ -1,0 +1,309 @@
+//! The gather engine's Verilog, written out here for each lane count instead of generated from
+//! `GatherEngine::kernel`.
+//!
+//! rust-hdl turns every register into a submodule whose `d` input is combinational logic, and
+//! Verilator evaluates all combinational logic on every clock. The idle engines' walkers, lane
+//! sums and register copies cost about 45% of an 8x8 matmul simulation that never used
+//! them. Here every register is assigned in one clocked block, and the walker arithmetic and the
+//! feature-map reads sit inside the `if` of the state that uses them. An idle engine then costs
+//! a few comparisons per clock.
+//!
+//! The logic is the same as `kernel`, which stays as what rust-hdl simulates (the unit tests in
+//! `tests.rs`). Verilator runs this text, and the conv conformance tests check it bit for bit
+//! against the golden model. The differences cannot be seen on the ports while `wr_en` is low:
+//! the lanes' words are registered once (word or zero) instead of as a word plus a valid
+//! bit, and they change only while the engine reads.
+
+use std::fmt::Write;
+
+/// The body of the engine's module (ports and `localparam`s as rust-hdl declares them): `n`
+/// lanes, a feature map of `fm_words` words in rows of `row_words`; `enabled` false gives the
+/// absent engine (constant outputs, every command refused).
+pub(super) fn engine_verilog(n: usize, row_words: usize, fm_words: usize, enabled: bool) -> String {
+    if !enabled {
+        return absent_engine(n, row_words);
+    }
+    let rows = fm_words / row_words;
+    let row_bits = rows.trailing_zeros() as usize;
+    let sel_bits = row_words.trailing_zeros() as usize;
+    let addr_bits = row_bits + sel_bits;
+    let lanes = |f: &dyn Fn(usize) -> String| (0..n).map(f).collect::<String>();
+    let mut v = String::new();
+    // Declarations: configuration words, control, feature map, walkers, lanes.
+    v.push_str(
+        "\
+reg [1:0] state; // 0 idle, 1 start (walker loads), 2 setup (lane walk), 3 run (bank rows)
+reg [16:0] count;
+reg [16:0] klen;
+reg bank;
+reg [1:0] lane_mode;
+reg k_next;
+reg we_d;
+reg [15:0] row_d;
+",
+    );
+    // Configuration words: lane walker 0..16, K walker 17..33, bounds 34 (GatherConfig). Plain
+    // registers, not a memory: they form a shift register.
+    let cfg: Vec<String> = (0..35).map(|i| format!("cfg_{i}")).collect();
+    let _ = writeln!(v, "reg [31:0] {};", cfg.join(", "));
+    let _ = writeln!(v, "reg [{}:0] fm [0:{}];", 16 * row_words - 1, rows - 1);
+    for w in ["lw", "kw"] {
+        let _ = writeln!(
+            v,
+            "reg [15:0] {w}_idx0, {w}_idx1, {w}_idx2, {w}_qy, {w}_qx;\n\
+             reg [3:0] {w}_ry, {w}_rx;\nreg [23:0] {w}_addr;"
+        );
+    }
+    v.push_str(&lanes(&|i| {
+        format!(
+            "reg [15:0] l_qy_{i}, l_qx_{i};\nreg [3:0] l_ry_{i}, l_rx_{i};\nreg [23:0] l_addr_{i};\n\
+             reg signed [15:0] word_{i};\n"
+        )
+    }));
+    // Power-up state: rust-hdl's registers start at zero (the feature map is written before
+    // any read).
+    v.push_str("initial begin\n");
+    for i in 0..35 {
+        let _ = writeln!(v, "    cfg_{i} = 32'h0;");
+    }
+    v.push_str(
+        "    state = 2'h0;\n    count = 17'h0;\n    klen = 17'h0;\n    bank = 1'b0;\n    \
+         lane_mode = 2'h0;\n    k_next = 1'b0;\n    we_d = 1'b0;\n    row_d = 16'h0;\n",
+    );
+    for w in ["lw", "kw"] {
+        for r in ["idx0", "idx1", "idx2", "qy", "qx", "ry", "rx", "addr"] {
+            let _ = writeln!(v, "    {w}_{r} = 0;");
+        }
+    }
+    for i in 0..n {
+        for r in ["l_qy", "l_qx", "l_ry", "l_rx", "l_addr", "word"] {
+            let _ = writeln!(v, "    {r}_{i} = 0;");
+        }
+    }
+    v.push_str("end\n");
+    v.push_str(
+        "\
+wire cmd_write = reg_we & (reg_addr == a_cmd);
+wire [16:0] new_klen = reg_wdata[16:0];
+wire refused = (state != 2'h0) | we_d | (new_klen == 17'h0) | (new_klen > depth);
+always @(posedge clock) begin : engine
+    reg lw_load, lw_step, kw_load, kw_step;
+    reg last0, last1, last2, carry_y, carry_x;
+    reg [31:0] dq, dd;
+    reg [4:0] modulus, sum_y, sum_x;
+    reg [3:0] diff_y, diff_x;
+    reg [15:0] y, x;
+    reg [23:0] a;
+    // Configuration: each write shifts one word in at the end.
+    if (reg_we & (reg_addr == a_cfg)) begin
+",
+    );
+    for i in 0..34 {
+        let _ = writeln!(v, "        cfg_{i} <= cfg_{};", i + 1);
+    }
+    v.push_str("        cfg_34 <= reg_wdata;\n    end\n");
+    let words: Vec<String> = (0..row_words)
+        .rev()
+        .map(|i| format!("fm_data${i}"))
+        .collect();
+    let _ = writeln!(
+        v,
+        "    if (fm_we) fm[fm_row[{}:0]] <= {{{}}};",
+        row_bits - 1,
+        words.join(", ")
+    );
+    v.push_str(
+        "\
+    lw_load = 1'b0;
+    lw_step = 1'b0;
+    kw_load = 1'b0;
+    kw_step = 1'b0;
+    we_d <= 1'b0;
+    if (cmd_write & ~refused) begin
+        klen <= new_klen;
+        bank <= reg_wdata[17];
+        lane_mode <= reg_wdata[19:18];
+        k_next <= reg_wdata[20];
+        state <= 2'h1;
+    end
+    if (state == 2'h1) begin
+        lw_load = lane_mode == 2'h0;
+        kw_load = ~k_next;
+        count <= 17'h0;
+        state <= (lane_mode == 2'h2) ? 2'h3 : 2'h2;
+    end
+    if (state == 2'h2) begin
+        // The lane walker's states shift in from the top lane: after `n` steps lane `l`
+        // holds the state after `l` steps.
+        lw_step = 1'b1;
+",
+    );
+    for r in ["qy", "qx", "ry", "rx", "addr"] {
+        for i in 0..n - 1 {
+            let _ = writeln!(v, "        l_{r}_{i} <= l_{r}_{};", i + 1);
+        }
+        let _ = writeln!(v, "        l_{r}_{} <= lw_{r};", n - 1);
+    }
+    v.push_str(
+        "\
+        count <= count + 17'h1;
+        if (count == lanes_last) begin
+            count <= 17'h0;
+            state <= 2'h3;
+        end
+    end
+    if (state == 2'h3) begin
+        // Every lane reads its word (or zero outside the map); the first row waits while an
+        // array command still reads (or will read) the bank.
+",
+    );
+    v.push_str(&lanes(&|i| {
+        format!(
+            "\
+        y = l_qy_{i} + kw_qy;
+        x = l_qx_{i} + kw_qx;
+        a = l_addr_{i} + kw_addr;
+        if ((l_ry_{i} == kw_ry) & (l_rx_{i} == kw_rx) & (y < cfg_34[15:0]) & (x < cfg_34[31:16]))
+            word_{i} <= fm[a[{ahi}:{sel_bits}]][a[{shi}:0] * 16 +: 16];
+        else
+            word_{i} <= 16'sh0;
+",
+            ahi = addr_bits - 1,
+            shi = sel_bits - 1,
+        )
+    }));
+    v.push_str(
+        "\
+        if (~((count == 17'h0) & bank_busy[bank])) begin
+            kw_step = 1'b1;
+            we_d <= 1'b1;
+            row_d <= count[15:0];
+            count <= count + 17'h1;
+            if ((count + 17'h1) == klen) state <= 2'h0;
+        end
+    end
+    if (reset) begin
+        state <= 2'h0;
+        we_d <= 1'b0;
+    end
+    // Both walkers take the remainder modulus from word 1 of the lane walker.
+    modulus = {1'b0, cfg_1[19:16]};
+",
+    );
+    v.push_str(&walker("lw", 0));
+    v.push_str(&walker("kw", 17));
+    v.push_str(
+        "\
+end
+assign busy = (state != 2'h0) | we_d;
+assign cmd_error = cmd_write & refused;
+assign wr_en = we_d;
+assign wr_bank = bank;
+assign wr_row = row_d;
+",
+    );
+    v.push_str(&lanes(&|i| format!("assign wr_data${i} = word_{i};\n")));
+    // `enabled` is always 1 here; rows above the map's size do not exist.
+    let high_rows = if row_bits < 16 {
+        format!(", fm_row[15:{row_bits}]")
+    } else {
+        String::new()
+    };
+    let _ = writeln!(v, "wire unused_gather = &{{1'b0, enabled{high_rows}}};");
+    v
+}
+
+/// One walker's load and step (`systole_core::gather::Walk::step`), inside the engine's
+/// clocked block; `w` names its registers, `base` is its first configuration word.
+fn walker(w: &str, base: usize) -> String {
+    let c = |i: usize| format!("cfg_{}", base + i);
+    format!(
+        "\
+    if ({w}_load) begin
+        {w}_idx0 <= {c13}[15:0];
+        {w}_idx1 <= {c13}[31:16];
+        {w}_idx2 <= {c14}[15:0];
+        {w}_ry <= {c14}[19:16];
+        {w}_rx <= {c14}[27:24];
+        {w}_qy <= {c15}[15:0];
+        {w}_qx <= {c15}[31:16];
+        {w}_addr <= {c16}[23:0];
+    end else if ({w}_step) begin
+        // The level that steps is the innermost one not at its last count.
+        last0 = ({w}_idx0 + 16'h1) == {c0}[15:0];
+        last1 = ({w}_idx1 + 16'h1) == {c0}[31:16];
+        last2 = ({w}_idx2 + 16'h1) == {c1}[15:0];
+        if (~last0) begin
+            dq = {c2};
+            dd = {c3};
+        end else if (~last1) begin
+            dq = {c4};
+            dd = {c5};
+        end else if (~last2) begin
+            dq = {c6};
+            dd = {c7};
+        end else begin
+            dq = {c8};
+            dd = {c9};
+        end
+        {w}_idx0 <= last0 ? 16'h0 : {w}_idx0 + 16'h1;
+        if (last0) {w}_idx1 <= last1 ? 16'h0 : {w}_idx1 + 16'h1;
+        if (last0 & last1) {w}_idx2 <= last2 ? 16'h0 : {w}_idx2 + 16'h1;
+        sum_y = {{1'b0, {w}_ry}} + {{1'b0, dd[27:24]}};
+        sum_x = {{1'b0, {w}_rx}} + {{1'b0, dd[31:28]}};
+        carry_y = sum_y >= modulus;
+        carry_x = sum_x >= modulus;
+        diff_y = sum_y[3:0] - modulus[3:0];
+        diff_x = sum_x[3:0] - modulus[3:0];
+        {w}_ry <= carry_y ? diff_y : sum_y[3:0];
+        {w}_rx <= carry_x ? diff_x : sum_x[3:0];
+        {w}_qy <= {w}_qy + dq[15:0] + (carry_y ? {c10}[15:0] : 16'h0);
+        {w}_qx <= {w}_qx + dq[31:16] + (carry_x ? {c10}[31:16] : 16'h0);
+        {w}_addr <= {w}_addr + dd[23:0] + (carry_y ? {c11}[23:0] : 24'h0)
+            + (carry_x ? {c12}[23:0] : 24'h0);
+    end
+",
+        c0 = c(0),
+        c1 = c(1),
+        c2 = c(2),
+        c3 = c(3),
+        c4 = c(4),
+        c5 = c(5),
+        c6 = c(6),
+        c7 = c(7),
+        c8 = c(8),
+        c9 = c(9),
+        c10 = c(10),
+        c11 = c(11),
+        c12 = c(12),
+        c13 = c(13),
+        c14 = c(14),
+        c15 = c(15),
+        c16 = c(16),
+    )
+}
+
+/// The engine of a configuration without a conv unit (`fm_depth` 0): nothing runs, every
+/// command is refused (`cmd_error`), and synthesis keeps none of it.
+fn absent_engine(n: usize, row_words: usize) -> String {
+    let mut v = String::from(
+        "\
+assign busy = 1'b0;
+assign cmd_error = reg_we & (reg_addr == a_cmd);
+assign wr_en = 1'b0;
+assign wr_bank = 1'b0;
+assign wr_row = 16'h0;
+",
+    );
+    for i in 0..n {
+        let _ = writeln!(v, "assign wr_data${i} = 16'sh0;");
+    }
+    let fm: Vec<String> = (0..row_words).map(|i| format!("fm_data${i}")).collect();
+    let _ = writeln!(
+        v,
+        "wire unused_gather = &{{1'b0, clock, reset, reg_wdata, fm_we, fm_row, {}, bank_busy, \
+         a_cfg, depth, lanes_last, enabled}};",
+        fm.join(", ")
+    );
+    v
+}
