@@ -87,6 +87,8 @@ wire cmd_write = reg_we & (reg_addr == a_cmd);
 wire [16:0] new_klen = reg_wdata[16:0];
 wire refused = (state != 2'h0) | we_d | (new_klen == 17'h0) | (new_klen > depth);
 always @(posedge clock) begin : engine
+    reg [1:0] st;
+    reg [16:0] cnt;
     reg lw_load, lw_step, kw_load, kw_step;
     reg last0, last1, last2, carry_y, carry_x;
     reg [31:0] dq, dd;
@@ -94,6 +96,83 @@ always @(posedge clock) begin : engine
     reg [3:0] diff_y, diff_x;
     reg [15:0] y, x;
     reg [23:0] a;
+    // Every register is read in this block before it is assigned (the states in reverse
+    // order, the walkers after the lanes, commands and configuration last): then Verilator
+    // keeps no copy of its old value, which it would make on every clock, busy or not.
+    st = state;
+    cnt = count;
+    lw_load = 1'b0;
+    lw_step = 1'b0;
+    kw_load = 1'b0;
+    kw_step = 1'b0;
+    we_d <= 1'b0;
+    if (st == 2'h3) begin
+        // Every lane reads its word (or zero outside the map); the first row waits while an
+        // array command still reads (or will read) the bank.
+",
+    );
+    v.push_str(&lanes(&|i| {
+        format!(
+            "        y = l_qy_{i} + kw_qy;
+        x = l_qx_{i} + kw_qx;
+        a = l_addr_{i} + kw_addr;
+        if ((l_ry_{i} == kw_ry) & (l_rx_{i} == kw_rx) & (y < cfg_34[15:0]) & (x < cfg_34[31:16]))
+            word_{i} <= fm[a[{ahi}:{sel_bits}]][a[{shi}:0] * 16 +: 16];
+        else
+            word_{i} <= 16'sh0;
+",
+            ahi = addr_bits - 1,
+            shi = sel_bits - 1,
+        )
+    }));
+    v.push_str(
+        "        if (~((cnt == 17'h0) & bank_busy[bank])) begin
+            kw_step = 1'b1;
+            we_d <= 1'b1;
+            row_d <= cnt[15:0];
+            count <= cnt + 17'h1;
+            if ((cnt + 17'h1) == klen) state <= 2'h0;
+        end
+    end
+    if (st == 2'h2) begin
+        // The lane walker's states shift in from the top lane: after `n` steps lane `l`
+        // holds the state after `l` steps.
+        lw_step = 1'b1;
+",
+    );
+    for r in ["qy", "qx", "ry", "rx", "addr"] {
+        for i in 0..n - 1 {
+            let _ = writeln!(v, "        l_{r}_{i} <= l_{r}_{};", i + 1);
+        }
+        let _ = writeln!(v, "        l_{r}_{} <= lw_{r};", n - 1);
+    }
+    v.push_str(
+        "        count <= cnt + 17'h1;
+        if (cnt == lanes_last) begin
+            count <= 17'h0;
+            state <= 2'h3;
+        end
+    end
+    if (st == 2'h1) begin
+        lw_load = lane_mode == 2'h0;
+        kw_load = ~k_next;
+        count <= 17'h0;
+        state <= (lane_mode == 2'h2) ? 2'h3 : 2'h2;
+    end
+    // Both walkers take the remainder modulus from word 1 of the lane walker.
+    modulus = {1'b0, cfg_1[19:16]};
+",
+    );
+    v.push_str(&walker("lw", 0));
+    v.push_str(&walker("kw", 17));
+    v.push_str(
+        "    if (cmd_write & ~refused) begin
+        klen <= new_klen;
+        bank <= reg_wdata[17];
+        lane_mode <= reg_wdata[19:18];
+        k_next <= reg_wdata[20];
+        state <= 2'h1;
+    end
     // Configuration: each write shifts one word in at the end.
     if (reg_we & (reg_addr == a_cfg)) begin
 ",
@@ -113,87 +192,10 @@ always @(posedge clock) begin : engine
         words.join(", ")
     );
     v.push_str(
-        "\
-    lw_load = 1'b0;
-    lw_step = 1'b0;
-    kw_load = 1'b0;
-    kw_step = 1'b0;
-    we_d <= 1'b0;
-    if (cmd_write & ~refused) begin
-        klen <= new_klen;
-        bank <= reg_wdata[17];
-        lane_mode <= reg_wdata[19:18];
-        k_next <= reg_wdata[20];
-        state <= 2'h1;
-    end
-    if (state == 2'h1) begin
-        lw_load = lane_mode == 2'h0;
-        kw_load = ~k_next;
-        count <= 17'h0;
-        state <= (lane_mode == 2'h2) ? 2'h3 : 2'h2;
-    end
-    if (state == 2'h2) begin
-        // The lane walker's states shift in from the top lane: after `n` steps lane `l`
-        // holds the state after `l` steps.
-        lw_step = 1'b1;
-",
-    );
-    for r in ["qy", "qx", "ry", "rx", "addr"] {
-        for i in 0..n - 1 {
-            let _ = writeln!(v, "        l_{r}_{i} <= l_{r}_{};", i + 1);
-        }
-        let _ = writeln!(v, "        l_{r}_{} <= lw_{r};", n - 1);
-    }
-    v.push_str(
-        "\
-        count <= count + 17'h1;
-        if (count == lanes_last) begin
-            count <= 17'h0;
-            state <= 2'h3;
-        end
-    end
-    if (state == 2'h3) begin
-        // Every lane reads its word (or zero outside the map); the first row waits while an
-        // array command still reads (or will read) the bank.
-",
-    );
-    v.push_str(&lanes(&|i| {
-        format!(
-            "\
-        y = l_qy_{i} + kw_qy;
-        x = l_qx_{i} + kw_qx;
-        a = l_addr_{i} + kw_addr;
-        if ((l_ry_{i} == kw_ry) & (l_rx_{i} == kw_rx) & (y < cfg_34[15:0]) & (x < cfg_34[31:16]))
-            word_{i} <= fm[a[{ahi}:{sel_bits}]][a[{shi}:0] * 16 +: 16];
-        else
-            word_{i} <= 16'sh0;
-",
-            ahi = addr_bits - 1,
-            shi = sel_bits - 1,
-        )
-    }));
-    v.push_str(
-        "\
-        if (~((count == 17'h0) & bank_busy[bank])) begin
-            kw_step = 1'b1;
-            we_d <= 1'b1;
-            row_d <= count[15:0];
-            count <= count + 17'h1;
-            if ((count + 17'h1) == klen) state <= 2'h0;
-        end
-    end
-    if (reset) begin
+        "    if (reset) begin
         state <= 2'h0;
         we_d <= 1'b0;
     end
-    // Both walkers take the remainder modulus from word 1 of the lane walker.
-    modulus = {1'b0, cfg_1[19:16]};
-",
-    );
-    v.push_str(&walker("lw", 0));
-    v.push_str(&walker("kw", 17));
-    v.push_str(
-        "\
 end
 assign busy = (state != 2'h0) | we_d;
 assign cmd_error = cmd_write & refused;
@@ -218,18 +220,9 @@ assign wr_row = row_d;
 fn walker(w: &str, base: usize) -> String {
     let c = |i: usize| format!("cfg_{}", base + i);
     format!(
-        "\
-    if ({w}_load) begin
-        {w}_idx0 <= {c13}[15:0];
-        {w}_idx1 <= {c13}[31:16];
-        {w}_idx2 <= {c14}[15:0];
-        {w}_ry <= {c14}[19:16];
-        {w}_rx <= {c14}[27:24];
-        {w}_qy <= {c15}[15:0];
-        {w}_qx <= {c15}[31:16];
-        {w}_addr <= {c16}[23:0];
-    end else if ({w}_step) begin
-        // The level that steps is the innermost one not at its last count.
+        "    if ({w}_step) begin
+        // The level that steps is the innermost one not at its last count. (Every read comes
+        // before the first assignment.)
         last0 = ({w}_idx0 + 16'h1) == {c0}[15:0];
         last1 = ({w}_idx1 + 16'h1) == {c0}[31:16];
         last2 = ({w}_idx2 + 16'h1) == {c1}[15:0];
@@ -246,21 +239,32 @@ fn walker(w: &str, base: usize) -> String {
             dq = {c8};
             dd = {c9};
         end
-        {w}_idx0 <= last0 ? 16'h0 : {w}_idx0 + 16'h1;
-        if (last0) {w}_idx1 <= last1 ? 16'h0 : {w}_idx1 + 16'h1;
-        if (last0 & last1) {w}_idx2 <= last2 ? 16'h0 : {w}_idx2 + 16'h1;
         sum_y = {{1'b0, {w}_ry}} + {{1'b0, dd[27:24]}};
         sum_x = {{1'b0, {w}_rx}} + {{1'b0, dd[31:28]}};
         carry_y = sum_y >= modulus;
         carry_x = sum_x >= modulus;
         diff_y = sum_y[3:0] - modulus[3:0];
         diff_x = sum_x[3:0] - modulus[3:0];
+        {w}_idx0 <= last0 ? 16'h0 : {w}_idx0 + 16'h1;
+        if (last0) {w}_idx1 <= last1 ? 16'h0 : {w}_idx1 + 16'h1;
+        if (last0 & last1) {w}_idx2 <= last2 ? 16'h0 : {w}_idx2 + 16'h1;
         {w}_ry <= carry_y ? diff_y : sum_y[3:0];
         {w}_rx <= carry_x ? diff_x : sum_x[3:0];
         {w}_qy <= {w}_qy + dq[15:0] + (carry_y ? {c10}[15:0] : 16'h0);
         {w}_qx <= {w}_qx + dq[31:16] + (carry_x ? {c10}[31:16] : 16'h0);
         {w}_addr <= {w}_addr + dd[23:0] + (carry_y ? {c11}[23:0] : 24'h0)
             + (carry_x ? {c12}[23:0] : 24'h0);
+    end
+    // A load wins over a step (the two never come together).
+    if ({w}_load) begin
+        {w}_idx0 <= {c13}[15:0];
+        {w}_idx1 <= {c13}[31:16];
+        {w}_idx2 <= {c14}[15:0];
+        {w}_ry <= {c14}[19:16];
+        {w}_rx <= {c14}[27:24];
+        {w}_qy <= {c15}[15:0];
+        {w}_qx <= {c15}[31:16];
+        {w}_addr <= {c16}[23:0];
     end
 ",
         c0 = c(0),
