@@ -66,4 +66,18 @@ pub(crate) struct ModelFns {
     pub trace_close: unsafe extern "C" fn(*mut c_void),
 }
 
+/// The shim functions of the board image's model (`build.rs`, `build_board`).
+pub(crate) struct BoardFns {
+    /// Array size of the board's accelerator.
+    pub size: usize,
+    /// Oscillator frequency the image's UART timing was built for.
+    pub clock_hz: u32,
+    /// Baud rate of the image's UART.
+    pub baud: u32,
+    pub new: unsafe extern "C" fn() -> *mut c_void,
+    pub delete: unsafe extern "C" fn(*mut c_void),
+    /// `(state, reset_pin, rx, cycles, tx_out)`: runs `cycles` clocks, one tx level per clock.
+    pub run: unsafe extern "C" fn(*mut c_void, u32, u32, u32, *mut u8),
+}
+
 include!(concat!(env!("OUT_DIR"), "/models.rs"));

@@ -16,7 +16,10 @@
 //! are one rising edge each; a C row read in a beat is returned after that beat's edge.
 #![deny(missing_docs)]
 
+pub mod board;
 mod ffi;
+
+pub use board::VerilatedBoard;
 
 use core::ffi::c_void;
 use core::ptr::NonNull;

@@ -1,0 +1,245 @@
+//! The board image simulated through its serial pins: the Verilated `board_top` (UART, byte
+//! bridge and accelerator, exactly the Verilog `systole bitstream` puts on a board) behind a
+//! [`std::io::Read`] + [`std::io::Write`] byte stream, as a serial port would present it.
+//!
+//! Bytes written are sent to the model's `uart_rx` pin bit by bit (start bit, eight data bits
+//! LSB first, stop bit; [`ffi::BoardFns::clock_hz`] / `baud` clocks per bit) and the model's
+//! `uart_tx` pin is decoded back into bytes. The clock only runs inside `read` and `flush`: a
+//! read runs until a byte came back or [`VerilatedBoard::READ_BIT_TIMES`] bit times passed,
+//! then answers `ErrorKind::TimedOut`, as a serial port with a timeout does.
+#![allow(unsafe_code)]
+
+use crate::{ffi, SimError};
+use core::ffi::c_void;
+use core::ptr::NonNull;
+use std::collections::VecDeque;
+use std::io::{self, ErrorKind, Read, Write};
+
+/// The simulated board image (see the module docs).
+pub struct VerilatedBoard {
+    fns: &'static ffi::BoardFns,
+    state: NonNull<c_void>,
+    clocks_per_bit: u32,
+    /// Line levels still to put on `uart_rx`, one per bit time.
+    rx_bits: VecDeque<bool>,
+    /// Bytes decoded from `uart_tx`, not yet read.
+    received: VecDeque<u8>,
+    decoder: TxDecoder,
+    tx_levels: Vec<u8>,
+    cycles: u64,
+}
+
+// The model is owned by this value alone and Verilator's model has no thread affinity.
+unsafe impl Send for VerilatedBoard {}
+
+impl VerilatedBoard {
+    /// Bit times one `read` runs without a byte coming back before it times out.
+    pub const READ_BIT_TIMES: u32 = 4_000;
+
+    /// Builds the board image's model, presses and releases its reset button and leaves the
+    /// serial line idle for a few bit times.
+    pub fn new() -> Result<Self, SimError> {
+        let fns = ffi::BOARD.as_ref().ok_or(SimError::NotBuilt)?;
+        // SAFETY: the shim allocates a fresh model; a null pointer means it could not.
+        let state = NonNull::new(unsafe { (fns.new)() }).ok_or(SimError::NotBuilt)?;
+        let clocks_per_bit = fns.clock_hz.div_ceil(fns.baud);
+        let mut board = VerilatedBoard {
+            fns,
+            state,
+            clocks_per_bit,
+            rx_bits: VecDeque::new(),
+            received: VecDeque::new(),
+            decoder: TxDecoder::new(clocks_per_bit),
+            tx_levels: vec![0; clocks_per_bit as usize],
+            cycles: 0,
+        };
+        // The button is active low: pressed, then released; the synchronizer needs two clocks.
+        board.run_bit(false, false);
+        board.run_bit(true, true);
+        for _ in 0..4 {
+            board.run_bit(true, true);
+        }
+        Ok(board)
+    }
+
+    /// Array size of the board's accelerator.
+    pub fn size(&self) -> usize {
+        self.fns.size
+    }
+
+    /// Oscillator cycles simulated so far.
+    pub fn cycles(&self) -> u64 {
+        self.cycles
+    }
+
+    /// One bit time with the button and the receive line held, decoding the transmit line.
+    fn run_bit(&mut self, reset_released: bool, rx: bool) {
+        // SAFETY: `state` is the live model this value owns; `tx_levels` holds one byte per
+        // cycle run.
+        unsafe {
+            (self.fns.run)(
+                self.state.as_ptr(),
+                u32::from(reset_released),
+                u32::from(rx),
+                self.clocks_per_bit,
+                self.tx_levels.as_mut_ptr(),
+            );
+        }
+        self.cycles += u64::from(self.clocks_per_bit);
+        for &level in &self.tx_levels {
+            if let Some(byte) = self.decoder.sample(level != 0) {
+                self.received.push_back(byte);
+            }
+        }
+    }
+
+    /// One bit time of the line towards the board: the next queued bit, or idle (high).
+    fn step(&mut self) {
+        let rx = self.rx_bits.pop_front().unwrap_or(true);
+        self.run_bit(true, rx);
+    }
+}
+
+impl Drop for VerilatedBoard {
+    fn drop(&mut self) {
+        // SAFETY: the model was created by `fns.new` and is not used after this.
+        unsafe { (self.fns.delete)(self.state.as_ptr()) }
+    }
+}
+
+impl Write for VerilatedBoard {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        for &byte in buf {
+            self.rx_bits.push_back(false);
+            self.rx_bits.extend((0..8).map(|i| (byte >> i) & 1 == 1));
+            self.rx_bits.push_back(true);
+        }
+        Ok(buf.len())
+    }
+
+    /// Runs the clock until every written byte is on the line.
+    fn flush(&mut self) -> io::Result<()> {
+        while !self.rx_bits.is_empty() {
+            self.step();
+        }
+        Ok(())
+    }
+}
+
+impl Read for VerilatedBoard {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let mut waited = 0;
+        while self.received.is_empty() {
+            if waited == Self::READ_BIT_TIMES {
+                return Err(io::Error::new(
+                    ErrorKind::TimedOut,
+                    "the simulated board sent nothing",
+                ));
+            }
+            self.step();
+            waited += 1;
+        }
+        let n = buf.len().min(self.received.len());
+        for (slot, byte) in buf.iter_mut().zip(self.received.drain(..n)) {
+            *slot = byte;
+        }
+        Ok(n)
+    }
+}
+
+/// Decodes a UART line sampled once per clock: a falling edge starts a byte, each bit is
+/// sampled in the middle of its bit time.
+struct TxDecoder {
+    clocks_per_bit: u32,
+    /// Clocks since the start bit's falling edge, while a byte is being received.
+    since_start: Option<u32>,
+    byte: u8,
+    last: bool,
+}
+
+impl TxDecoder {
+    fn new(clocks_per_bit: u32) -> Self {
+        TxDecoder {
+            clocks_per_bit,
+            since_start: None,
+            byte: 0,
+            last: true,
+        }
+    }
+
+    /// The line level of one clock; a byte when its stop bit was sampled high.
+    fn sample(&mut self, level: bool) -> Option<u8> {
+        let falling = self.last && !level;
+        self.last = level;
+        let Some(t) = self.since_start else {
+            if falling {
+                self.since_start = Some(0);
+                self.byte = 0;
+            }
+            return None;
+        };
+        let t = t + 1;
+        self.since_start = Some(t);
+        let cpb = self.clocks_per_bit;
+        if t % cpb != cpb / 2 {
+            return None;
+        }
+        match t / cpb {
+            // A start bit that is not low in its middle was a glitch.
+            0 if level => self.since_start = None,
+            0 => {}
+            bit @ 1..=8 => self.byte |= u8::from(level) << (bit - 1),
+            _ => {
+                self.since_start = None;
+                // A low stop bit is a framing error: the byte is dropped, as a UART does.
+                return level.then_some(self.byte);
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_decoder_reads_what_a_uart_sends() {
+        let cpb = 8;
+        let mut d = TxDecoder::new(cpb);
+        let mut got = vec![];
+        let mut line = vec![true; 5];
+        for byte in [0x53u8, 0x00, 0xFF, 0xA5] {
+            let bits = std::iter::once(false)
+                .chain((0..8).map(|i| (byte >> i) & 1 == 1))
+                .chain(std::iter::once(true));
+            for b in bits {
+                line.extend(std::iter::repeat_n(b, cpb as usize));
+            }
+        }
+        line.extend([true; 3]);
+        for level in line {
+            got.extend(d.sample(level));
+        }
+        assert_eq!(got, [0x53, 0x00, 0xFF, 0xA5]);
+    }
+
+    /// The board image answers the bridge's register read of `ID` ("SYST") through its pins.
+    #[test]
+    fn the_board_image_answers_over_its_serial_pins() {
+        let Ok(mut board) = VerilatedBoard::new() else {
+            println!("no board model in this build: skipped");
+            return;
+        };
+        board.write_all(&[b'R', systole_core::regmap::ID]).unwrap();
+        let mut id = [0u8; 4];
+        board.read_exact(&mut id).unwrap();
+        assert_eq!(u32::from_be_bytes(id), systole_core::regmap::ID_VALUE);
+        // Nothing more comes back: the next read times out.
+        let e = board.read(&mut id).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::TimedOut);
+    }
+}
