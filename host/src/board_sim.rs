@@ -1,13 +1,14 @@
 //! The simulated board: the firmware's [`Board`] loop serving a pseudo-terminal, with an
 //! accelerator behind it (the Verilated array, or any other [`AcceleratorBus`]). The host opens
 //! the pty's slave path exactly as it would open `/dev/ttyUSB0`, so the serial backend is
-//! tested end to end without hardware.
+//! tested end to end without hardware. [`SimBoard::spawn_bridge_image`] serves the CPU-less
+//! board image instead (the UART bridge, simulated through its pins) for the bridge backend.
 
 use crate::device::DeviceError;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
 use nix::sys::termios;
 use std::fs::File;
-use std::io::{Read as _, Write as _};
+use std::io::{ErrorKind, Read as _, Write as _};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,6 +16,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use systole_core::{AcceleratorBus, ArrayConfig};
 use systole_firmware::board::{Board, BoardError};
+use systole_sim::VerilatedBoard;
 
 /// The board side of the pty: blocking reads that give up when asked to stop, and an optional
 /// byte budget after which the link "drops" (for link-failure tests).
@@ -60,6 +62,19 @@ impl embedded_io::Write for PtyIo {
     }
 }
 
+/// A new pty in raw mode: the master side, the slave (kept open) and the slave's path.
+fn open_pty() -> Result<(File, OwnedFd, PathBuf), DeviceError> {
+    let err = |what: &str, e: nix::Error| DeviceError::Transport(format!("pty {what}: {e}"));
+    let pty = nix::pty::openpty(None, None).map_err(|e| err("open", e))?;
+    // Raw mode: no echo or line editing between the host and the board.
+    let mut t = termios::tcgetattr(&pty.slave).map_err(|e| err("tcgetattr", e))?;
+    termios::cfmakeraw(&mut t);
+    termios::tcsetattr(&pty.slave, termios::SetArg::TCSANOW, &t)
+        .map_err(|e| err("tcsetattr", e))?;
+    let path = nix::unistd::ttyname(&pty.slave).map_err(|e| err("name", e))?;
+    Ok((File::from(pty.master), pty.slave, path))
+}
+
 /// A running simulated board. Dropping it stops the board and closes the pty.
 pub struct SimBoard {
     path: PathBuf,
@@ -83,17 +98,10 @@ impl SimBoard {
         B::Error: std::fmt::Debug,
         F: FnOnce() -> Result<B, String> + Send + 'static,
     {
-        let err = |what: &str, e: nix::Error| DeviceError::Transport(format!("pty {what}: {e}"));
-        let pty = nix::pty::openpty(None, None).map_err(|e| err("open", e))?;
-        // Raw mode: no echo or line editing between the host and the board.
-        let mut t = termios::tcgetattr(&pty.slave).map_err(|e| err("tcgetattr", e))?;
-        termios::cfmakeraw(&mut t);
-        termios::tcsetattr(&pty.slave, termios::SetArg::TCSANOW, &t)
-            .map_err(|e| err("tcsetattr", e))?;
-        let path = nix::unistd::ttyname(&pty.slave).map_err(|e| err("name", e))?;
+        let (master, slave, path) = open_pty()?;
         let stop = Arc::new(AtomicBool::new(false));
         let io = PtyIo {
-            master: File::from(pty.master),
+            master,
             stop: stop.clone(),
             budget: drop_after,
         };
@@ -114,7 +122,52 @@ impl SimBoard {
             path,
             stop,
             thread: Some(thread),
-            _slave: pty.slave,
+            _slave: slave,
+        })
+    }
+
+    /// The board image of a CPU-less board (UART, byte bridge and array: what `systole
+    /// bitstream` puts on a board) simulated through its serial pins, on a new pty: open it
+    /// with `--device bridge:PATH`. The simulation runs while a command is in flight and
+    /// sleeps on the pty otherwise.
+    pub fn spawn_bridge_image() -> Result<SimBoard, DeviceError> {
+        // Fail early (on this thread) with the simulator's own message if it was not built.
+        drop(VerilatedBoard::new()?);
+        let (mut master, slave, path) = open_pty()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("systole-bridge-image".into())
+            .spawn(move || {
+                let mut board = VerilatedBoard::new().map_err(|e| e.to_string())?;
+                let mut buf = [0u8; 256];
+                // Clock the image only while the host may be waiting for an answer.
+                let mut running = false;
+                while !stopped.load(Ordering::Relaxed) {
+                    let mut fds = [PollFd::new(master.as_fd(), PollFlags::POLLIN)];
+                    let wait = PollTimeout::from(if running { 0u8 } else { 20u8 });
+                    if nix::poll::poll(&mut fds, wait).map_err(|e| e.to_string())? > 0 {
+                        let n = master.read(&mut buf).map_err(|e| e.to_string())?;
+                        board.write_all(&buf[..n]).map_err(|e| e.to_string())?;
+                        running = true;
+                    }
+                    if running {
+                        match board.read(&mut buf) {
+                            Ok(n) => master.write_all(&buf[..n]).map_err(|e| e.to_string())?,
+                            // A long silence: nothing is in flight any more.
+                            Err(e) if e.kind() == ErrorKind::TimedOut => running = false,
+                            Err(e) => return Err(e.to_string()),
+                        }
+                    }
+                }
+                Ok(())
+            })
+            .map_err(|e| DeviceError::Transport(format!("cannot start the board thread: {e}")))?;
+        Ok(SimBoard {
+            path,
+            stop,
+            thread: Some(thread),
+            _slave: slave,
         })
     }
 
@@ -156,12 +209,26 @@ impl Drop for SimBoard {
     }
 }
 
-/// `systole board-sim`: serves a Verilated board on a pty until killed, printing its path.
+/// `systole-board-sim`: serves a Verilated board on a pty until killed, printing its path.
 pub fn run_board_sim(config: ArrayConfig) -> Result<(), DeviceError> {
     let board = SimBoard::spawn_verilated(config)?;
     println!(
         "simulated {0}x{0} board on {1} (use --device serial:{1}); Ctrl-C to stop",
         config.size,
+        board.path().display()
+    );
+    loop {
+        std::thread::park();
+    }
+}
+
+/// `systole-board-sim --bridge`: serves the simulated board image (UART bridge) on a pty until
+/// killed, printing its path.
+pub fn run_bridge_image_sim() -> Result<(), DeviceError> {
+    let board = SimBoard::spawn_bridge_image()?;
+    let size = VerilatedBoard::new()?.size();
+    println!(
+        "simulated board image ({size}x{size} array behind the UART bridge, as `systole bitstream` builds it) on {0} (use --device bridge:{0} --array {size}); Ctrl-C to stop",
         board.path().display()
     );
     loop {

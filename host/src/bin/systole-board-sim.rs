@@ -1,12 +1,22 @@
 //! `systole-board-sim [--array N]`: a simulated board (firmware board loop + Verilated array)
 //! on a pseudo-terminal. Prints the pty path; then run e.g.
 //! `systole train --device serial:/dev/pts/5 --array N`.
+//!
+//! `systole-board-sim --bridge`: the board image of a CPU-less board (UART bridge and array, as
+//! `systole bitstream` builds it) simulated through its serial pins; use `--device bridge:PATH`.
 
-use systole::board_sim::run_board_sim;
+use systole::board_sim::{run_board_sim, run_bridge_image_sim};
 use systole::ArrayConfig;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.as_slice() == ["--bridge"] {
+        if let Err(e) = run_bridge_image_sim() {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let size = match args.as_slice() {
         [] => 8,
         [flag, n] if flag == "--array" => match n.parse::<usize>() {
@@ -17,7 +27,7 @@ fn main() {
             }
         },
         _ => {
-            eprintln!("usage: systole-board-sim [--array N]");
+            eprintln!("usage: systole-board-sim [--array N] | systole-board-sim --bridge");
             std::process::exit(2);
         }
     };
