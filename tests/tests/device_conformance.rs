@@ -233,3 +233,33 @@ fn serial_sim_board_4x4() {
     drop(dev);
     board.close().expect("the board reported an error");
 }
+
+/// The CPU-less board image (UART, byte bridge and a 4x4 array: the Verilog `systole
+/// bitstream` puts on a board) simulated through its serial pins and served on a pty, driven
+/// by the bridge backend exactly as a flashed board on /dev/ttyUSB1 would be. The UART moves
+/// every operand bit by bit (8 clocks per bit), so the plan is small; K past one bank is kept.
+#[test]
+fn bridge_board_image_4x4() {
+    let board = match systole::board_sim::SimBoard::spawn_bridge_image() {
+        Ok(b) => b,
+        Err(e @ DeviceError::NotBuilt { .. }) => {
+            eprintln!("SKIPPED bridge board image: {e}");
+            return;
+        }
+        Err(e) => panic!("simulated board image: {e}"),
+    };
+    let spec = format!("bridge:{}", board.path().display());
+    let mut dev =
+        device::open(&spec, ArrayConfig::square(4)).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    conformance(
+        dev.as_mut(),
+        &Plan {
+            cases: 4,
+            max_mn: 7,
+            max_k: 513,
+            seed: 0x5EED_0005,
+        },
+    );
+    drop(dev);
+    board.close().expect("the board image reported an error");
+}
