@@ -93,7 +93,7 @@ pub struct BenchArgs {
 /// Where products run.
 #[derive(Debug, Clone, Args)]
 pub struct DeviceArgs {
-    /// Device: golden, verilator or serial:PATH.
+    /// Device: golden, verilator, serial:PATH or bridge:PATH[@BAUD].
     #[arg(long, default_value = "golden")]
     pub device: String,
     /// Array size N (an N x N systolic array).

@@ -1,12 +1,15 @@
 //! [`Device`]: where the trainer's matrix products run.
 //!
 //! Backends: [`golden::GoldenDevice`] (the golden model on the host CPU), `verilator` (the
-//! generated HDL simulated by Verilator) and `serial` (a board, real or simulated, behind a
-//! serial port). Every backend exists in every build; one that was not built returns
+//! generated HDL simulated by Verilator), `serial` (a board, real or simulated, behind a
+//! serial port, running the firmware's framed protocol) and `bridge` (a board flashed with
+//! `systole bitstream`: the CPU-less UART byte bridge). Every backend exists in every build;
+//! one that was not built returns
 //! [`DeviceError::NotBuilt`] saying how to get it. All of them must return results that equal
 //! the golden model bit for bit; the shared test body in `tests/tests/device_conformance.rs`
 //! runs on each.
 
+pub mod bridge;
 mod conv_unit;
 pub mod golden;
 pub mod serial;
@@ -57,7 +60,7 @@ pub enum DeviceError {
     Transport(String),
     /// An unknown `--device` value.
     #[error(
-        "unknown device '{0}': use golden, verilator or serial:PATH (e.g. serial:/dev/ttyUSB0)"
+        "unknown device '{0}': use golden, verilator, serial:PATH (e.g. serial:/dev/ttyUSB0) or bridge:PATH[@BAUD] (e.g. bridge:/dev/ttyUSB1@115200)"
     )]
     UnknownDevice(String),
 }
@@ -184,22 +187,27 @@ pub fn lowered_backward_weights<D: Device + ?Sized>(
     dev.matmul(&p, &q, out)
 }
 
-/// Opens a device from a `--device` value: `golden`, `verilator` or `serial:PATH`.
+/// Opens a device from a `--device` value: `golden`, `verilator`, `serial:PATH` (a board
+/// running the firmware) or `bridge:PATH[@BAUD]` (a `systole bitstream` board; the baud rate
+/// defaults to [`bridge::DEFAULT_BAUD`], the one the board flow builds).
 pub fn open(spec: &str, config: ArrayConfig) -> Result<Box<dyn Device>, DeviceError> {
     match spec {
         "golden" => Ok(Box::new(golden::GoldenDevice::new(config)?)),
         "verilator" => Ok(Box::new(verilator::VerilatorDevice::new(config)?)),
-        other => match other.strip_prefix("serial:") {
-            Some(path) if !path.is_empty() => {
-                Ok(Box::new(serial::SerialDevice::open(path, config)?))
+        other => {
+            if let Some(path) = other.strip_prefix("serial:").filter(|p| !p.is_empty()) {
+                return Ok(Box::new(serial::SerialDevice::open(path, config)?));
             }
-            _ => Err(DeviceError::UnknownDevice(other.to_string())),
-        },
+            match other.strip_prefix("bridge:").and_then(bridge::parse_spec) {
+                Some((path, baud)) => Ok(Box::new(bridge::BridgeDevice::open(path, baud, config)?)),
+                None => Err(DeviceError::UnknownDevice(other.to_string())),
+            }
+        }
     }
 }
 
 /// Checks a product's operands against the contract and builds the tile driver's job: the one
-/// path every backend that runs `systole_firmware::driver` (verilator, serial) takes.
+/// path every backend that runs `systole_firmware::driver` (verilator, serial, bridge) takes.
 pub(crate) fn driver_job<'a>(
     a: &'a QMatrix,
     b: &'a QMatrix,

@@ -1,0 +1,676 @@
+//! The bridge backend: a board flashed with `systole bitstream`, whose top level is the CPU-less
+//! UART byte bridge of `systole_hdl::board_top` (protocol table in that module's docs).
+//!
+//! [`BridgeBus`] is an [`AcceleratorBus`] that turns each register access and row port use into
+//! one bridge command and waits for its reply before the next (the bridge drops bytes that
+//! arrive while it is still answering). Idles send nothing: the board's clock runs freely and
+//! the tile driver polls `STATUS`/`DONE_COUNT`, so wall-clock time is the only idle there is.
+//! The board build has no conv unit (its `CONFIG` says `fm_depth` 0), so feature-map writes are
+//! refused and [`BridgeDevice`] keeps the [`Device`] trait's host-lowered convolutions.
+
+use super::{Device, DeviceError, DeviceStats};
+use crate::golden::OutputSpec;
+use crate::tensor::QMatrix;
+use std::io::{ErrorKind, Read, Write};
+use std::time::{Duration, Instant};
+use systole_core::bus::Beat;
+use systole_core::{regmap, AcceleratorBus, ArrayConfig};
+use systole_firmware::driver;
+use systole_hdl::board_top::{
+    OP_READ_C, OP_READ_REG, OP_WRITE_A, OP_WRITE_B, OP_WRITE_REG, REPLY_UNKNOWN,
+};
+
+/// Line rate of the bridge: the one `systole bitstream` builds the board's UART for.
+pub use crate::boards::flow::BAUD as DEFAULT_BAUD;
+
+/// How long one command may take from its first byte sent to its last reply byte received.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(2);
+
+/// Read timeout of an opened port: short, so the deadline is checked often.
+const PORT_TIMEOUT: Duration = Duration::from_millis(20);
+
+/// A byte stream to a bridge (a serial port, a simulated board's UART, a test script).
+pub trait ReadWrite: Read + Write {}
+impl<T: Read + Write + ?Sized> ReadWrite for T {}
+
+/// Why a bridge operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BridgeError {
+    /// The stream failed or closed.
+    #[error("bridge link lost: {0}")]
+    Io(#[from] std::io::Error),
+    /// The reply did not arrive in time.
+    #[error("no complete reply to '{cmd}' within {waited_ms} ms: check the port, the baud rate and that the board runs a `systole bitstream` build")]
+    Timeout {
+        /// The command's opcode.
+        cmd: char,
+        /// The deadline that passed.
+        waited_ms: u128,
+    },
+    /// The reply (or the request) does not fit the protocol.
+    #[error("bridge protocol error: {0}")]
+    Protocol(String),
+    /// `write_fm` was called.
+    #[error("the UART bridge has no feature-map port (the board build has no conv unit): lower convolutions on the host")]
+    NoFeatureMapPort,
+}
+
+/// Byte and command counters of a [`BridgeBus`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BridgeCounters {
+    /// Bytes written to the stream.
+    pub bytes_out: u64,
+    /// Bytes read from the stream.
+    pub bytes_in: u64,
+    /// Commands that got their full reply.
+    pub commands: u64,
+}
+
+/// [`AcceleratorBus`] over a byte stream to the UART bridge of an array of `n` lanes.
+pub struct BridgeBus<T> {
+    stream: T,
+    n: usize,
+    deadline: Duration,
+    counters: BridgeCounters,
+    /// A command failed midway: late reply bytes may still come and must not be taken for
+    /// the next command's reply.
+    stale: bool,
+}
+
+impl<T: Read + Write> BridgeBus<T> {
+    /// A bus to a bridge with `n` lanes. Reads of `stream` may return partial data or time out
+    /// (`TimedOut`, `WouldBlock`, `Interrupted`); the bus retries until [`DEFAULT_DEADLINE`].
+    pub fn new(stream: T, n: usize) -> Self {
+        BridgeBus {
+            stream,
+            n,
+            deadline: DEFAULT_DEADLINE,
+            counters: BridgeCounters::default(),
+            stale: false,
+        }
+    }
+
+    /// Sets how long one command may take until its reply is complete.
+    pub fn set_deadline(&mut self, deadline: Duration) {
+        self.deadline = deadline;
+    }
+
+    /// Counters so far.
+    pub fn counters(&self) -> BridgeCounters {
+        self.counters
+    }
+
+    /// Sends `request` and fills `reply` with exactly `reply.len()` bytes.
+    fn command(&mut self, request: &[u8], reply: &mut [u8]) -> Result<(), BridgeError> {
+        let r = self.exchange(request, reply);
+        if r.is_err() {
+            self.stale = true;
+        } else {
+            self.counters.commands += 1;
+        }
+        r
+    }
+
+    fn exchange(&mut self, request: &[u8], reply: &mut [u8]) -> Result<(), BridgeError> {
+        let cmd = char::from(request[0]);
+        if self.stale {
+            self.drain()?;
+        }
+        let end = Instant::now() + self.deadline;
+        let waited_ms = self.deadline.as_millis();
+        let timeout = || BridgeError::Timeout { cmd, waited_ms };
+        let mut sent = 0;
+        while sent < request.len() {
+            match self.stream.write(&request[sent..]) {
+                Ok(0) => return Err(closed("write")),
+                Ok(k) => {
+                    sent += k;
+                    self.counters.bytes_out += k as u64;
+                }
+                Err(e) if transient(&e) => std::thread::yield_now(),
+                Err(e) => return Err(e.into()),
+            }
+            if sent < request.len() && Instant::now() >= end {
+                return Err(timeout());
+            }
+        }
+        self.stream.flush()?;
+        let mut got = 0;
+        while got < reply.len() {
+            match self.stream.read(&mut reply[got..]) {
+                Ok(0) => return Err(closed("read")),
+                Ok(k) => {
+                    got += k;
+                    self.counters.bytes_in += k as u64;
+                }
+                Err(e) if transient(&e) => std::thread::yield_now(),
+                Err(e) => return Err(e.into()),
+            }
+            if got < reply.len() && Instant::now() >= end {
+                // A lone '?' is the bridge refusing the opcode; inside a longer reply it could
+                // be a data byte, so only a reply that stopped after it is taken as one.
+                if got == 1 && reply[0] == REPLY_UNKNOWN {
+                    return Err(BridgeError::Protocol(format!(
+                        "the bridge answered '?' to '{cmd}': it does not know the opcode (is the board flashed with a `systole bitstream` build?)"
+                    )));
+                }
+                return Err(timeout());
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads and drops bytes until the stream is quiet (a read times out or returns nothing):
+    /// the rest of a reply that came too late.
+    fn drain(&mut self) -> Result<(), BridgeError> {
+        let mut buf = [0u8; 256];
+        let end = Instant::now() + self.deadline;
+        while Instant::now() < end {
+            match self.stream.read(&mut buf) {
+                Ok(0) => break,
+                Ok(k) => self.counters.bytes_in += k as u64,
+                Err(e) if transient(&e) => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        self.stale = false;
+        Ok(())
+    }
+
+    /// Sends a one-byte-acknowledged command and checks the echo.
+    fn acked(&mut self, request: &[u8]) -> Result<(), BridgeError> {
+        let mut ack = [0u8];
+        self.command(request, &mut ack)?;
+        if ack[0] == REPLY_UNKNOWN {
+            return Err(BridgeError::Protocol(format!(
+                "the bridge answered '?' to '{}': it does not know the opcode (is the board flashed with a `systole bitstream` build?)",
+                char::from(request[0])
+            )));
+        }
+        if ack[0] != request[0] {
+            self.stale = true;
+            return Err(BridgeError::Protocol(format!(
+                "the bridge answered {} to '{}' instead of echoing it",
+                show(ack[0]),
+                char::from(request[0])
+            )));
+        }
+        Ok(())
+    }
+
+    fn write_row(&mut self, op: u8, bank: u8, row: u16, data: &[i16]) -> Result<(), BridgeError> {
+        if data.len() != self.n {
+            return Err(BridgeError::Protocol(format!(
+                "a row of {} words for a {}-lane bridge: rows must have exactly one word per lane",
+                data.len(),
+                self.n
+            )));
+        }
+        let mut req = Vec::with_capacity(4 + 2 * self.n);
+        req.push(op);
+        req.push(bank);
+        req.extend(row.to_be_bytes());
+        req.extend(data.iter().flat_map(|w| w.to_be_bytes()));
+        self.acked(&req)
+    }
+
+    fn read_c(&mut self, bank: u8, row: u16, out: &mut [i16]) -> Result<(), BridgeError> {
+        if out.len() != self.n {
+            return Err(BridgeError::Protocol(format!(
+                "a C row buffer of {} words for a {}-lane bridge: it must hold one word per lane",
+                out.len(),
+                self.n
+            )));
+        }
+        let [hi, lo] = row.to_be_bytes();
+        let mut reply = vec![0u8; 2 * self.n];
+        self.command(&[OP_READ_C, bank, hi, lo], &mut reply)?;
+        for (w, b) in out.iter_mut().zip(reply.chunks_exact(2)) {
+            *w = i16::from_be_bytes([b[0], b[1]]);
+        }
+        Ok(())
+    }
+}
+
+/// Read and write errors that only mean "nothing yet": the caller retries until its deadline.
+fn transient(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::TimedOut | ErrorKind::WouldBlock | ErrorKind::Interrupted
+    )
+}
+
+fn closed(what: &str) -> BridgeError {
+    BridgeError::Io(std::io::Error::new(
+        ErrorKind::UnexpectedEof,
+        format!("the stream closed on {what}"),
+    ))
+}
+
+/// A reply byte for a message: printable ASCII quoted, anything else in hex.
+fn show(b: u8) -> String {
+    if b.is_ascii_graphic() {
+        format!("'{}'", char::from(b))
+    } else {
+        format!("{b:#04x}")
+    }
+}
+
+impl<T: Read + Write> AcceleratorBus for BridgeBus<T> {
+    type Error = BridgeError;
+
+    fn read_reg(&mut self, addr: u8) -> Result<u32, BridgeError> {
+        let mut data = [0u8; 4];
+        self.command(&[OP_READ_REG, addr], &mut data)?;
+        Ok(u32::from_be_bytes(data))
+    }
+
+    fn write_reg(&mut self, addr: u8, value: u32) -> Result<(), BridgeError> {
+        let [d3, d2, d1, d0] = value.to_be_bytes();
+        self.acked(&[OP_WRITE_REG, addr, d3, d2, d1, d0])
+    }
+
+    fn beat(&mut self, beat: &Beat<'_>, c_out: &mut [i16]) -> Result<(), BridgeError> {
+        if let Some(a) = beat.a {
+            self.write_row(OP_WRITE_A, a.bank, a.row, a.data)?;
+        }
+        if let Some(b) = beat.b {
+            self.write_row(OP_WRITE_B, b.bank, b.row, b.data)?;
+        }
+        if let Some(c) = beat.c {
+            self.read_c(c.bank, c.row, c_out)?;
+        }
+        Ok(())
+    }
+
+    fn idle(&mut self, _cycles: u32) -> Result<(), BridgeError> {
+        // The board's clock runs on its own; the driver's waits are STATUS polls.
+        Ok(())
+    }
+
+    fn write_fm(&mut self, _addr: u32, _words: &[i16]) -> Result<(), BridgeError> {
+        Err(BridgeError::NoFeatureMapPort)
+    }
+}
+
+/// Splits the part of a `bridge:PATH[@BAUD]` device spec after `bridge:` into the path and the
+/// baud rate ([`DEFAULT_BAUD`] when absent). `None` for an empty path or a baud of 0 or out of
+/// range. A suffix after `@` that is not all digits is part of the path.
+pub fn parse_spec(rest: &str) -> Option<(&str, u32)> {
+    let (path, baud) = match rest.rsplit_once('@') {
+        Some((p, b)) if !b.is_empty() && b.bytes().all(|c| c.is_ascii_digit()) => {
+            (p, b.parse::<u32>().ok().filter(|&b| b > 0)?)
+        }
+        _ => (rest, DEFAULT_BAUD),
+    };
+    (!path.is_empty()).then_some((path, baud))
+}
+
+/// A board running the UART bridge as a [`Device`].
+pub struct BridgeDevice {
+    name: String,
+    config: ArrayConfig,
+    bus: BridgeBus<Box<dyn ReadWrite + Send>>,
+    stats: DeviceStats,
+}
+
+impl BridgeDevice {
+    /// Opens the serial port `path` at `baud`, and checks the board is a systole bridge build
+    /// of `config`. The board never has a conv unit, so `config.fm_depth` is taken as 0.
+    pub fn open(path: &str, baud: u32, config: ArrayConfig) -> Result<Self, DeviceError> {
+        let port = serialport::new(path, baud)
+            .timeout(PORT_TIMEOUT)
+            .open()
+            .map_err(|e| DeviceError::Transport(format!("cannot open serial port {path}: {e}")))?;
+        Self::over(Box::new(port), path, config)
+    }
+
+    /// A device over any byte stream to a bridge (a simulated board, a test script); `name`
+    /// appears in messages. Checks the board like [`Self::open`].
+    pub fn over(
+        stream: Box<dyn ReadWrite + Send>,
+        name: &str,
+        config: ArrayConfig,
+    ) -> Result<Self, DeviceError> {
+        // Board builds leave the conv unit out whatever was asked, so only the array has to
+        // match; the devices' shared default of a feature-map buffer must not make it fail.
+        let config = ArrayConfig {
+            fm_depth: 0,
+            ..config
+        };
+        config
+            .validate()
+            .map_err(|e| DeviceError::Unsupported(e.to_string()))?;
+        let mut bus = BridgeBus::new(stream, config.size);
+        let link = |e: BridgeError| DeviceError::Transport(format!("{name}: {e}"));
+        let id = bus.read_reg(regmap::ID).map_err(link)?;
+        if id != regmap::ID_VALUE {
+            return Err(DeviceError::Transport(format!(
+                "{name}: the board's ID is {id:#010x}, not a systole accelerator ({:#010x}): check the port and that the board is flashed with `systole bitstream`",
+                regmap::ID_VALUE
+            )));
+        }
+        let word = bus.read_reg(regmap::CONFIG).map_err(link)?;
+        if word != config.config_word() {
+            let found = ArrayConfig::from_config_word(word);
+            return Err(DeviceError::Unsupported(format!(
+                "the board at {name} is a {0}x{0} array with {1}-row buffers, but {2}x{2} with {3}-row buffers was asked for",
+                found.size, found.buffer_depth, config.size, config.buffer_depth
+            )));
+        }
+        Ok(BridgeDevice {
+            name: name.to_string(),
+            config,
+            bus,
+            stats: DeviceStats::default(),
+        })
+    }
+
+    /// Sets how long one bridge command may take until its reply is complete.
+    pub fn set_deadline(&mut self, deadline: Duration) {
+        self.bus.set_deadline(deadline);
+    }
+
+    /// Link counters (bytes and commands actually moved).
+    pub fn link_counters(&self) -> BridgeCounters {
+        self.bus.counters()
+    }
+}
+
+impl Device for BridgeDevice {
+    fn name(&self) -> String {
+        format!("bridge {0}x{0} at {1}", self.config.size, self.name)
+    }
+
+    fn config(&self) -> &ArrayConfig {
+        &self.config
+    }
+
+    fn matmul(
+        &mut self,
+        a: &QMatrix,
+        b: &QMatrix,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let job = super::driver_job(a, b, out)?;
+        let (m, n) = (job.m, job.n);
+        let before = self.bus.counters();
+        let mut c = vec![0i16; m * n];
+        let r = driver::matmul(&mut self.bus, &self.config, &job, &mut c);
+        // Count the bytes of a failed run too: they crossed the link.
+        let after = self.bus.counters();
+        self.stats.bytes_to_device += after.bytes_out - before.bytes_out;
+        self.stats.bytes_from_device += after.bytes_in - before.bytes_in;
+        let st = r.map_err(|e| DeviceError::Transport(format!("{}: {e}", self.name)))?;
+        super::record_driver_run(&mut self.stats, &job, &st);
+        Ok(QMatrix::from_vec(m, n, out.frac, c)?)
+    }
+
+    fn stats(&self) -> DeviceStats {
+        self.stats
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = DeviceStats::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+    use std::sync::{Arc, Mutex};
+
+    /// A board that answers from a script: each step is the length of the command the host
+    /// must have written before the step's reply becomes readable. Replies come out in pieces
+    /// of `piece` bytes, with a `TimedOut`, `WouldBlock` or `Interrupted` error between reads,
+    /// as a serial port with a short timeout delivers them.
+    struct Script {
+        steps: VecDeque<(usize, Vec<u8>)>,
+        written: Arc<Mutex<Vec<u8>>>,
+        answered_up_to: usize,
+        pending: VecDeque<u8>,
+        piece: usize,
+        reads: u32,
+    }
+
+    impl Script {
+        fn new(steps: &[(usize, &[u8])]) -> Self {
+            Script {
+                steps: steps.iter().map(|(l, r)| (*l, r.to_vec())).collect(),
+                written: Arc::default(),
+                answered_up_to: 0,
+                pending: VecDeque::new(),
+                piece: 1,
+                reads: 0,
+            }
+        }
+    }
+
+    impl Read for Script {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.reads += 1;
+            let kinds = [
+                ErrorKind::TimedOut,
+                ErrorKind::WouldBlock,
+                ErrorKind::Interrupted,
+            ];
+            if self.reads % 2 == 1 {
+                let kind = kinds[(self.reads as usize / 2) % 3];
+                return Err(std::io::Error::new(kind, "nothing yet"));
+            }
+            let written = self.written.lock().unwrap().len();
+            if self.pending.is_empty() {
+                if let Some((len, _)) = self.steps.front() {
+                    if written >= self.answered_up_to + len {
+                        let (len, reply) = self.steps.pop_front().unwrap();
+                        self.answered_up_to += len;
+                        self.pending.extend(reply);
+                    }
+                }
+            }
+            if self.pending.is_empty() {
+                return Err(std::io::Error::new(ErrorKind::TimedOut, "silence"));
+            }
+            let k = buf.len().min(self.piece).min(self.pending.len());
+            for b in &mut buf[..k] {
+                *b = self.pending.pop_front().unwrap();
+            }
+            Ok(k)
+        }
+    }
+
+    impl Write for Script {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            // Take at most 3 bytes per call, as a busy port may.
+            let k = buf.len().min(3);
+            self.written.lock().unwrap().extend_from_slice(&buf[..k]);
+            Ok(k)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn bus(steps: &[(usize, &[u8])], n: usize) -> (BridgeBus<Script>, Arc<Mutex<Vec<u8>>>) {
+        let s = Script::new(steps);
+        let w = s.written.clone();
+        (BridgeBus::new(s, n), w)
+    }
+
+    fn cfg(size: usize) -> ArrayConfig {
+        ArrayConfig::square(size)
+    }
+
+    #[test]
+    fn write_reg_sends_opcode_addr_and_big_endian_data() {
+        let (mut b, w) = bus(&[(6, b"W")], 2);
+        b.write_reg(0x0B, 0x0102_0304).unwrap();
+        assert_eq!(*w.lock().unwrap(), [b'W', 0x0B, 0x01, 0x02, 0x03, 0x04]);
+        assert_eq!(
+            b.counters(),
+            BridgeCounters {
+                bytes_out: 6,
+                bytes_in: 1,
+                commands: 1
+            }
+        );
+    }
+
+    #[test]
+    fn read_reg_parses_big_endian() {
+        let (mut b, w) = bus(&[(2, &[0x53, 0x59, 0x53, 0x54]), (2, &[0x80, 0, 0, 1])], 2);
+        assert_eq!(b.read_reg(regmap::ID).unwrap(), 0x5359_5354);
+        assert_eq!(b.read_reg(regmap::STATUS).unwrap(), 0x8000_0001);
+        assert_eq!(*w.lock().unwrap(), [b'R', 0x00, b'R', 0x02]);
+    }
+
+    #[test]
+    fn row_writes_send_bank_row_and_big_endian_words() {
+        let (mut b, w) = bus(&[(8, b"A"), (8, b"B")], 2);
+        b.beat(
+            &Beat {
+                a: Some(systole_core::bus::RowWrite {
+                    bank: 1,
+                    row: 0x0102,
+                    data: &[1, -2],
+                }),
+                b: Some(systole_core::bus::RowWrite {
+                    bank: 0,
+                    row: 7,
+                    data: &[-32768, 0x1234],
+                }),
+                c: None,
+            },
+            &mut [],
+        )
+        .unwrap();
+        assert_eq!(
+            *w.lock().unwrap(),
+            [
+                b'A', 1, 0x01, 0x02, 0x00, 0x01, 0xFF, 0xFE, //
+                b'B', 0, 0x00, 0x07, 0x80, 0x00, 0x12, 0x34
+            ]
+        );
+    }
+
+    #[test]
+    fn c_read_decodes_words_lane_zero_first() {
+        let (mut b, w) = bus(&[(4, &[0xFF, 0xFF, 0x00, 0x2A, 0x80, 0x00])], 3);
+        let mut out = [0i16; 3];
+        b.read_c_row(1, 2, &mut out).unwrap();
+        assert_eq!(out, [-1, 42, -32768]);
+        assert_eq!(*w.lock().unwrap(), [b'C', 1, 0x00, 0x02]);
+    }
+
+    #[test]
+    fn unknown_opcode_reply_is_a_protocol_error() {
+        let (mut b, _) = bus(&[(6, b"?")], 2);
+        let e = b.write_reg(1, 2).unwrap_err();
+        assert!(
+            matches!(&e, BridgeError::Protocol(m) if m.contains("'?'")),
+            "{e}"
+        );
+        // A read that stops after a lone '?' is one too, once the deadline passed.
+        let (mut b, _) = bus(&[(2, b"?")], 2);
+        b.set_deadline(Duration::from_millis(30));
+        let e = b.read_reg(regmap::ID).unwrap_err();
+        assert!(
+            matches!(&e, BridgeError::Protocol(m) if m.contains("'?'")),
+            "{e}"
+        );
+        // A different echo is one too.
+        let (mut b, _) = bus(&[(8, b"B")], 2);
+        let e = b.write_a_row(0, 0, &[0, 0]).unwrap_err();
+        assert!(
+            matches!(&e, BridgeError::Protocol(m) if m.contains("'B'")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn silence_is_a_timeout_and_wrong_lengths_are_refused() {
+        let (mut b, _) = bus(&[], 2);
+        b.set_deadline(Duration::from_millis(30));
+        let e = b.read_reg(regmap::ID).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                BridgeError::Timeout {
+                    cmd: 'R',
+                    waited_ms: 30
+                }
+            ),
+            "{e}"
+        );
+        // A row that is not one word per lane never reaches the stream.
+        let (mut b, w) = bus(&[], 2);
+        assert!(matches!(
+            b.write_b_row(0, 0, &[1, 2, 3]),
+            Err(BridgeError::Protocol(_))
+        ));
+        assert!(w.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn write_fm_and_idle_send_nothing() {
+        let (mut b, w) = bus(&[], 2);
+        assert!(matches!(
+            b.write_fm(0, &[1, 2]),
+            Err(BridgeError::NoFeatureMapPort)
+        ));
+        b.idle(1000).unwrap();
+        assert!(w.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn spec_parsing() {
+        assert_eq!(
+            parse_spec("/dev/ttyUSB1"),
+            Some(("/dev/ttyUSB1", DEFAULT_BAUD))
+        );
+        assert_eq!(
+            parse_spec("/dev/ttyUSB1@9600"),
+            Some(("/dev/ttyUSB1", 9600))
+        );
+        assert_eq!(parse_spec("/tmp/a@b"), Some(("/tmp/a@b", DEFAULT_BAUD)));
+        assert_eq!(parse_spec(""), None);
+        assert_eq!(parse_spec("@9600"), None);
+        assert_eq!(parse_spec("/dev/x@0"), None);
+        assert_eq!(parse_spec("/dev/x@99999999999"), None);
+    }
+
+    #[test]
+    fn open_checks_id_and_config() {
+        let id = regmap::ID_VALUE.to_be_bytes();
+        let wrong = 0x1234_5678u32.to_be_bytes();
+        let e = BridgeDevice::over(Box::new(Script::new(&[(2, &wrong)])), "fake", cfg(4))
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string().contains("0x12345678") && e.to_string().contains("not a systole"),
+            "{e}"
+        );
+        // The board is 8x8; 4x4 was asked for.
+        let board = ArrayConfig {
+            fm_depth: 0,
+            ..cfg(8)
+        };
+        let word = board.config_word().to_be_bytes();
+        let e = BridgeDevice::over(
+            Box::new(Script::new(&[(2, &id), (2, &word)])),
+            "fake",
+            cfg(4),
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("8x8"), "{e}");
+        // A matching board opens even though the default config asks for a feature-map buffer.
+        let s = Script::new(&[(2, &id), (2, &word)]);
+        let w = s.written.clone();
+        let dev = BridgeDevice::over(Box::new(s), "fake", cfg(8)).unwrap();
+        assert_eq!(dev.config().fm_depth, 0);
+        assert_eq!(*w.lock().unwrap(), [b'R', regmap::ID, b'R', regmap::CONFIG]);
+    }
+}
