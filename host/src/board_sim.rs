@@ -140,22 +140,30 @@ impl SimBoard {
             .name("systole-bridge-image".into())
             .spawn(move || {
                 let mut board = VerilatedBoard::new().map_err(|e| e.to_string())?;
+                // Short slices of simulated time, so new bytes from the host are taken in
+                // between; the image is clocked only while the host may wait for an answer
+                // (until `SILENT_SLICES` slices passed without a byte).
+                const SLICE_BIT_TIMES: u32 = 32;
+                const SILENT_SLICES: u32 = 200;
+                board.set_read_timeout(SLICE_BIT_TIMES);
                 let mut buf = [0u8; 256];
-                // Clock the image only while the host may be waiting for an answer.
-                let mut running = false;
+                let mut silent = SILENT_SLICES;
                 while !stopped.load(Ordering::Relaxed) {
+                    let running = silent < SILENT_SLICES;
                     let mut fds = [PollFd::new(master.as_fd(), PollFlags::POLLIN)];
                     let wait = PollTimeout::from(if running { 0u8 } else { 20u8 });
                     if nix::poll::poll(&mut fds, wait).map_err(|e| e.to_string())? > 0 {
                         let n = master.read(&mut buf).map_err(|e| e.to_string())?;
                         board.write_all(&buf[..n]).map_err(|e| e.to_string())?;
-                        running = true;
+                        silent = 0;
                     }
-                    if running {
+                    if silent < SILENT_SLICES {
                         match board.read(&mut buf) {
-                            Ok(n) => master.write_all(&buf[..n]).map_err(|e| e.to_string())?,
-                            // A long silence: nothing is in flight any more.
-                            Err(e) if e.kind() == ErrorKind::TimedOut => running = false,
+                            Ok(n) => {
+                                master.write_all(&buf[..n]).map_err(|e| e.to_string())?;
+                                silent = 0;
+                            }
+                            Err(e) if e.kind() == ErrorKind::TimedOut => silent += 1,
                             Err(e) => return Err(e.to_string()),
                         }
                     }

@@ -5,8 +5,9 @@
 //! Bytes written are sent to the model's `uart_rx` pin bit by bit (start bit, eight data bits
 //! LSB first, stop bit; [`ffi::BoardFns::clock_hz`] / `baud` clocks per bit) and the model's
 //! `uart_tx` pin is decoded back into bytes. The clock only runs inside `read` and `flush`: a
-//! read runs until a byte came back or [`VerilatedBoard::READ_BIT_TIMES`] bit times passed,
-//! then answers `ErrorKind::TimedOut`, as a serial port with a timeout does.
+//! read runs until a byte came back or its timeout passed ([`VerilatedBoard::READ_BIT_TIMES`]
+//! bit times unless set otherwise), then answers `ErrorKind::TimedOut`, as a serial port with a
+//! timeout does.
 #![allow(unsafe_code)]
 
 use crate::{ffi, SimError};
@@ -27,6 +28,7 @@ pub struct VerilatedBoard {
     decoder: TxDecoder,
     tx_levels: Vec<u8>,
     cycles: u64,
+    read_bit_times: u32,
 }
 
 // The model is owned by this value alone and Verilator's model has no thread affinity.
@@ -52,6 +54,7 @@ impl VerilatedBoard {
             decoder: TxDecoder::new(clocks_per_bit),
             tx_levels: vec![0; clocks_per_bit as usize],
             cycles: 0,
+            read_bit_times: Self::READ_BIT_TIMES,
         };
         // The button is active low: pressed, then released; the synchronizer needs two clocks.
         board.run_bit(false, false);
@@ -65,6 +68,11 @@ impl VerilatedBoard {
     /// Array size of the board's accelerator.
     pub fn size(&self) -> usize {
         self.fns.size
+    }
+
+    /// Bit times a `read` runs without a byte coming back before it times out (at least 1).
+    pub fn set_read_timeout(&mut self, bit_times: u32) {
+        self.read_bit_times = bit_times.max(1);
     }
 
     /// Oscillator cycles simulated so far.
@@ -133,7 +141,7 @@ impl Read for VerilatedBoard {
         }
         let mut waited = 0;
         while self.received.is_empty() {
-            if waited == Self::READ_BIT_TIMES {
+            if waited == self.read_bit_times {
                 return Err(io::Error::new(
                     ErrorKind::TimedOut,
                     "the simulated board sent nothing",

@@ -1,0 +1,257 @@
+//! The bridge backend against a scripted board, with literal bytes.
+
+use super::*;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+/// A board that answers from a script: each step is the length of the command the host
+/// must have written before the step's reply becomes readable. Replies come out in pieces
+/// of `piece` bytes, with a `TimedOut`, `WouldBlock` or `Interrupted` error between reads,
+/// as a serial port with a short timeout delivers them.
+struct Script {
+    steps: VecDeque<(usize, Vec<u8>)>,
+    written: Arc<Mutex<Vec<u8>>>,
+    answered_up_to: usize,
+    pending: VecDeque<u8>,
+    piece: usize,
+    reads: u32,
+}
+
+impl Script {
+    fn new(steps: &[(usize, &[u8])]) -> Self {
+        Script {
+            steps: steps.iter().map(|(l, r)| (*l, r.to_vec())).collect(),
+            written: Arc::default(),
+            answered_up_to: 0,
+            pending: VecDeque::new(),
+            piece: 1,
+            reads: 0,
+        }
+    }
+}
+
+impl Read for Script {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.reads += 1;
+        let kinds = [
+            ErrorKind::TimedOut,
+            ErrorKind::WouldBlock,
+            ErrorKind::Interrupted,
+        ];
+        if self.reads % 2 == 1 {
+            let kind = kinds[(self.reads as usize / 2) % 3];
+            return Err(std::io::Error::new(kind, "nothing yet"));
+        }
+        let written = self.written.lock().unwrap().len();
+        if self.pending.is_empty() {
+            if let Some((len, _)) = self.steps.front() {
+                if written >= self.answered_up_to + len {
+                    let (len, reply) = self.steps.pop_front().unwrap();
+                    self.answered_up_to += len;
+                    self.pending.extend(reply);
+                }
+            }
+        }
+        if self.pending.is_empty() {
+            return Err(std::io::Error::new(ErrorKind::TimedOut, "silence"));
+        }
+        let k = buf.len().min(self.piece).min(self.pending.len());
+        for b in &mut buf[..k] {
+            *b = self.pending.pop_front().unwrap();
+        }
+        Ok(k)
+    }
+}
+
+impl Write for Script {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // Take at most 3 bytes per call, as a busy port may.
+        let k = buf.len().min(3);
+        self.written.lock().unwrap().extend_from_slice(&buf[..k]);
+        Ok(k)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn bus(steps: &[(usize, &[u8])], n: usize) -> (BridgeBus<Script>, Arc<Mutex<Vec<u8>>>) {
+    let s = Script::new(steps);
+    let w = s.written.clone();
+    (BridgeBus::new(s, n), w)
+}
+
+fn cfg(size: usize) -> ArrayConfig {
+    ArrayConfig::square(size)
+}
+
+#[test]
+fn write_reg_sends_opcode_addr_and_big_endian_data() {
+    let (mut b, w) = bus(&[(6, b"W")], 2);
+    b.write_reg(0x0B, 0x0102_0304).unwrap();
+    assert_eq!(*w.lock().unwrap(), [b'W', 0x0B, 0x01, 0x02, 0x03, 0x04]);
+    assert_eq!(
+        b.counters(),
+        BridgeCounters {
+            bytes_out: 6,
+            bytes_in: 1,
+            commands: 1
+        }
+    );
+}
+
+#[test]
+fn read_reg_parses_big_endian() {
+    let (mut b, w) = bus(&[(2, &[0x53, 0x59, 0x53, 0x54]), (2, &[0x80, 0, 0, 1])], 2);
+    assert_eq!(b.read_reg(regmap::ID).unwrap(), 0x5359_5354);
+    assert_eq!(b.read_reg(regmap::STATUS).unwrap(), 0x8000_0001);
+    assert_eq!(*w.lock().unwrap(), [b'R', 0x00, b'R', 0x02]);
+}
+
+#[test]
+fn row_writes_send_bank_row_and_big_endian_words() {
+    let (mut b, w) = bus(&[(8, b"A"), (8, b"B")], 2);
+    b.beat(
+        &Beat {
+            a: Some(systole_core::bus::RowWrite {
+                bank: 1,
+                row: 0x0102,
+                data: &[1, -2],
+            }),
+            b: Some(systole_core::bus::RowWrite {
+                bank: 0,
+                row: 7,
+                data: &[-32768, 0x1234],
+            }),
+            c: None,
+        },
+        &mut [],
+    )
+    .unwrap();
+    assert_eq!(
+        *w.lock().unwrap(),
+        [
+            b'A', 1, 0x01, 0x02, 0x00, 0x01, 0xFF, 0xFE, //
+            b'B', 0, 0x00, 0x07, 0x80, 0x00, 0x12, 0x34
+        ]
+    );
+}
+
+#[test]
+fn c_read_decodes_words_lane_zero_first() {
+    let (mut b, w) = bus(&[(4, &[0xFF, 0xFF, 0x00, 0x2A, 0x80, 0x00])], 3);
+    let mut out = [0i16; 3];
+    b.read_c_row(1, 2, &mut out).unwrap();
+    assert_eq!(out, [-1, 42, -32768]);
+    assert_eq!(*w.lock().unwrap(), [b'C', 1, 0x00, 0x02]);
+}
+
+#[test]
+fn unknown_opcode_reply_is_a_protocol_error() {
+    let (mut b, _) = bus(&[(6, b"?")], 2);
+    let e = b.write_reg(1, 2).unwrap_err();
+    assert!(
+        matches!(&e, BridgeError::Protocol(m) if m.contains("'?'")),
+        "{e}"
+    );
+    // A read that stops after a lone '?' is one too, once the deadline passed.
+    let (mut b, _) = bus(&[(2, b"?")], 2);
+    b.set_deadline(Duration::from_millis(30));
+    let e = b.read_reg(regmap::ID).unwrap_err();
+    assert!(
+        matches!(&e, BridgeError::Protocol(m) if m.contains("'?'")),
+        "{e}"
+    );
+    // A different echo is one too.
+    let (mut b, _) = bus(&[(8, b"B")], 2);
+    let e = b.write_a_row(0, 0, &[0, 0]).unwrap_err();
+    assert!(
+        matches!(&e, BridgeError::Protocol(m) if m.contains("'B'")),
+        "{e}"
+    );
+}
+
+#[test]
+fn silence_is_a_timeout_and_wrong_lengths_are_refused() {
+    let (mut b, _) = bus(&[], 2);
+    b.set_deadline(Duration::from_millis(30));
+    let e = b.read_reg(regmap::ID).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            BridgeError::Timeout {
+                cmd: 'R',
+                waited_ms: 30
+            }
+        ),
+        "{e}"
+    );
+    // A row that is not one word per lane never reaches the stream.
+    let (mut b, w) = bus(&[], 2);
+    assert!(matches!(
+        b.write_b_row(0, 0, &[1, 2, 3]),
+        Err(BridgeError::Protocol(_))
+    ));
+    assert!(w.lock().unwrap().is_empty());
+}
+
+#[test]
+fn write_fm_and_idle_send_nothing() {
+    let (mut b, w) = bus(&[], 2);
+    assert!(matches!(
+        b.write_fm(0, &[1, 2]),
+        Err(BridgeError::NoFeatureMapPort)
+    ));
+    b.idle(1000).unwrap();
+    assert!(w.lock().unwrap().is_empty());
+}
+
+#[test]
+fn spec_parsing() {
+    assert_eq!(
+        parse_spec("/dev/ttyUSB1"),
+        Some(("/dev/ttyUSB1", DEFAULT_BAUD))
+    );
+    assert_eq!(
+        parse_spec("/dev/ttyUSB1@9600"),
+        Some(("/dev/ttyUSB1", 9600))
+    );
+    assert_eq!(parse_spec("/tmp/a@b"), Some(("/tmp/a@b", DEFAULT_BAUD)));
+    assert_eq!(parse_spec(""), None);
+    assert_eq!(parse_spec("@9600"), None);
+    assert_eq!(parse_spec("/dev/x@0"), None);
+    assert_eq!(parse_spec("/dev/x@99999999999"), None);
+}
+
+#[test]
+fn open_checks_id_and_config() {
+    let id = regmap::ID_VALUE.to_be_bytes();
+    let wrong = 0x1234_5678u32.to_be_bytes();
+    let e = BridgeDevice::over(Box::new(Script::new(&[(2, &wrong)])), "fake", cfg(4))
+        .err()
+        .unwrap();
+    assert!(
+        e.to_string().contains("0x12345678") && e.to_string().contains("not a systole"),
+        "{e}"
+    );
+    // The board is 8x8; 4x4 was asked for.
+    let board = ArrayConfig {
+        fm_depth: 0,
+        ..cfg(8)
+    };
+    let word = board.config_word().to_be_bytes();
+    let e = BridgeDevice::over(
+        Box::new(Script::new(&[(2, &id), (2, &word)])),
+        "fake",
+        cfg(4),
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("8x8"), "{e}");
+    // A matching board opens even though the default config asks for a feature-map buffer.
+    let s = Script::new(&[(2, &id), (2, &word)]);
+    let w = s.written.clone();
+    let dev = BridgeDevice::over(Box::new(s), "fake", cfg(8)).unwrap();
+    assert_eq!(dev.config().fm_depth, 0);
+    assert_eq!(*w.lock().unwrap(), [b'R', regmap::ID, b'R', regmap::CONFIG]);
+}
