@@ -91,8 +91,11 @@ fn main() {
 pub const BOARD_CLOCK_HZ: u32 = 8_000_000;
 /// See [`BOARD_CLOCK_HZ`].
 pub const BOARD_BAUD: u32 = 1_000_000;
+/// Feature-map words of the board image's conv unit (as `systole bitstream --fm-depth 4096`).
+pub const BOARD_FM_DEPTH: usize = 4096;
 
-/// Verilates the board top (`systole_hdl::board_top`) of an `n x n` array as `Vboard` with a
+/// Verilates the board top (`systole_hdl::board_top`) of an `n x n` array with a conv unit of
+/// [`BOARD_FM_DEPTH`] words as `Vboard` with a
 /// shim that runs whole UART bit times, and compiles it into `libsystole_board.a`.
 fn build_board(out: &Path, include: &Path, n: usize) {
     use systole_hdl::board_top::{generate_board_verilog_with, BoardTopOptions};
@@ -102,6 +105,7 @@ fn build_board(out: &Path, include: &Path, n: usize) {
         reset_active_low: true,
         led_active_low: false,
         halve_clock: false,
+        fm_depth: BOARD_FM_DEPTH,
     };
     let verilog = generate_board_verilog_with(&ArrayConfig::square(n), &opts)
         .unwrap_or_else(|e| panic!("systole-hdl could not generate the {n}x{n} board top: {e}"));

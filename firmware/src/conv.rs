@@ -338,16 +338,23 @@ impl<B: AcceleratorBus> Gathers<B> for ConvGathers<'_> {
     }
 }
 
-/// Whether [`conv2d`] sends every feature map of `job` exactly once on `cfg`. Always for the
-/// forward and input-gradient ops; for the weight gradient, when the whole batch fits the
-/// feature-map buffer (it walks the batch once per output tile). Callers may lower a weight
-/// gradient that does not fit on the host instead (same result, fewer bytes).
+/// Whether [`conv2d`] runs `job` on `cfg`'s conv unit sending every feature map exactly once:
+/// the unit is there and, for the forward and input-gradient ops, the images a tile of `size`
+/// pixel rows can span fit the feature-map buffer at once (else [`conv2d`] refuses with
+/// `FeatureMapTooSmall`); for the weight gradient, the whole batch fits (it walks the batch
+/// once per output tile). Callers lower a job that does not fit on the host instead (same
+/// result; for the weight gradient, fewer bytes than re-sending the maps for every tile).
 pub fn sends_maps_once(cfg: &ArrayConfig, job: &ConvJob<'_>) -> bool {
-    if job.op != ConvOp::BackwardWeights {
-        return true;
+    if !cfg.has_conv_unit() {
+        return false;
     }
     let slot = job.slot_words(cfg.fm_row_words());
-    cfg.has_conv_unit() && job.batch.saturating_mul(slot) <= cfg.fm_depth
+    if job.op == ConvOp::BackwardWeights {
+        return job.batch.saturating_mul(slot) <= cfg.fm_depth;
+    }
+    // The same ring as `conv2d` lays out: a tile spans `span` images, `span` slots needed.
+    let span = (cfg.size - 1).div_ceil(job.pixels().max(1)) + 1;
+    ConvGeom::slots(slot, cfg.fm_depth).is_ok_and(|slots| span <= slots)
 }
 
 /// Computes one convolution op on the conv unit behind `bus`, bit-exact with the golden

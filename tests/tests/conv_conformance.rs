@@ -210,3 +210,34 @@ fn serial_conv_sim_board_4x4() {
     drop(dev);
     board.close().expect("the board reported an error");
 }
+
+/// The board image built with a conv unit (`systole bitstream --fm-depth 4096`), simulated
+/// through its serial pins: feature maps travel as the bridge's `'F'` rows, and ops whose maps
+/// do not fit 4096 words fall back to the host-lowered product. Both paths must be bit-exact.
+#[test]
+fn bridge_conv_board_image_4x4() {
+    let board = match systole::board_sim::SimBoard::spawn_bridge_image() {
+        Ok(b) => b,
+        Err(e @ DeviceError::NotBuilt { .. }) => {
+            eprintln!("SKIPPED bridge board image: {e}");
+            return;
+        }
+        Err(e) => panic!("simulated board image: {e}"),
+    };
+    let spec = format!("bridge:{}", board.path().display());
+    let mut dev =
+        device::open(&spec, ArrayConfig::square(4)).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    assert_eq!(
+        dev.config().fm_depth,
+        4096,
+        "the board's own feature-map size"
+    );
+    dev.reset_stats();
+    conv_conformance(dev.as_mut(), 2, 0xC0_0007);
+    assert!(
+        dev.stats().bytes_to_device > 0,
+        "the conv ops crossed the UART"
+    );
+    drop(dev);
+    board.close().expect("the board image reported an error");
+}

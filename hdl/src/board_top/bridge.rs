@@ -13,6 +13,8 @@ pub const OP_WRITE_A: u8 = b'A';
 pub const OP_WRITE_B: u8 = b'B';
 /// Opcode of "read C row".
 pub const OP_READ_C: u8 = b'C';
+/// Opcode of "write feature-map row".
+pub const OP_WRITE_FM: u8 = b'F';
 /// Reply to an unknown opcode.
 pub const REPLY_UNKNOWN: u8 = b'?';
 
@@ -72,6 +74,10 @@ pub struct UartBridge {
     pub wr_data: Vec<Signal<Out, Signed<16>>>,
     /// C row words from the accelerator, valid the cycle after the address edge.
     pub c_rd_data: Vec<Signal<In, Signed<16>>>,
+    /// Feature-map row write strobe (row in `row`).
+    pub fm_wr_en: Signal<Out, Bit>,
+    /// Feature-map row words (the largest power of two of words not above the lane count).
+    pub fm_wr_data: Vec<Signal<Out, Signed<16>>>,
     /// A command is in progress.
     pub active: Signal<Out, Bit>,
     state: DFF<BridgeState>,
@@ -85,12 +91,18 @@ pub struct UartBridge {
     /// because rust-hdl kernels can only index with loop variables.
     lanes: Vec<DFF<Bits<16>>>,
     n: Constant<Bits<8>>,
+    /// Words of a feature-map row.
+    fm_words: Constant<Bits<8>>,
+    /// Lane of the first feature-map word once a row has shifted in (`n - fm_words`).
+    _fm_base: usize,
+    _fm_row_words: usize,
 }
 
 impl UartBridge {
     /// A bridge for `lanes` lanes (`2..=64`).
     pub fn new(lanes: usize) -> Self {
         assert!((2..=64).contains(&lanes), "lanes must be 2..=64");
+        let fm_row_words = 1usize << (usize::BITS - 1 - lanes.leading_zeros());
         Self {
             clock: Default::default(),
             reset: Default::default(),
@@ -109,6 +121,8 @@ impl UartBridge {
             row: Default::default(),
             wr_data: (0..lanes).map(|_| Default::default()).collect(),
             c_rd_data: (0..lanes).map(|_| Default::default()).collect(),
+            fm_wr_en: Default::default(),
+            fm_wr_data: (0..fm_row_words).map(|_| Default::default()).collect(),
             active: Default::default(),
             state: Default::default(),
             op: Default::default(),
@@ -119,7 +133,14 @@ impl UartBridge {
             held: Default::default(),
             lanes: (0..lanes).map(|_| Default::default()).collect(),
             n: Constant::new((lanes as u64).to_bits()),
+            fm_words: Constant::new((fm_row_words as u64).to_bits()),
+            _fm_base: lanes - fm_row_words,
+            _fm_row_words: fm_row_words,
         }
+    }
+
+    fn fm_base_end(&self) -> usize {
+        self._fm_base + 1
     }
 }
 
@@ -142,10 +163,17 @@ impl Logic for UartBridge {
             self.lanes[i].d.next = self.lanes[i].q.val();
             self.wr_data[i].next = signed_cast(self.lanes[i].q.val());
         }
+        // A feature-map row shifts in like an A/B row: its first word ends in lane `n - R`.
+        for b in self._fm_base..self.fm_base_end() {
+            for w in 0..self._fm_row_words {
+                self.fm_wr_data[w].next = signed_cast(self.lanes[w + b].q.val());
+            }
+        }
         self.active.next = true;
         self.reg_we.next = false;
         self.a_wr_en.next = false;
         self.b_wr_en.next = false;
+        self.fm_wr_en.next = false;
         self.tx_start.next = false;
         self.tx_data.next = self.op.q.val();
         self.bank.next = self.args.q.val().get_bit(16);
@@ -171,6 +199,8 @@ impl Logic for UartBridge {
                         | (self.rx_data.val() == 0x43)
                     {
                         self.header_left.d.next = 3.into();
+                    } else if self.rx_data.val() == 0x46 {
+                        self.header_left.d.next = 2.into();
                     } else {
                         self.op.d.next = bits::<8>(0x3F);
                         self.state.d.next = BridgeState::Ack;
@@ -186,6 +216,10 @@ impl Logic for UartBridge {
                         if (self.op.q.val() == 0x41) | (self.op.q.val() == 0x42) {
                             self.state.d.next = BridgeState::Payload;
                             self.words_left.d.next = self.n.val();
+                            self.high_byte.d.next = true;
+                        } else if self.op.q.val() == 0x46 {
+                            self.state.d.next = BridgeState::Payload;
+                            self.words_left.d.next = self.fm_words.val();
                             self.high_byte.d.next = true;
                         } else {
                             self.state.d.next = BridgeState::Exec;
@@ -222,6 +256,8 @@ impl Logic for UartBridge {
                     self.a_wr_en.next = true;
                 } else if self.op.q.val() == 0x42 {
                     self.b_wr_en.next = true;
+                } else if self.op.q.val() == 0x46 {
+                    self.fm_wr_en.next = true;
                 } else if self.op.q.val() == 0x43 {
                     // The C address is sampled on this edge; the words are valid after it.
                     self.state.d.next = BridgeState::Capture;
@@ -293,12 +329,18 @@ mod tests {
         reg_writes: Vec<(u64, u64)>,
         a_rows: Vec<(bool, u64, Vec<i64>)>,
         b_rows: Vec<(bool, u64, Vec<i64>)>,
+        fm_rows: Vec<(u64, Vec<i64>)>,
         sent: Vec<u8>,
     }
 
     /// Sends each command's bytes (one every fourth cycle, as a UART receiver would deliver
     /// them) and waits for its reply of the given length before the next, as a host does.
     fn run(commands: Vec<(Vec<u8>, usize)>) -> Seen {
+        run_lanes(N, commands)
+    }
+
+    /// [`run`] on a bridge of `n` lanes.
+    fn run_lanes(n: usize, commands: Vec<(Vec<u8>, usize)>) -> Seen {
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Seen::default()));
         let out = seen.clone();
         let total: usize = commands.iter().map(|(c, r)| 4 * c.len() + 4 * r + 8).sum();
@@ -334,10 +376,11 @@ mod tests {
                 // words encode bank, row and lane.
                 let addr = x.reg_addr.val().index() as u64;
                 x.reg_rdata.next = (if addr == 0 { 0x5359_5354 } else { addr }).to_bits();
-                for i in 0..N {
+                for i in 0..n {
                     let v =
                         (x.bank.val() as i64) * 1000 + x.row.val().index() as i64 * 10 + i as i64;
-                    x.c_rd_data[i].next = (-v).to_signed_bits();
+                    // (Wrapped to a word: rows past 3276 appear in the feature-map test.)
+                    x.c_rd_data[i].next = i64::from(-v as i16).to_signed_bits();
                 }
                 x.tx_busy.next = false;
                 wait_clock_cycle!(ep, clock, x);
@@ -362,6 +405,14 @@ mod tests {
                     log.b_rows
                         .push((x.bank.val(), x.row.val().index() as u64, lanes(&x)));
                 }
+                if x.fm_wr_en.val() {
+                    let words = x
+                        .fm_wr_data
+                        .iter()
+                        .map(|s| s.val().bigint().try_into().unwrap())
+                        .collect();
+                    log.fm_rows.push((x.row.val().index() as u64, words));
+                }
                 quiet += 1;
                 if x.tx_start.val() {
                     log.sent.push(x.tx_data.val().index() as u8);
@@ -371,7 +422,7 @@ mod tests {
             drop(log);
             ep.done(x)
         });
-        let mut uut = UartBridge::new(N);
+        let mut uut = UartBridge::new(n);
         uut.connect_all();
         sim.run(Box::new(uut), 1_000_000 * 10_000).unwrap();
         std::sync::Arc::try_unwrap(seen)
@@ -415,6 +466,33 @@ mod tests {
         }
         want.push(b'?');
         assert_eq!(s.sent, want);
+    }
+
+    /// `'F'` row(2) then `R` words: one feature-map row strobe with the words in order. With 6
+    /// lanes a row is 4 words (they shift in to lanes 2..6); with 4 lanes, all four.
+    #[test]
+    fn feature_map_rows() {
+        for (n, words) in [
+            (6usize, vec![5i16, -6, 32767, -32768]),
+            (4, vec![1, 2, 3, -4]),
+        ] {
+            let mut f = vec![b'F', 0x12, 0x34];
+            for w in &words {
+                f.extend(w.to_be_bytes());
+            }
+            let s = run_lanes(
+                n,
+                vec![(f, 1), (vec![b'F', 0, 1, 0, 9, 0, 8, 0, 7, 0, 6], 1)],
+            );
+            let want: Vec<i64> = words.iter().map(|&w| w.into()).collect();
+            assert_eq!(
+                s.fm_rows,
+                vec![(0x1234, want), (1, vec![9, 8, 7, 6])],
+                "{n} lanes"
+            );
+            assert_eq!(s.sent, b"FF", "{n} lanes");
+            assert!(s.a_rows.is_empty() && s.b_rows.is_empty() && s.reg_writes.is_empty());
+        }
     }
 
     #[test]

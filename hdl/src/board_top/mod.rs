@@ -13,7 +13,13 @@
 //! | write A row | `'A'` bank row(2) then `n` words | `'A'` once written |
 //! | write B row | `'B'` bank row(2) then `n` words | `'B'` once written |
 //! | read C row | `'C'` bank row(2) | `n` words |
+//! | write feature-map row | `'F'` row(2) then `R` words | `'F'` once written |
 //! | anything else | one byte | `'?'` |
+//!
+//! `R` is the feature-map row width (`ArrayConfig::fm_row_words`: the largest power of two of
+//! words not above `n`); the row is the word address divided by `R`. A board built without
+//! the conv unit ([`BoardTopOptions::fm_depth`] 0, the default of the board flows) accepts
+//! `'F'` and ignores it; its `CONFIG` register says the unit is absent.
 //!
 //! The host sends one command and waits for its reply before the next: bytes that arrive while
 //! a reply is still being sent are dropped. A register read takes no clock of its own (the
@@ -26,7 +32,8 @@
 mod bridge;
 
 pub use bridge::{
-    UartBridge, OP_READ_C, OP_READ_REG, OP_WRITE_A, OP_WRITE_B, OP_WRITE_REG, REPLY_UNKNOWN,
+    UartBridge, OP_READ_C, OP_READ_REG, OP_WRITE_A, OP_WRITE_B, OP_WRITE_FM, OP_WRITE_REG,
+    REPLY_UNKNOWN,
 };
 
 use crate::top::{Core, CORE_TILE_ROW_BITS};
@@ -51,6 +58,10 @@ pub struct BoardTopOptions {
     /// logic cannot close timing at the oscillator frequency (the iCE40UP5K at 12 MHz). The
     /// UART timing is computed from the divided clock.
     pub halve_clock: bool,
+    /// Feature-map words of the conv unit (`ArrayConfig::fm_depth`: 0 leaves the unit out;
+    /// else a power of two in 512..=32768). Each of the two gather engines keeps one copy of
+    /// the map per lane: `2 * n * fm_depth * 16` bits of block RAM.
+    pub fm_depth: usize,
 }
 
 /// The board's top level (module `top`): reset synchronizer, UART receiver and transmitter,
@@ -112,10 +123,10 @@ impl BoardTop {
             rx: UartRx::new(cpb),
             tx: UartTx::new(cpb),
             bridge: UartBridge::new(cfg.size),
-            // The UART bridge has no feature-map port yet, so the board build leaves the conv
-            // unit out (fm_depth 0): its CONFIG word says so and conv ops are refused clearly.
+            // The options, not `cfg`, size the conv unit: a board's block RAM rarely holds the
+            // default 32k-word map (two engines keep a copy per lane).
             core: Core::new(&ArrayConfig {
-                fm_depth: 0,
+                fm_depth: opts.fm_depth,
                 ..*cfg
             })?,
             _n: cfg.size,
@@ -161,10 +172,10 @@ impl Logic for BoardTop {
         self.core.reg_addr.next = self.bridge.reg_addr.val();
         self.core.reg_wdata.next = self.bridge.reg_wdata.val();
         self.core.reg_we.next = self.bridge.reg_we.val();
-        self.core.fm_wr_en.next = false;
-        self.core.fm_wr_row.next = 0.into();
+        self.core.fm_wr_en.next = self.bridge.fm_wr_en.val();
+        self.core.fm_wr_row.next = self.bridge.row.val();
         for w in 0..self._fm_row_words {
-            self.core.fm_wr_data[w].next = 0.into();
+            self.core.fm_wr_data[w].next = self.bridge.fm_wr_data[w].val();
         }
         self.bridge.reg_rdata.next = self.core.reg_rdata.val();
         self.core.a_wr_en.next = self.bridge.a_wr_en.val();
@@ -199,6 +210,7 @@ pub fn generate_board_verilog(
             reset_active_low: true,
             led_active_low: false,
             halve_clock: false,
+            fm_depth: 0,
         },
     )
 }
@@ -270,6 +282,7 @@ mod tests {
                 reset_active_low: true,
                 led_active_low: false,
                 halve_clock,
+                fm_depth: 0,
             };
             let cfg = ArrayConfig::new(2, 8, 16).unwrap();
             let mut uut = BoardTop::new(&cfg, &opts).unwrap();

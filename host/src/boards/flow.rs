@@ -81,7 +81,9 @@ pub fn boards_table() -> String {
     s
 }
 
-/// Writes the board top's Verilog and the constraints into `out_dir`, runs the Yosys estimate
+/// Writes the board top's Verilog and the constraints into `out_dir` (with the conv unit when
+/// `cfg.fm_depth` is not 0: conv ops then run on the board, their maps sent over the UART
+/// bridge's `'F'` command), runs the Yosys estimate
 /// (failing if the design does not fit), then builds the bitstream: the full open flow
 /// (nextpnr-ice40, icepack) for iCE40, Vivado for 7-series if it is on `PATH` (otherwise the
 /// report's `next_step` says how to get it; the generated TCL is ready to run).
@@ -98,6 +100,7 @@ pub fn bitstream(
         reset_active_low: board.reset.active_low,
         led_active_low: board.leds.first().is_some_and(|l| l.active_low),
         halve_clock: board.halve_clock,
+        fm_depth: cfg.fm_depth,
     };
     let verilog_text =
         generate_board_verilog_with(cfg, &opts).map_err(|e| BoardError::Hdl(e.to_string()))?;
@@ -275,7 +278,11 @@ mod tests {
     fn arty_8x8_maps_each_mac_to_a_dsp48() {
         let board = find("arty-a7-35").unwrap();
         let dir = build_dir("systole-arty-8x8");
-        let r = bitstream(board, &ArrayConfig::square(8), &dir).unwrap();
+        let cfg = ArrayConfig {
+            fm_depth: 0,
+            ..ArrayConfig::square(8)
+        };
+        let r = bitstream(board, &cfg, &dir).unwrap();
         println!("{r:#?}");
         assert_eq!(r.resources.dsps, 64);
         assert!(r.bitstream.is_some() || r.next_step.as_deref().unwrap().contains("Vivado"));

@@ -84,8 +84,12 @@ pub fn estimate(board: &Board, cfg: &ArrayConfig) -> Estimate {
     };
     let lane_bits = 2 * cfg.buffer_depth as u64 * u64::from(cfg.word_bits);
     let blocks_per_lane = lane_bits.div_ceil(u64::from(board.budget.bram_block_bits));
-    // Two matrices (A, B), n lanes each.
-    let brams = (2 * u64::from(n) * blocks_per_lane).min(u64::from(u32::MAX)) as u32;
+    // Two matrices (A, B), n lanes each; with the conv unit, each of its two gather engines
+    // keeps a copy of the feature map per lane.
+    let fm_blocks_per_lane = (cfg.fm_depth as u64 * u64::from(cfg.word_bits))
+        .div_ceil(u64::from(board.budget.bram_block_bits));
+    let brams =
+        (2 * u64::from(n) * (blocks_per_lane + fm_blocks_per_lane)).min(u64::from(u32::MAX)) as u32;
     Estimate {
         luts: k.fixed_luts + n * n * k.pe_luts + n * k.column_luts,
         ffs: k.fixed_ffs + n * n * k.pe_ffs + n * k.column_ffs,
@@ -110,7 +114,7 @@ pub fn largest_array(board: &Board) -> Option<ArrayConfig> {
     for n in 2..=64 {
         let mut depth = ArrayConfig::square(n).buffer_depth;
         let fit = loop {
-            // Boards are built without the conv unit (the UART bridge has no feature-map port).
+            // The conv unit is an option of `systole bitstream` (`--fm-depth`), not a default.
             let cfg = ArrayConfig {
                 buffer_depth: depth,
                 fm_depth: 0,
@@ -138,31 +142,45 @@ mod tests {
     use super::super::find;
     use super::*;
 
+    /// An `n x n` array as the board flows build it by default: no conv unit.
+    fn plain(n: usize) -> ArrayConfig {
+        ArrayConfig {
+            fm_depth: 0,
+            ..ArrayConfig::square(n)
+        }
+    }
+
     #[test]
     fn dsp_count_is_one_per_mac() {
         let arty = find("arty-a7-35").unwrap();
-        assert_eq!(estimate(arty, &ArrayConfig::square(8)).dsps, 64);
+        assert_eq!(estimate(arty, &plain(8)).dsps, 64);
         // Two 512 x 16 banks fill one RAMB18: one block per lane of A and of B.
-        assert_eq!(estimate(arty, &ArrayConfig::square(8)).brams, 16);
+        assert_eq!(estimate(arty, &plain(8)).brams, 16);
         let deep = ArrayConfig {
             buffer_depth: 2048,
-            ..ArrayConfig::square(8)
+            ..plain(8)
         };
         assert_eq!(estimate(arty, &deep).brams, 64);
+        // A 4096-word feature map: 64 kbit per lane copy = 4 RAMB18, 8 lanes, 2 engines.
+        let conv = ArrayConfig {
+            fm_depth: 4096,
+            ..plain(8)
+        };
+        assert_eq!(estimate(arty, &conv).brams, 16 + 2 * 8 * 4);
         let ice = find("icebreaker").unwrap();
         // Two 512 x 16 banks are four 4-kbit EBR.
-        assert_eq!(estimate(ice, &ArrayConfig::square(2)).brams, 16);
+        assert_eq!(estimate(ice, &plain(2)).brams, 16);
     }
 
     #[test]
     fn model_matches_the_yosys_calibration_points() {
         let arty = find("arty-a7-35").unwrap();
         for (n, luts, ffs) in [(2, 2553, 1111), (4, 5512, 2868), (8, 13824, 9595)] {
-            let e = estimate(arty, &ArrayConfig::square(n));
+            let e = estimate(arty, &plain(n));
             let close = |got: u32, want: u32| got.abs_diff(want) * 100 <= want;
             assert!(close(e.luts, luts) && close(e.ffs, ffs), "{n}: {e:?}");
         }
-        let ice = estimate(find("icebreaker").unwrap(), &ArrayConfig::square(2));
+        let ice = estimate(find("icebreaker").unwrap(), &plain(2));
         assert_eq!((ice.luts, ice.ffs, ice.dsps), (4452, 1350, 4));
     }
 
@@ -182,7 +200,7 @@ mod tests {
     #[test]
     fn fit_respects_every_budget_line() {
         let arty = find("arty-a7-35").unwrap();
-        let ok = estimate(arty, &ArrayConfig::square(4));
+        let ok = estimate(arty, &plain(4));
         assert!(fits(arty, &ok));
         assert!(!fits(arty, &Estimate { dsps: 91, ..ok }));
         assert!(!fits(arty, &Estimate { brams: 101, ..ok }));

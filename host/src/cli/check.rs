@@ -159,6 +159,12 @@ pub fn bitstream(a: &BitstreamArgs) -> anyhow::Result<()> {
         None => crate::boards::largest_array(board)
             .with_context(|| format!("no array size fits the {} board", a.board))?,
     };
+    let cfg = ArrayConfig {
+        fm_depth: a.fm_depth,
+        ..cfg
+    };
+    cfg.validate()
+        .map_err(|e| anyhow::anyhow!("--fm-depth {}: {e}", a.fm_depth))?;
     let r = crate::boards::bitstream(board, &cfg, &a.out)?;
     println!(
         "{}: {}x{} array, files in {}",

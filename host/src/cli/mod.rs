@@ -49,6 +49,10 @@ pub struct BitstreamArgs {
     /// Array size N (default: the largest that fits the board).
     #[arg(long)]
     pub array: Option<usize>,
+    /// Feature-map words of the conv unit (0: no conv unit, convolutions are lowered on the
+    /// host; else a power of two in 512..=32768, e.g. 4096). Costs block RAM: two copies per lane.
+    #[arg(long, default_value_t = 0)]
+    pub fm_depth: usize,
     /// Build folder.
     #[arg(long, default_value = "build")]
     pub out: PathBuf,

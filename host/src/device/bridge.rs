@@ -5,11 +5,14 @@
 //! one bridge command and waits for its reply before the next (the bridge drops bytes that
 //! arrive while it is still answering). Idles send nothing: the board's clock runs freely and
 //! the tile driver polls `STATUS`/`DONE_COUNT`, so wall-clock time is the only idle there is.
-//! The board build has no conv unit (its `CONFIG` says `fm_depth` 0), so feature-map writes are
-//! refused and [`BridgeDevice`] keeps the [`Device`] trait's host-lowered convolutions.
+//! A board built with the conv unit (`systole bitstream --fm-depth N`) takes feature-map rows
+//! with the `'F'` command and [`BridgeDevice`] runs convolutions on it, each map sent once;
+//! without it (`CONFIG` says `fm_depth` 0, the default build) convolutions are lowered on the
+//! host.
 
+use super::conv_unit::{self, ConvOperands};
 use super::{Device, DeviceError, DeviceStats};
-use crate::golden::OutputSpec;
+use crate::golden::{Conv2dGeom, OutputSpec};
 use crate::tensor::QMatrix;
 use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
@@ -17,7 +20,7 @@ use systole_core::bus::Beat;
 use systole_core::{regmap, AcceleratorBus, ArrayConfig};
 use systole_firmware::driver;
 use systole_hdl::board_top::{
-    OP_READ_C, OP_READ_REG, OP_WRITE_A, OP_WRITE_B, OP_WRITE_REG, REPLY_UNKNOWN,
+    OP_READ_C, OP_READ_REG, OP_WRITE_A, OP_WRITE_B, OP_WRITE_FM, OP_WRITE_REG, REPLY_UNKNOWN,
 };
 
 /// Line rate of the bridge: the one `systole bitstream` builds the board's UART for.
@@ -51,9 +54,16 @@ pub enum BridgeError {
     /// The reply (or the request) does not fit the protocol.
     #[error("bridge protocol error: {0}")]
     Protocol(String),
-    /// `write_fm` was called.
-    #[error("the UART bridge has no feature-map port (the board build has no conv unit): lower convolutions on the host")]
-    NoFeatureMapPort,
+    /// A feature-map write that is not whole rows at a row boundary.
+    #[error("feature-map write of {words} words at word {addr}: the bridge moves whole rows of {row} words at multiples of {row}")]
+    FeatureMapRows {
+        /// First word address.
+        addr: u32,
+        /// Words given.
+        words: usize,
+        /// Words per feature-map row.
+        row: usize,
+    },
 }
 
 /// Byte and command counters of a [`BridgeBus`].
@@ -289,8 +299,27 @@ impl<T: Read + Write> AcceleratorBus for BridgeBus<T> {
         Ok(())
     }
 
-    fn write_fm(&mut self, _addr: u32, _words: &[i16]) -> Result<(), BridgeError> {
-        Err(BridgeError::NoFeatureMapPort)
+    fn write_fm(&mut self, addr: u32, words: &[i16]) -> Result<(), BridgeError> {
+        // A feature-map row is the largest power of two of words not above the lane count.
+        let row = 1usize << (usize::BITS - 1 - self.n.leading_zeros());
+        let first = addr as usize / row;
+        let whole_rows = (addr as usize).is_multiple_of(row) && words.len().is_multiple_of(row);
+        if !whole_rows || first + words.len() / row > 1 << 16 {
+            return Err(BridgeError::FeatureMapRows {
+                addr,
+                words: words.len(),
+                row,
+            });
+        }
+        let mut req = Vec::with_capacity(3 + 2 * row);
+        for (i, chunk) in words.chunks_exact(row).enumerate() {
+            req.clear();
+            req.push(OP_WRITE_FM);
+            req.extend(((first + i) as u16).to_be_bytes());
+            req.extend(chunk.iter().flat_map(|w| w.to_be_bytes()));
+            self.acked(&req)?;
+        }
+        Ok(())
     }
 }
 
@@ -317,7 +346,8 @@ pub struct BridgeDevice {
 
 impl BridgeDevice {
     /// Opens the serial port `path` at `baud`, and checks the board is a systole bridge build
-    /// of `config`. The board never has a conv unit, so `config.fm_depth` is taken as 0.
+    /// of `config`'s array (size and buffer depth); the conv unit's feature-map size is the
+    /// board's own (`systole bitstream --fm-depth`), whatever `config.fm_depth` says.
     pub fn open(path: &str, baud: u32, config: ArrayConfig) -> Result<Self, DeviceError> {
         let port = serialport::new(path, baud)
             .timeout(PORT_TIMEOUT)
@@ -333,12 +363,8 @@ impl BridgeDevice {
         name: &str,
         config: ArrayConfig,
     ) -> Result<Self, DeviceError> {
-        // Board builds leave the conv unit out whatever was asked, so only the array has to
-        // match; the devices' shared default of a feature-map buffer must not make it fail.
-        let config = ArrayConfig {
-            fm_depth: 0,
-            ..config
-        };
+        // The feature map is sized when the board is built (most leave the unit out), so only
+        // the array has to match; the devices' shared default of 32k words must not fail it.
         config
             .validate()
             .map_err(|e| DeviceError::Unsupported(e.to_string()))?;
@@ -352,8 +378,12 @@ impl BridgeDevice {
             )));
         }
         let word = bus.read_reg(regmap::CONFIG).map_err(link)?;
+        let found = ArrayConfig::from_config_word(word);
+        let config = ArrayConfig {
+            fm_depth: found.fm_depth,
+            ..config
+        };
         if word != config.config_word() {
-            let found = ArrayConfig::from_config_word(word);
             return Err(DeviceError::Unsupported(format!(
                 "the board at {name} is a {0}x{0} array with {1}-row buffers, but {2}x{2} with {3}-row buffers was asked for",
                 found.size, found.buffer_depth, config.size, config.buffer_depth
@@ -378,7 +408,35 @@ impl BridgeDevice {
     }
 }
 
+impl BridgeDevice {
+    fn conv(
+        &mut self,
+        ops: &ConvOperands<'_>,
+        g: &Conv2dGeom,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let before = self.bus.counters();
+        let name = self.name.clone();
+        let wrap = |e: String| DeviceError::Transport(format!("{name}: {e}"));
+        let r = conv_unit::run(
+            &mut self.bus,
+            &self.config,
+            ops,
+            g,
+            out,
+            &mut self.stats,
+            &wrap,
+        );
+        let after = self.bus.counters();
+        self.stats.bytes_to_device += after.bytes_out - before.bytes_out;
+        self.stats.bytes_from_device += after.bytes_in - before.bytes_in;
+        Ok(r?.0)
+    }
+}
+
 impl Device for BridgeDevice {
+    conv_unit::conv_unit_methods!();
+
     fn name(&self) -> String {
         format!("bridge {0}x{0} at {1}", self.config.size, self.name)
     }

@@ -110,12 +110,16 @@ where
     Ok((result, st))
 }
 
-/// Whether the weight gradient of `g` runs on the conv unit sending each map once (the whole
-/// batch fits the feature-map buffer); otherwise the backends lower it on the host, which
-/// then moves fewer bytes than re-sending the maps for every output tile.
-pub(crate) fn weight_gradient_fits(cfg: &ArrayConfig, g: &Conv2dGeom) -> bool {
+/// Whether op `op` of `g` runs on the conv unit sending each map once (see
+/// `systole_firmware::conv::sends_maps_once`: the unit is there and the maps fit its buffer);
+/// otherwise the backends lower it on the host.
+pub(crate) fn runs_on_unit(cfg: &ArrayConfig, g: &Conv2dGeom, op: ConvOp) -> bool {
+    if g.validate().is_err() {
+        // Let the unit's path report the geometry error.
+        return cfg.has_conv_unit();
+    }
     let job = ConvJob {
-        op: ConvOp::BackwardWeights,
+        op,
         geom: core_geom(g),
         batch: g.batch,
         x: &[],
@@ -140,7 +144,8 @@ pub(crate) fn port_bytes(cfg: &ArrayConfig, st: &DriverStats) -> (u64, u64) {
 
 /// The three `Device` convolution methods of a backend with the conv unit: each runs on the
 /// unit through the backend's `conv(&ConvOperands, &Conv2dGeom, &OutputSpec)`, or, when the
-/// array was built without one, as the host-lowered product (`Device`'s default).
+/// array was built without one or the maps do not fit its buffer, as the host-lowered product
+/// (`Device`'s default).
 macro_rules! conv_unit_methods {
     () => {
         fn conv2d_forward(
@@ -150,10 +155,10 @@ macro_rules! conv_unit_methods {
             g: &Conv2dGeom,
             out: &OutputSpec,
         ) -> Result<QMatrix, DeviceError> {
-            if !self.config.has_conv_unit() {
+            let op = systole_firmware::conv::ConvOp::Forward;
+            if !conv_unit::runs_on_unit(&self.config, g, op) {
                 return super::lowered_forward(self, x, w, g, out);
             }
-            let op = systole_firmware::conv::ConvOp::Forward;
             self.conv(
                 &ConvOperands {
                     op,
@@ -173,10 +178,10 @@ macro_rules! conv_unit_methods {
             g: &Conv2dGeom,
             out: &OutputSpec,
         ) -> Result<QMatrix, DeviceError> {
-            if !self.config.has_conv_unit() {
+            let op = systole_firmware::conv::ConvOp::BackwardInput;
+            if !conv_unit::runs_on_unit(&self.config, g, op) {
                 return super::lowered_backward_input(self, dy, w, g, out);
             }
-            let op = systole_firmware::conv::ConvOp::BackwardInput;
             self.conv(
                 &ConvOperands {
                     op,
@@ -196,10 +201,10 @@ macro_rules! conv_unit_methods {
             g: &Conv2dGeom,
             out: &OutputSpec,
         ) -> Result<QMatrix, DeviceError> {
-            if !self.config.has_conv_unit() || !conv_unit::weight_gradient_fits(&self.config, g) {
+            let op = systole_firmware::conv::ConvOp::BackwardWeights;
+            if !conv_unit::runs_on_unit(&self.config, g, op) {
                 return super::lowered_backward_weights(self, x, dy, g, out);
             }
-            let op = systole_firmware::conv::ConvOp::BackwardWeights;
             self.conv(
                 &ConvOperands {
                     op,

@@ -196,14 +196,23 @@ fn silence_is_a_timeout_and_wrong_lengths_are_refused() {
 }
 
 #[test]
-fn write_fm_and_idle_send_nothing() {
-    let (mut b, w) = bus(&[], 2);
-    assert!(matches!(
-        b.write_fm(0, &[1, 2]),
-        Err(BridgeError::NoFeatureMapPort)
-    ));
+fn feature_map_rows_and_idle() {
+    // 3 lanes: rows of 2 words. Word 6 is row 3.
+    let (mut b, w) = bus(&[(7, b"F"), (7, b"F")], 3);
+    b.write_fm(6, &[1, -2, 0x1234, -32768]).unwrap();
+    assert_eq!(
+        *w.lock().unwrap(),
+        [b'F', 0x00, 0x03, 0x00, 0x01, 0xFF, 0xFE, b'F', 0x00, 0x04, 0x12, 0x34, 0x80, 0x00]
+    );
+    // Not a whole row, or not at a row boundary: refused before anything is sent.
+    for (addr, words) in [(0u32, &[1i16][..]), (1, &[1, 2][..])] {
+        assert!(matches!(
+            b.write_fm(addr, words),
+            Err(BridgeError::FeatureMapRows { row: 2, .. })
+        ));
+    }
     b.idle(1000).unwrap();
-    assert!(w.lock().unwrap().is_empty());
+    assert_eq!(w.lock().unwrap().len(), 14);
 }
 
 #[test]
@@ -248,10 +257,23 @@ fn open_checks_id_and_config() {
     .err()
     .unwrap();
     assert!(e.to_string().contains("8x8"), "{e}");
-    // A matching board opens even though the default config asks for a feature-map buffer.
+    // A matching board opens even though the default config asks for a feature-map buffer:
+    // the board's own size (none here, 4096 words on the second) is taken.
     let s = Script::new(&[(2, &id), (2, &word)]);
     let w = s.written.clone();
     let dev = BridgeDevice::over(Box::new(s), "fake", cfg(8)).unwrap();
     assert_eq!(dev.config().fm_depth, 0);
     assert_eq!(*w.lock().unwrap(), [b'R', regmap::ID, b'R', regmap::CONFIG]);
+    let conv = ArrayConfig {
+        fm_depth: 4096,
+        ..cfg(8)
+    };
+    let word = conv.config_word().to_be_bytes();
+    let dev = BridgeDevice::over(
+        Box::new(Script::new(&[(2, &id), (2, &word)])),
+        "fake",
+        cfg(8),
+    )
+    .unwrap();
+    assert_eq!(dev.config().fm_depth, 4096);
 }
