@@ -85,7 +85,9 @@ pub fn estimate(board: &Board, cfg: &ArrayConfig) -> Estimate {
     let lane_bits = 2 * cfg.buffer_depth as u64 * u64::from(cfg.word_bits);
     let blocks_per_lane = lane_bits.div_ceil(u64::from(board.budget.bram_block_bits));
     // Two matrices (A, B), n lanes each; with the conv unit, each of its two gather engines
-    // keeps a copy of the feature map per lane.
+    // keeps a copy of the feature map per lane. (The block RAM Vivado can build them from;
+    // Yosys builds them from LUT RAM today, which the LUT terms below do not model: its own
+    // count, checked by `bitstream`, is what decides.)
     let fm_blocks_per_lane = (cfg.fm_depth as u64 * u64::from(cfg.word_bits))
         .div_ceil(u64::from(board.budget.bram_block_bits));
     let brams =
