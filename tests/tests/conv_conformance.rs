@@ -216,17 +216,9 @@ fn serial_conv_sim_board_4x4() {
 /// do not fit 4096 words fall back to the host-lowered product. Both paths must be bit-exact.
 #[test]
 fn bridge_conv_board_image_4x4() {
-    let board = match systole::board_sim::SimBoard::spawn_bridge_image() {
-        Ok(b) => b,
-        Err(e @ DeviceError::NotBuilt { .. }) => {
-            eprintln!("SKIPPED bridge board image: {e}");
-            return;
-        }
-        Err(e) => panic!("simulated board image: {e}"),
+    let Some((board, mut dev)) = common::bridge_image() else {
+        return;
     };
-    let spec = format!("bridge:{}", board.path().display());
-    let mut dev =
-        device::open(&spec, ArrayConfig::square(4)).unwrap_or_else(|e| panic!("{spec}: {e}"));
     assert_eq!(
         dev.config().fm_depth,
         4096,

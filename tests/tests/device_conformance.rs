@@ -240,17 +240,9 @@ fn serial_sim_board_4x4() {
 /// every operand bit by bit (8 clocks per bit), so the plan is small; K past one bank is kept.
 #[test]
 fn bridge_board_image_4x4() {
-    let board = match systole::board_sim::SimBoard::spawn_bridge_image() {
-        Ok(b) => b,
-        Err(e @ DeviceError::NotBuilt { .. }) => {
-            eprintln!("SKIPPED bridge board image: {e}");
-            return;
-        }
-        Err(e) => panic!("simulated board image: {e}"),
+    let Some((board, mut dev)) = common::bridge_image() else {
+        return;
     };
-    let spec = format!("bridge:{}", board.path().display());
-    let mut dev =
-        device::open(&spec, ArrayConfig::square(4)).unwrap_or_else(|e| panic!("{spec}: {e}"));
     conformance(
         dev.as_mut(),
         &Plan {

@@ -1,7 +1,26 @@
-//! Shared by the conformance tests: a deterministic operand generator.
+//! Shared by the conformance tests: a deterministic operand generator, and the simulated
+//! board image opened through the bridge backend.
 #![allow(dead_code)]
 
-use systole::QMatrix;
+use systole::board_sim::SimBoard;
+use systole::device::{self, Device, DeviceError};
+use systole::{ArrayConfig, QMatrix};
+
+/// The simulated board image (UART bridge, 4x4 array) on a pty and the bridge device opened on
+/// it, or `None` (with a message) when this build has no board model.
+pub fn bridge_image() -> Option<(SimBoard, Box<dyn Device>)> {
+    let board = match SimBoard::spawn_bridge_image() {
+        Ok(b) => b,
+        Err(e @ DeviceError::NotBuilt { .. }) => {
+            eprintln!("SKIPPED bridge board image: {e}");
+            return None;
+        }
+        Err(e) => panic!("simulated board image: {e}"),
+    };
+    let spec = format!("bridge:{}", board.path().display());
+    let dev = device::open(&spec, ArrayConfig::square(4)).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    Some((board, dev))
+}
 
 /// xorshift64: deterministic operands without an external generator.
 pub struct Rng(pub u64);
