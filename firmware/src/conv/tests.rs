@@ -293,4 +293,41 @@ fn bad_jobs_are_refused_with_a_reason() {
             systole_core::gather::GeomError::SlotTooLarge { .. }
         ))
     ));
+    // `sends_maps_once` is the callers' test of all this: false exactly where the unit would
+    // refuse for want of room (or is absent), so they lower those jobs on the host instead.
+    assert!(sends_maps_once(&cfg, &job));
+    assert!(!sends_maps_once(&none, &job));
+    assert!(!sends_maps_once(&small, &hjob));
+    // 56 channels of 3x3 (504 words) fill a 512-word map: the one slot cannot hold the two images a tile
+    // of 4 pixel rows (9 pixels each) may span, so the unit refuses and the check agrees.
+    let tight = ConvGeom {
+        in_ch: 56,
+        in_h: 3,
+        in_w: 3,
+        kernel: 1,
+        ..geom
+    };
+    let tx = vec![0i16; 56 * 9 * 2];
+    let tw = vec![0i16; 56];
+    let tjob = ConvJob {
+        geom: tight,
+        batch: 2,
+        x: &tx,
+        w: &tw,
+        ..job
+    };
+    let mut tout = vec![0i16; 2 * 9];
+    let refused = conv2d(&mut MockArray::new(small), &small, &tjob, &mut tout);
+    assert!(
+        matches!(refused, Err(DriverError::FeatureMapTooSmall { .. })),
+        "{refused:?}"
+    );
+    assert!(!sends_maps_once(&small, &tjob));
+    // With room for both images it runs, and the check says so.
+    let roomy = ArrayConfig {
+        fm_depth: 2048,
+        ..cfg
+    };
+    assert!(sends_maps_once(&roomy, &tjob));
+    assert!(conv2d(&mut MockArray::new(roomy), &roomy, &tjob, &mut tout).is_ok());
 }
