@@ -298,8 +298,9 @@ fn bad_jobs_are_refused_with_a_reason() {
     assert!(sends_maps_once(&cfg, &job));
     assert!(!sends_maps_once(&none, &job));
     assert!(!sends_maps_once(&small, &hjob));
-    // 56 channels of 3x3 (504 words) fill a 512-word map: the one slot cannot hold the two images a tile
-    // of 4 pixel rows (9 pixels each) may span, so the unit refuses and the check agrees.
+    // 56 channels of 3x3 (504 words) fill a 512-word map: its one slot cannot hold the two
+    // images a tile of 4 pixel rows (9 pixels each) may span, so the unit refuses and the
+    // check agrees.
     let tight = ConvGeom {
         in_ch: 56,
         in_h: 3,
