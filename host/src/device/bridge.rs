@@ -86,7 +86,12 @@ pub struct BridgeBus<T> {
     /// A command failed midway: late reply bytes may still come and must not be taken for
     /// the next command's reply.
     stale: bool,
+    /// Opcodes of the writes sent whose echoes are not read yet.
+    unacked: Vec<u8>,
 }
+
+/// Writes sent before their echoes are read (a few hundred bytes in flight on the line).
+pub const MAX_UNACKED: usize = 32;
 
 impl<T: Read + Write> BridgeBus<T> {
     /// A bus to a bridge with `n` lanes. Reads of `stream` may return partial data or time out
@@ -98,6 +103,7 @@ impl<T: Read + Write> BridgeBus<T> {
             deadline: DEFAULT_DEADLINE,
             counters: BridgeCounters::default(),
             stale: false,
+            unacked: Vec::new(),
         }
     }
 
@@ -111,25 +117,76 @@ impl<T: Read + Write> BridgeBus<T> {
         self.counters
     }
 
-    /// Sends `request` and fills `reply` with exactly `reply.len()` bytes.
+    /// Sends `request` (a register or C-row read) and fills `reply` with exactly
+    /// `reply.len()` bytes. The acknowledgements of the writes sent before it come first on the
+    /// line; they are read and checked here too.
     fn command(&mut self, request: &[u8], reply: &mut [u8]) -> Result<(), BridgeError> {
         let r = self.exchange(request, reply);
-        if r.is_err() {
-            self.stale = true;
-        } else {
-            self.counters.commands += 1;
-        }
-        r
+        self.settled(r)
     }
 
     fn exchange(&mut self, request: &[u8], reply: &mut [u8]) -> Result<(), BridgeError> {
-        let cmd = char::from(request[0]);
         if self.stale {
             self.drain()?;
         }
         let end = Instant::now() + self.deadline;
-        let waited_ms = self.deadline.as_millis();
-        let timeout = || BridgeError::Timeout { cmd, waited_ms };
+        self.send(request, end)?;
+        let acks = self.unacked.len();
+        let mut buf = vec![0u8; acks + reply.len()];
+        self.receive(char::from(request[0]), &mut buf, end)?;
+        self.check_acks(&buf[..acks])?;
+        reply.copy_from_slice(&buf[acks..]);
+        self.counters.commands += 1;
+        Ok(())
+    }
+
+    /// Reads and checks the acknowledgements of every write sent so far. Call it before
+    /// relying on the writes having happened (a run's end).
+    pub fn settle(&mut self) -> Result<(), BridgeError> {
+        if self.unacked.is_empty() {
+            return Ok(());
+        }
+        let end = Instant::now() + self.deadline;
+        let mut buf = vec![0u8; self.unacked.len()];
+        let r = self
+            .receive(char::from(self.unacked[0]), &mut buf, end)
+            .and_then(|()| self.check_acks(&buf));
+        self.settled(r)
+    }
+
+    /// After a failure, late reply bytes may still come and the writes in flight are unknown.
+    fn settled(&mut self, r: Result<(), BridgeError>) -> Result<(), BridgeError> {
+        if r.is_err() {
+            self.stale = true;
+            self.unacked.clear();
+        }
+        r
+    }
+
+    /// The acknowledgements `got` of the writes in `unacked`, in order: each echoes its opcode.
+    fn check_acks(&mut self, got: &[u8]) -> Result<(), BridgeError> {
+        for (&ack, &op) in got.iter().zip(&self.unacked) {
+            if ack == REPLY_UNKNOWN {
+                return Err(BridgeError::Protocol(format!(
+                    "the bridge answered '?' to '{}': it does not know the opcode (is the board flashed with a `systole bitstream` build?)",
+                    char::from(op)
+                )));
+            }
+            if ack != op {
+                return Err(BridgeError::Protocol(format!(
+                    "the bridge answered {} to '{}' instead of echoing it",
+                    show(ack),
+                    char::from(op)
+                )));
+            }
+        }
+        self.counters.commands += self.unacked.len() as u64;
+        self.unacked.clear();
+        Ok(())
+    }
+
+    /// Writes all of `request` before `end`.
+    fn send(&mut self, request: &[u8], end: Instant) -> Result<(), BridgeError> {
         let mut sent = 0;
         while sent < request.len() {
             match self.stream.write(&request[sent..]) {
@@ -142,10 +199,15 @@ impl<T: Read + Write> BridgeBus<T> {
                 Err(e) => return Err(e.into()),
             }
             if sent < request.len() && Instant::now() >= end {
-                return Err(timeout());
+                return Err(self.timeout(char::from(request[0])));
             }
         }
         self.stream.flush()?;
+        Ok(())
+    }
+
+    /// Fills `reply` before `end`; `cmd` names the command in errors.
+    fn receive(&mut self, cmd: char, reply: &mut [u8], end: Instant) -> Result<(), BridgeError> {
         let mut got = 0;
         while got < reply.len() {
             match self.stream.read(&mut reply[got..]) {
@@ -165,10 +227,17 @@ impl<T: Read + Write> BridgeBus<T> {
                         "the bridge answered '?' to '{cmd}': it does not know the opcode (is the board flashed with a `systole bitstream` build?)"
                     )));
                 }
-                return Err(timeout());
+                return Err(self.timeout(cmd));
             }
         }
         Ok(())
+    }
+
+    fn timeout(&self, cmd: char) -> BridgeError {
+        BridgeError::Timeout {
+            cmd,
+            waited_ms: self.deadline.as_millis(),
+        }
     }
 
     /// Reads and drops bytes until the stream is quiet (a read times out or returns nothing):
@@ -188,24 +257,25 @@ impl<T: Read + Write> BridgeBus<T> {
         Ok(())
     }
 
-    /// Sends a one-byte-acknowledged command and checks the echo.
+    /// Sends a write command (acknowledged by an echo of its opcode) without waiting for the
+    /// echo: the bridge is ready for the next command as soon as it starts sending the echo,
+    /// so writes stream at the line rate. The echoes are checked in order by the next read
+    /// command or [`Self::settle`], at the latest after [`MAX_UNACKED`] writes.
     fn acked(&mut self, request: &[u8]) -> Result<(), BridgeError> {
-        let mut ack = [0u8];
-        self.command(request, &mut ack)?;
-        if ack[0] == REPLY_UNKNOWN {
-            return Err(BridgeError::Protocol(format!(
-                "the bridge answered '?' to '{}': it does not know the opcode (is the board flashed with a `systole bitstream` build?)",
-                char::from(request[0])
-            )));
+        let r = self.stream_write(request);
+        self.settled(r)?;
+        if self.unacked.len() >= MAX_UNACKED {
+            self.settle()?;
         }
-        if ack[0] != request[0] {
-            self.stale = true;
-            return Err(BridgeError::Protocol(format!(
-                "the bridge answered {} to '{}' instead of echoing it",
-                show(ack[0]),
-                char::from(request[0])
-            )));
+        Ok(())
+    }
+
+    fn stream_write(&mut self, request: &[u8]) -> Result<(), BridgeError> {
+        if self.stale {
+            self.drain()?;
         }
+        self.send(request, Instant::now() + self.deadline)?;
+        self.unacked.push(request[0]);
         Ok(())
     }
 
@@ -426,11 +496,17 @@ impl BridgeDevice {
             out,
             &mut self.stats,
             &wrap,
-        );
+        )
+        .and_then(|(m, _)| {
+            self.bus
+                .settle()
+                .map(|()| m)
+                .map_err(|e| wrap(e.to_string()))
+        });
         let after = self.bus.counters();
         self.stats.bytes_to_device += after.bytes_out - before.bytes_out;
         self.stats.bytes_from_device += after.bytes_in - before.bytes_in;
-        Ok(r?.0)
+        r
     }
 }
 
@@ -455,7 +531,12 @@ impl Device for BridgeDevice {
         let (m, n) = (job.m, job.n);
         let before = self.bus.counters();
         let mut c = vec![0i16; m * n];
-        let r = driver::matmul(&mut self.bus, &self.config, &job, &mut c);
+        let r = driver::matmul(&mut self.bus, &self.config, &job, &mut c).and_then(|st| {
+            self.bus
+                .settle()
+                .map(|()| st)
+                .map_err(driver::DriverError::Bus)
+        });
         // Count the bytes of a failed run too: they crossed the link.
         let after = self.bus.counters();
         self.stats.bytes_to_device += after.bytes_out - before.bytes_out;

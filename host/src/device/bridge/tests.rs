@@ -90,6 +90,16 @@ fn write_reg_sends_opcode_addr_and_big_endian_data() {
     let (mut b, w) = bus(&[(6, b"W")], 2);
     b.write_reg(0x0B, 0x0102_0304).unwrap();
     assert_eq!(*w.lock().unwrap(), [b'W', 0x0B, 0x01, 0x02, 0x03, 0x04]);
+    // Sent, its echo not read yet.
+    assert_eq!(
+        b.counters(),
+        BridgeCounters {
+            bytes_out: 6,
+            bytes_in: 0,
+            commands: 0
+        }
+    );
+    b.settle().unwrap();
     assert_eq!(
         b.counters(),
         BridgeCounters {
@@ -148,8 +158,10 @@ fn c_read_decodes_words_lane_zero_first() {
 
 #[test]
 fn unknown_opcode_reply_is_a_protocol_error() {
+    // Writes stream: a refused write is found when its echo is read.
     let (mut b, _) = bus(&[(6, b"?")], 2);
-    let e = b.write_reg(1, 2).unwrap_err();
+    b.write_reg(1, 2).unwrap();
+    let e = b.settle().unwrap_err();
     assert!(
         matches!(&e, BridgeError::Protocol(m) if m.contains("'?'")),
         "{e}"
@@ -164,11 +176,38 @@ fn unknown_opcode_reply_is_a_protocol_error() {
     );
     // A different echo is one too.
     let (mut b, _) = bus(&[(8, b"B")], 2);
-    let e = b.write_a_row(0, 0, &[0, 0]).unwrap_err();
+    b.write_a_row(0, 0, &[0, 0]).unwrap();
+    let e = b.settle().unwrap_err();
     assert!(
         matches!(&e, BridgeError::Protocol(m) if m.contains("'B'")),
         "{e}"
     );
+}
+
+/// Writes go out back to back; the next read takes their echoes (in order) with its reply,
+/// and after `MAX_UNACKED` writes the echoes are read anyway.
+#[test]
+fn writes_stream_and_their_echoes_are_checked_in_order() {
+    let (mut b, w) = bus(&[(6, b"W"), (8, b"A"), (6, b"W"), (2, &[0, 0, 0, 7])], 2);
+    b.write_reg(1, 2).unwrap();
+    b.write_a_row(1, 3, &[4, 5]).unwrap();
+    b.write_reg(6, 7).unwrap();
+    assert_eq!(b.read_reg(9).unwrap(), 7);
+    assert_eq!(
+        *w.lock().unwrap(),
+        [b'W', 1, 0, 0, 0, 2, b'A', 1, 0, 3, 0, 4, 0, 5, b'W', 6, 0, 0, 0, 7, b'R', 9]
+    );
+    assert_eq!(b.counters().commands, 4);
+    let steps: Vec<(usize, &[u8])> = (0..MAX_UNACKED + 1).map(|_| (6, &b"W"[..])).collect();
+    let (mut b, _) = bus(&steps, 2);
+    for i in 0..MAX_UNACKED {
+        b.write_reg(1, i as u32).unwrap();
+    }
+    assert_eq!(b.counters().commands, MAX_UNACKED as u64);
+    b.write_reg(1, 0).unwrap();
+    assert_eq!(b.counters().commands, MAX_UNACKED as u64);
+    b.settle().unwrap();
+    assert_eq!(b.counters().commands, MAX_UNACKED as u64 + 1);
 }
 
 #[test]
