@@ -2,8 +2,11 @@
 //! UART byte bridge of `systole_hdl::board_top` (protocol table in that module's docs).
 //!
 //! [`BridgeBus`] is an [`AcceleratorBus`] that turns each register access and row port use into
-//! one bridge command and waits for its reply before the next (the bridge drops bytes that
-//! arrive while it is still answering). Idles send nothing: the board's clock runs freely and
+//! one bridge command. Writes (`W`, `A`, `B`, `F`) stream back to back: the bridge takes the
+//! next command as soon as it starts sending a one-byte echo, and the echoes are checked in
+//! order later. A read (`R`, `C`) waits for its whole reply before anything else is sent (the
+//! bridge drops bytes that arrive while it sends a longer reply), so only reads cost a round
+//! trip on the link. Idles send nothing: the board's clock runs freely and
 //! the tile driver polls `STATUS`/`DONE_COUNT`, so wall-clock time is the only idle there is.
 //! A board built with the conv unit (`systole bitstream --fm-depth N`) takes feature-map rows
 //! with the `'F'` command and [`BridgeDevice`] runs convolutions on it, each map sent once;
