@@ -119,18 +119,7 @@ fn build_board(out: &Path, include: &Path, n: usize) {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("create board model dir");
         std::fs::write(dir.join("board.v"), &verilog).expect("write board Verilog");
-        let o = Command::new("verilator")
-            .args(["--cc", "-O3", "--x-assign", "fast", "--x-initial", "fast"])
-            .args([
-                "-Wno-fatal",
-                "-Wno-lint",
-                "-Wno-style",
-                "--top-module",
-                "top",
-            ])
-            .args(["--prefix", "Vboard", "--Mdir"])
-            .arg(&dir)
-            .arg(dir.join("board.v"))
+        let o = verilator_cc("Vboard", &dir, &dir.join("board.v"))
             .output()
             .expect("run verilator");
         if !o.status.success() {
@@ -259,20 +248,7 @@ fn verilate(include: &Path, dir: &Path, m: &Model, verilog: &str) {
         .and_then(|p| ports::TopPorts::find(&p, n))
         .unwrap_or_else(|e| panic!("{n}x{n} array: {e}"));
     std::fs::write(dir.join("src.v"), verilog).expect("write Verilog");
-    let mut cmd = Command::new("verilator");
-    cmd.args(["--cc", "-O3", "--x-assign", "fast", "--x-initial", "fast"])
-        .args([
-            "-Wno-fatal",
-            "-Wno-lint",
-            "-Wno-style",
-            "--top-module",
-            "top",
-        ])
-        .arg("--prefix")
-        .arg(format!("V{name}"))
-        .arg("--Mdir")
-        .arg(dir)
-        .arg(dir.join("src.v"));
+    let mut cmd = verilator_cc(&format!("V{name}"), dir, &dir.join("src.v"));
     if trace {
         cmd.arg("--trace");
     }
@@ -300,6 +276,18 @@ fn verilate(include: &Path, dir: &Path, m: &Model, verilog: &str) {
         b.file(f);
     }
     b.compile(&format!("systole_{name}"));
+}
+
+/// `verilator --cc` of `src` (module `top`) into `dir` as class `prefix`, with the options every
+/// model is built with.
+fn verilator_cc(prefix: &str, dir: &Path, src: &Path) -> Command {
+    let mut cmd = Command::new("verilator");
+    cmd.args(["--cc", "-O3", "--x-assign", "fast", "--x-initial", "fast"])
+        .args(["-Wno-fatal", "-Wno-lint", "-Wno-style"])
+        .args(["--top-module", "top", "--prefix", prefix, "--Mdir"])
+        .arg(dir)
+        .arg(src);
+    cmd
 }
 
 /// The model's C++ files (module and support classes) listed in Verilator's `V*_classes.mk`.
