@@ -488,24 +488,28 @@ impl BridgeDevice {
         g: &Conv2dGeom,
         out: &OutputSpec,
     ) -> Result<QMatrix, DeviceError> {
-        let before = self.bus.counters();
         let name = self.name.clone();
         let wrap = |e: String| DeviceError::Transport(format!("{name}: {e}"));
-        let r = conv_unit::run(
-            &mut self.bus,
-            &self.config,
-            ops,
-            g,
-            out,
-            &mut self.stats,
-            &wrap,
-        )
-        .and_then(|(m, _)| {
-            self.bus
-                .settle()
-                .map(|()| m)
-                .map_err(|e| wrap(e.to_string()))
-        });
+        self.counting_bytes(|dev| {
+            let (m, _) = conv_unit::run(
+                &mut dev.bus,
+                &dev.config,
+                ops,
+                g,
+                out,
+                &mut dev.stats,
+                &wrap,
+            )?;
+            dev.bus.settle().map_err(|e| wrap(e.to_string()))?;
+            Ok(m)
+        })
+    }
+
+    /// Runs `op` and adds the bytes it moved over the link to the stats, also when it failed
+    /// (they crossed the link all the same).
+    fn counting_bytes<R>(&mut self, op: impl FnOnce(&mut Self) -> R) -> R {
+        let before = self.bus.counters();
+        let r = op(self);
         let after = self.bus.counters();
         self.stats.bytes_to_device += after.bytes_out - before.bytes_out;
         self.stats.bytes_from_device += after.bytes_in - before.bytes_in;
@@ -532,18 +536,12 @@ impl Device for BridgeDevice {
     ) -> Result<QMatrix, DeviceError> {
         let job = super::driver_job(a, b, out)?;
         let (m, n) = (job.m, job.n);
-        let before = self.bus.counters();
         let mut c = vec![0i16; m * n];
-        let r = driver::matmul(&mut self.bus, &self.config, &job, &mut c).and_then(|st| {
-            self.bus
-                .settle()
-                .map(|()| st)
-                .map_err(driver::DriverError::Bus)
+        let r = self.counting_bytes(|dev| {
+            let st = driver::matmul(&mut dev.bus, &dev.config, &job, &mut c)?;
+            dev.bus.settle().map_err(driver::DriverError::Bus)?;
+            Ok::<_, driver::DriverError<BridgeError>>(st)
         });
-        // Count the bytes of a failed run too: they crossed the link.
-        let after = self.bus.counters();
-        self.stats.bytes_to_device += after.bytes_out - before.bytes_out;
-        self.stats.bytes_from_device += after.bytes_in - before.bytes_in;
         let st = r.map_err(|e| DeviceError::Transport(format!("{}: {e}", self.name)))?;
         super::record_driver_run(&mut self.stats, &job, &st);
         Ok(QMatrix::from_vec(m, n, out.frac, c)?)
