@@ -22,10 +22,19 @@ pub enum PlotText {
 
 /// Why the plot failed.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot draw {path}: {msg}")]
-pub struct PlotError {
-    path: String,
-    msg: String,
+#[non_exhaustive]
+pub enum PlotError {
+    /// plotters could not draw or encode the image.
+    #[error("cannot draw {path}: {msg}")]
+    Draw {
+        /// The PNG file.
+        path: String,
+        /// plotters' message.
+        msg: String,
+    },
+    /// The file could not be written.
+    #[error(transparent)]
+    Output(#[from] crate::outfile::OutputError),
 }
 
 fn font() -> PlotText {
@@ -45,17 +54,34 @@ fn font() -> PlotText {
 }
 
 /// Draws train/test loss (left) and accuracy (right) per epoch into `path` (800x400 PNG).
+/// Written like every output ([`crate::outfile::replace_with`]): drawn into a temporary file,
+/// then renamed over `path`.
 pub fn plot_history(
     history: &[EpochRecord],
     title: &str,
     path: &Path,
 ) -> Result<PlotText, PlotError> {
+    let mut text = PlotText::None;
+    crate::outfile::replace_with(path, |tmp, _| -> Result<(), PlotError> {
+        text = draw(history, title, tmp, path)?;
+        Ok(())
+    })?;
+    Ok(text)
+}
+
+/// Draws into `file`; errors name `path`, the file the user asked for.
+fn draw(
+    history: &[EpochRecord],
+    title: &str,
+    file: &Path,
+    path: &Path,
+) -> Result<PlotText, PlotError> {
     let text = font();
-    let err = |e: &dyn std::fmt::Display| PlotError {
+    let err = |e: &dyn std::fmt::Display| PlotError::Draw {
         path: path.display().to_string(),
         msg: e.to_string(),
     };
-    let root = BitMapBackend::new(path, (900, 420)).into_drawing_area();
+    let root = BitMapBackend::new(file, (900, 420)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let root = if text == PlotText::DejaVu {
         root.titled(title, ("sans-serif", 20))

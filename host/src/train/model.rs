@@ -137,14 +137,82 @@ pub fn build(
                 });
                 (c, hh, ww) = (oc, hh / 2, ww / 2);
             }
+            let inp = c
+                .checked_mul(hh)
+                .and_then(|x| x.checked_mul(ww))
+                .ok_or_else(|| bad(format!("{c} channels of {hh}x{ww} are too many to count")))?;
             layers.push(Layer::Dense {
-                inp: c * hh * ww,
+                inp,
                 out: classes,
                 relu: false,
             });
         }
     }
     Ok(layers)
+}
+
+/// Checks, before anything is allocated, every tensor a training step or an evaluation batch of
+/// `rows` images allocates against [`systole_core::limits`]: each layer's weights, its input and
+/// output activations and (for convolutions) the lowered operands, and the parameter total.
+/// Products are checked, so no size wraps.
+pub fn check_sizes(layers: &[Layer], rows: usize) -> Result<(), TrainError> {
+    use systole_core::limits::{MAX_MODEL_PARAMS, MAX_TENSOR_WORDS};
+    let fix = "use smaller --hidden, --channels or --batch";
+    let words = |v: Option<usize>| v.map_or("more than 2^64".to_string(), |w| w.to_string());
+    let mut total = Some(0usize);
+    for (i, l) in layers.iter().enumerate() {
+        let (w_rows, w_cols, bias, acts) = match *l {
+            Layer::Dense { inp, out, .. } => (
+                Some(inp),
+                Some(out),
+                out,
+                vec![rows.checked_mul(inp), rows.checked_mul(out)],
+            ),
+            Layer::ConvBlock {
+                in_ch,
+                out_ch,
+                h,
+                w,
+            } => {
+                let pix = rows.checked_mul(h).and_then(|p| p.checked_mul(w));
+                let per = |c: usize| pix.and_then(|p| p.checked_mul(c));
+                let lowered = |c: usize| c.checked_mul(9).and_then(per);
+                (
+                    Some(out_ch),
+                    in_ch.checked_mul(9),
+                    out_ch,
+                    vec![per(in_ch), per(out_ch), lowered(in_ch), lowered(out_ch)],
+                )
+            }
+        };
+        let weights = w_rows.zip(w_cols).and_then(|(r, c)| r.checked_mul(c));
+        if weights.is_none_or(|w| w > MAX_TENSOR_WORDS) {
+            return Err(TrainError::Config(format!(
+                "layer {}'s weights ({} x {}) need {} words; systole allocates at most {MAX_TENSOR_WORDS} (2^26) words per tensor: {fix}",
+                i + 1,
+                words(w_rows),
+                words(w_cols),
+                words(weights)
+            )));
+        }
+        if let Some(a) = acts.iter().find(|a| a.is_none_or(|a| a > MAX_TENSOR_WORDS)) {
+            return Err(TrainError::Config(format!(
+                "layer {} needs {} words for one batch of {rows} images; systole allocates at most {MAX_TENSOR_WORDS} (2^26) words per tensor: {fix}",
+                i + 1,
+                words(*a)
+            )));
+        }
+        total = total
+            .zip(weights)
+            .and_then(|(t, w)| t.checked_add(w)?.checked_add(bias));
+    }
+    if total.is_none_or(|t| t > MAX_MODEL_PARAMS) {
+        return Err(TrainError::Config(format!(
+            "the model has {} parameters; systole trains at most {MAX_MODEL_PARAMS} (2^26): {fix}",
+            words(total)
+        )));
+    }
+    Ok(())
 }
 
 /// Initial parameters as host values: for each layer `W` (Glorot-uniform) then `b` (zeros).
