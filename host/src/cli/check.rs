@@ -276,7 +276,7 @@ pub fn info(d: &DeviceArgs) -> anyhow::Result<()> {
             ds.train.len(),
             ds.test.len()
         ),
-        Err(e) => println!("data digits: {e}"),
+        Err(e) => println!("data digits: {:#}", anyhow::Error::from(e)),
     }
     let fdir = crate::data::fashion::default_dir();
     if fdir.join("train-images-idx3-ubyte.gz").exists() {

@@ -401,7 +401,10 @@ impl<T: Read + Write> AcceleratorBus for BridgeBus<T> {
 /// anything but a baud rate from 1 to `u32::MAX` (so a mistyped rate is never taken for a path).
 pub fn parse_spec(rest: &str) -> Option<(&str, u32)> {
     let (path, baud) = match rest.rsplit_once('@') {
-        Some((p, b)) => (p, b.parse::<u32>().ok().filter(|&b| b > 0)?),
+        Some((p, b)) if !b.is_empty() && b.bytes().all(|c| c.is_ascii_digit()) => {
+            (p, b.parse::<u32>().ok().filter(|&b| b > 0)?)
+        }
+        Some(_) => return None,
         None => (rest, DEFAULT_BAUD),
     };
     (!path.is_empty()).then_some((path, baud))

@@ -419,4 +419,29 @@ mod tests {
         assert_eq!((p[0].0, p[0].1), (8, 9));
         assert_eq!(p.len(), 6);
     }
+
+    #[test]
+    fn oversized_models_are_refused_before_allocating() {
+        let mlp = |hidden: Vec<usize>| build(&ModelSpec::Mlp { hidden }, 1, 8, 8, 10).unwrap();
+        let cnn = |channels: Vec<usize>| build(&ModelSpec::Cnn { channels }, 1, 8, 8, 10);
+        check_sizes(&mlp(vec![32]), 256).unwrap();
+        check_sizes(&cnn(vec![8, 16]).unwrap(), 256).unwrap();
+        // 64 x 10^8 weights: 25.6 GB as f32.
+        let e = check_sizes(&mlp(vec![100_000_000]), 32).unwrap_err();
+        assert!(
+            e.to_string().contains("layer 1's weights (64 x 100000000)"),
+            "{e}"
+        );
+        // Each weight matrix fits, the activations of a batch do not.
+        let e = check_sizes(&mlp(vec![1 << 20]), 256).unwrap_err();
+        assert!(e.to_string().contains("batch of 256 images"), "{e}");
+        // The parameter total: many layers that each fit.
+        let e = check_sizes(&mlp(vec![4096; 8]), 1).unwrap_err();
+        assert!(e.to_string().contains("parameters"), "{e}");
+        // Products that overflow usize are refused, not wrapped.
+        let e = check_sizes(&cnn(vec![4, 1 << 62, 4]).unwrap(), 1).unwrap_err();
+        assert!(e.to_string().contains("more than 2^64"), "{e}");
+        let e = cnn(vec![1 << 62, 1 << 62]).unwrap_err();
+        assert!(e.to_string().contains("too many to count"), "{e}");
+    }
 }
