@@ -1,55 +1,13 @@
-//! The `systole` binary's outputs: nothing written where it should not be, nothing lost, no run
-//! replaced unasked, and every failure one clear error line (never a panic).
+//! The `systole` binary's outputs: nothing written where it should not be (links, devices,
+//! FIFOs), nothing half-written, a closed or full standard output no panic, and every failure
+//! one clear error line.
 
+mod cli_common;
+
+use cli_common::{fails_with, stderr, systole, train};
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-
-fn systole(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_systole"))
-        .args(args)
-        .output()
-        .expect("run systole")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Fails with exit code 1 and one `error:` line containing every `want`, without a panic.
-fn fails_with(o: &Output, want: &[&str]) -> String {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(
-        err.starts_with("error: ") && !err.contains("panicked"),
-        "{err}"
-    );
-    for w in want {
-        assert!(err.contains(w), "{w:?} missing from: {err}");
-    }
-    err
-}
-
-/// A small, quick training run into `out` (one epoch unless `extra` gives `--epochs`).
-fn train(out: &Path, extra: &[&str]) -> Output {
-    let epochs = if extra.contains(&"--epochs") {
-        vec![]
-    } else {
-        vec!["--epochs", "1"]
-    };
-    let mut args = vec![
-        "train",
-        "--limit",
-        "200",
-        "--hidden",
-        "8",
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    args.extend_from_slice(&epochs);
-    args.extend_from_slice(extra);
-    systole(&args)
-}
+use std::process::{Command, Stdio};
 
 #[test]
 fn emit_verilog_to_a_closed_pipe_or_a_full_disk_is_no_panic() {
@@ -138,160 +96,12 @@ fn out_refuses_links_fifos_and_devices_and_leaves_them_alone() {
 }
 
 #[test]
-fn a_second_run_into_a_busy_folder_stops_at_once_naming_the_first() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().to_str().unwrap();
-    let mut first = Command::new(env!("CARGO_BIN_EXE_systole"))
-        .args([
-            "train", "--epochs", "100000", "--limit", "64", "--hidden", "16",
-        ])
-        .args(["--out", out])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let lock = dir.path().join(".lock");
-    let pid = format!("pid {} ", first.id());
-    let t0 = std::time::Instant::now();
-    while !std::fs::read_to_string(&lock).is_ok_and(|s| s.contains(&pid)) {
-        assert!(
-            t0.elapsed().as_secs() < 60,
-            "the first run never took the lock"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    // Even --overwrite does not take a folder another run is using.
-    let second = train(dir.path(), &["--overwrite"]);
-    let running = first.try_wait().unwrap().is_none();
-    first.kill().unwrap();
-    first.wait().unwrap();
-    assert!(running, "the first run ended early");
-    fails_with(&second, &["in use by another systole run", &pid, "--out"]);
-    // The first run's checkpoint (if it wrote one yet) is the first run's.
-    if let Ok(text) = std::fs::read_to_string(dir.path().join("checkpoint.json")) {
-        let ck: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(ck["config"]["model"]["Mlp"]["hidden"][0], 16, "{text:.200}");
-    }
-}
-
-#[test]
-fn a_checkpoint_is_never_replaced_or_misread_unasked() {
-    let dir = tempfile::tempdir().unwrap();
-    let ck = dir.path().join("checkpoint.json");
-    let o = train(dir.path(), &[]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let before = std::fs::read(&ck).unwrap();
-    fails_with(
-        &train(dir.path(), &[]),
-        &["checkpoint of an earlier run", "--resume", "--overwrite"],
-    );
-    assert_eq!(
-        std::fs::read(&ck).unwrap(),
-        before,
-        "the checkpoint changed"
-    );
-    // A different configuration on resume: a sentence naming the option, no debug dump.
-    let err = fails_with(
-        &train(dir.path(), &["--resume", "--epochs", "2", "--lr", "0.1"]),
-        &["--lr 0.1 here, 0.05 in the checkpoint"],
-    );
-    assert!(
-        !err.contains("TrainConfig") && !err.contains("Mlp {"),
-        "{err}"
-    );
-    // A checkpoint further along than --epochs, or out of step with its own history.
-    let mut v: serde_json::Value = serde_json::from_slice(&before).unwrap();
-    v["epoch"] = 5.into();
-    std::fs::write(&ck, serde_json::to_vec(&v).unwrap()).unwrap();
-    fails_with(
-        &train(dir.path(), &["--resume", "--epochs", "3"]),
-        &["5 epochs done, more than --epochs 3"],
-    );
-    fails_with(
-        &train(dir.path(), &["--resume", "--epochs", "9"]),
-        &["says 5 epochs are done but its history holds epochs [1]"],
-    );
-    // Tensor shapes that overflow when multiplied: an error, not a panic or a wrapped size.
-    let mut v: serde_json::Value = serde_json::from_slice(&before).unwrap();
-    v["params"][0]["Fixed"]["rows"] = (1u64 << 63).into();
-    v["params"][0]["Fixed"]["cols"] = 2.into();
-    std::fs::write(&ck, serde_json::to_vec(&v).unwrap()).unwrap();
-    fails_with(
-        &train(dir.path(), &["--resume", "--epochs", "2"]),
-        &["bad fixed-point tensor", "9223372036854775808x2"],
-    );
-    // Told to: starts afresh and replaces it.
-    let o = train(dir.path(), &["--overwrite"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    serde_json::from_slice::<serde_json::Value>(&std::fs::read(&ck).unwrap()).unwrap();
-}
-
-#[test]
 fn an_unwritable_out_fails_before_training() {
     // procfs takes no new files, even from root.
     let o = systole(&["train", "--epochs", "1", "--limit", "64", "--out", "/proc"]);
     fails_with(&o, &["/proc"]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(!out.contains("epoch"), "trained before failing: {out}");
-}
-
-#[test]
-fn oversized_options_are_clear_errors_before_allocating() {
-    for (args, want) in [
-        (vec!["train", "--hidden", "100000000"], "2^26"),
-        (vec!["train", "--hidden", "1000000,1000000"], "2^26"),
-        (
-            vec!["train", "--model", "cnn", "--channels", "100000000000"],
-            "2^26",
-        ),
-        (
-            vec![
-                "train",
-                "--model",
-                "cnn",
-                "--channels",
-                "2305843009213693952",
-            ],
-            "too many",
-        ),
-        (vec!["train", "--shards", "100000000"], "--shards 100000000"),
-        (vec!["bench", "--sizes", "100000"], "--sizes 100000"),
-        (vec!["bench", "--conv-batch", "100000000"], "--conv-batch"),
-    ] {
-        let o = systole(&args);
-        fails_with(&o, &[want]);
-    }
-}
-
-#[test]
-fn confusing_inputs_get_one_clear_sentence() {
-    for (args, want) in [
-        (vec!["check", "--cases", "0"], "--cases must be at least 1"),
-        (
-            vec!["check", "--device", "bridge:/dev/ttyUSB9@abc"],
-            "'abc' after the '@'",
-        ),
-        (
-            vec!["check", "--device", "bridge:@9600"],
-            "names no serial port",
-        ),
-        (vec!["train", "--lr", "-1"], "--lr must be a positive"),
-        (vec!["train", "--momentum", "-0.5"], "--momentum must be in"),
-    ] {
-        let o = systole(&args);
-        fails_with(&o, &[want]);
-    }
-    // clap's own usage errors (exit code 2) name the value and what it must be.
-    for args in [
-        vec!["train", "--epochs", "-1"],
-        vec!["check", "--seed", "-3"],
-    ] {
-        let o = systole(&args);
-        let err = stderr(&o);
-        assert_eq!(o.status.code(), Some(2), "{err}");
-        assert!(err.contains("is not a whole number"), "{err}");
-        assert!(!err.contains("unexpected argument"), "{err}");
-    }
 }
 
 #[test]
