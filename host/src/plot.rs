@@ -29,10 +29,19 @@ pub enum PlotText {
 
 /// Why the plot failed.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot draw {path}: {msg}")]
-pub struct PlotError {
-    path: String,
-    msg: String,
+#[non_exhaustive]
+pub enum PlotError {
+    /// plotters could not draw or encode the image.
+    #[error("cannot draw {path}: {msg}")]
+    Draw {
+        /// The PNG file.
+        path: String,
+        /// plotters' message.
+        msg: String,
+    },
+    /// The file could not be written.
+    #[error(transparent)]
+    Output(#[from] crate::outfile::OutputError),
 }
 
 fn font() -> PlotText {
@@ -63,16 +72,23 @@ const ACCURACY: [Series; 2] = [
 ];
 
 /// Draws train/test loss (left) and accuracy (right) per epoch into `path` (a PNG of [`SIZE`]).
+/// Written like every output ([`crate::outfile::replace_with`]): drawn into a temporary file,
+/// then renamed over `path`.
 pub fn plot_history(
     history: &[EpochRecord],
     title: &str,
     path: &Path,
 ) -> Result<PlotText, PlotError> {
-    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-    draw_history(root, history, title, true).map_err(|msg| PlotError {
-        path: path.display().to_string(),
-        msg,
-    })
+    let mut text = PlotText::None;
+    crate::outfile::replace_with(path, |tmp, _| -> Result<(), PlotError> {
+        let root = BitMapBackend::new(tmp, SIZE).into_drawing_area();
+        text = draw_history(root, history, title, true).map_err(|msg| PlotError::Draw {
+            path: path.display().to_string(),
+            msg,
+        })?;
+        Ok(())
+    })?;
+    Ok(text)
 }
 
 /// Draws the plot on any plotters backend (a file, or a pixel buffer in the tests).

@@ -1,7 +1,7 @@
 //! Run reports: `run.json` (options, model, arithmetic, per-epoch results, device counters)
 //! and `history.csv` (one line per epoch), both written atomically.
 
-use crate::train::checkpoint::write_atomic;
+use crate::outfile::write_atomic;
 use crate::train::run::RunSummary;
 use crate::train::{EpochRecord, TrainError};
 use std::fmt::Write as _;
@@ -31,7 +31,8 @@ pub fn write_reports(summary: &RunSummary, dir: &Path) -> Result<(), TrainError>
     write_atomic(
         &dir.join("history.csv"),
         history_csv(&summary.history).as_bytes(),
-    )
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -34,11 +34,11 @@ impl QMatrix {
         frac: u32,
         data: Vec<i16>,
     ) -> Result<Self, NumericError> {
-        if data.len() != rows * cols {
+        // Checked: the shape may come from a file (a checkpoint), and must not wrap.
+        if rows.checked_mul(cols) != Some(data.len()) {
             return Err(NumericError::Shape(format!(
-                "{} words given for a {rows}x{cols} matrix (needs {})",
+                "{} words given for a {rows}x{cols} matrix",
                 data.len(),
-                rows * cols
             )));
         }
         if frac > 15 {

@@ -38,6 +38,7 @@ fn opts() -> RunOptions {
         check: false,
         out: None,
         resume: false,
+        overwrite: false,
     }
 }
 

@@ -38,6 +38,7 @@ fn opts(out: Option<&std::path::Path>, resume: bool) -> RunOptions {
         check: false,
         out: out.map(|p| p.to_path_buf()),
         resume,
+        overwrite: false,
     }
 }
 

@@ -225,9 +225,11 @@ mod tests {
     #[test]
     fn program_without_bitstream_is_a_clear_error() {
         let dir = std::env::temp_dir().join(format!("systole-prog-{}", std::process::id()));
-        let e = program(find("basys3").unwrap(), &dir)
-            .unwrap_err()
-            .to_string();
+        // The cause is part of the error chain (as `systole` prints it).
+        let e = format!(
+            "{:#}",
+            anyhow::Error::from(program(find("basys3").unwrap(), &dir).unwrap_err())
+        );
         assert!(
             e.contains("top.bit") && e.contains("systole bitstream"),
             "{e}"

@@ -144,8 +144,8 @@ pub enum BoardError {
     /// The array configuration is invalid or the HDL generator refused it.
     #[error("cannot generate the design: {0}")]
     Hdl(String),
-    /// A file or directory could not be written or read.
-    #[error("{path}: {source}")]
+    /// A file or directory could not be written or read (the cause follows in the chain).
+    #[error("{path}")]
     Io {
         /// The path involved.
         path: PathBuf,

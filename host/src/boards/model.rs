@@ -109,6 +109,41 @@ pub fn fits(board: &Board, e: &Estimate) -> bool {
         && u64::from(e.ffs) * 100 <= u64::from(b.ffs) * u64::from(LUT_HEADROOM_PERCENT)
 }
 
+/// How far above a part's LUTs or flip-flops the estimate must be to refuse a design without
+/// running Yosys (percent of the whole budget). The model is within 1% of Yosys at its
+/// calibration points; anything between the fit line and this is left to Yosys's own count.
+pub const CLEARLY_TOO_BIG_PERCENT: u64 = 150;
+
+/// Why `cfg` cannot fit `board`, known from the configuration alone (so `systole bitstream`
+/// refuses at once instead of after minutes of synthesis), or `None` when only synthesis can
+/// tell. Multipliers are certain: the flows map every MAC onto one hard multiplier. LUTs and
+/// flip-flops count only when the estimate exceeds the part by [`CLEARLY_TOO_BIG_PERCENT`].
+pub fn clearly_too_big(board: &Board, cfg: &ArrayConfig) -> Option<String> {
+    let e = estimate(board, cfg);
+    let b = &board.budget;
+    let n = cfg.size;
+    let largest = match largest_array(board) {
+        Some(c) => format!("the largest array that fits is {0}x{0}", c.size),
+        None => "no array fits it".into(),
+    };
+    if e.dsps > b.dsps {
+        return Some(format!(
+            "a {n}x{n} array needs {} hard multipliers (one per MAC) and the part has {}; {largest}",
+            e.dsps, b.dsps
+        ));
+    }
+    let over =
+        |need: u32, have: u32| u64::from(need) * 100 > u64::from(have) * CLEARLY_TOO_BIG_PERCENT;
+    for (what, need, have) in [("LUTs", e.luts, b.luts), ("flip-flops", e.ffs, b.ffs)] {
+        if over(need, have) {
+            return Some(format!(
+                "a {n}x{n} array needs about {need} {what} by the resource model and the part has {have}; {largest}"
+            ));
+        }
+    }
+    None
+}
+
 /// The largest square array (with the default 512-row buffers, halved down to 16 rows when
 /// block RAM is what runs out) that fits the board, or `None` if not even 2x2 does.
 pub fn largest_array(board: &Board) -> Option<ArrayConfig> {
@@ -197,6 +232,36 @@ mod tests {
         assert_eq!(size("nexys-a7-100"), Some(15));
         // 2x2 = 4 <= 8 SB_MAC16, 3x3 = 9 > 8.
         assert_eq!(size("icebreaker"), Some(2));
+    }
+
+    #[test]
+    fn far_too_big_arrays_are_known_without_synthesis() {
+        let ice = find("icebreaker").unwrap();
+        let why = clearly_too_big(ice, &plain(16)).unwrap();
+        assert!(
+            why.contains("256 hard multipliers") && why.contains("2x2"),
+            "{why}"
+        );
+        assert_eq!(clearly_too_big(ice, &plain(2)), None);
+        let arty = find("arty-a7-35").unwrap();
+        assert_eq!(clearly_too_big(arty, &plain(9)), None);
+        assert!(clearly_too_big(arty, &plain(10)).is_some());
+        // The borderline case is Yosys's: the 8x8 conv unit's LUT RAM is not in the model.
+        let conv = ArrayConfig {
+            fm_depth: 4096,
+            ..plain(8)
+        };
+        assert_eq!(clearly_too_big(arty, &conv), None);
+        // LUTs alone: a budget with multipliers to spare but few LUTs.
+        let small = Board {
+            budget: super::super::Budget {
+                dsps: 10_000,
+                ..arty.budget
+            },
+            ..*arty
+        };
+        let why = clearly_too_big(&small, &plain(20)).unwrap();
+        assert!(why.contains("LUTs"), "{why}");
     }
 
     #[test]

@@ -33,6 +33,9 @@ fn random_matrix(r: &mut SplitMix64, rows: usize, cols: usize) -> QMatrix {
 
 /// `systole check`: random products and convolutions in every rounding mode, device vs golden.
 pub fn check(a: &CheckArgs) -> anyhow::Result<()> {
+    if a.cases == 0 {
+        anyhow::bail!("--cases must be at least 1: with no cases nothing would be checked");
+    }
     let cfg = array_config(&a.device)?;
     let mut dev = device::open(&a.device.device, cfg)?;
     let n = cfg.size;
@@ -116,14 +119,14 @@ pub fn emit_verilog(a: &EmitArgs) -> anyhow::Result<()> {
     let v = systole_hdl::generate_verilog(&cfg)?;
     match &a.out {
         Some(p) => {
-            crate::train::checkpoint::write_atomic(p, v.as_bytes())?;
+            crate::outfile::write_atomic(p, v.as_bytes())?;
             println!(
                 "wrote {} ({} lines, top module `top`)",
                 p.display(),
                 v.lines().count()
             );
         }
-        None => print!("{v}"),
+        None => super::write_stdout(v.as_bytes())?,
     }
     Ok(())
 }
@@ -133,8 +136,27 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<()> {
     for &n in &a.array {
         ArrayConfig::new(n, 8, 512).map_err(|e| anyhow::anyhow!("--array: {e}"))?;
     }
+    use systole_core::limits::MAX_TENSOR_WORDS;
     if a.sizes.contains(&0) {
         anyhow::bail!("--sizes must be positive");
+    }
+    if let Some(s) = a
+        .sizes
+        .iter()
+        .find(|&&s| s.checked_mul(s).is_none_or(|w| w > MAX_TENSOR_WORDS))
+    {
+        anyhow::bail!(
+            "--sizes {s}: a {s}x{s} matrix is more than the {MAX_TENSOR_WORDS} (2^26) words systole allocates per tensor; use sizes up to 8192"
+        );
+    }
+    // The weight gradient reduces over every output position of the batch.
+    let one = crate::bench_conv::lenet_layer(1);
+    let max_batch = systole_core::numeric::MAX_K / (one.out_h() * one.out_w());
+    if a.conv_batch > max_batch {
+        anyhow::bail!(
+            "--conv-batch {}: the weight gradient would sum over more than the contract's 2^17 products; use at most {max_batch}",
+            a.conv_batch
+        );
     }
     let shapes: Vec<(usize, usize, usize)> = a.sizes.iter().map(|&s| (s, s, s)).collect();
     let rows = crate::bench::matmul_table(&a.array, &shapes)?;
@@ -165,6 +187,7 @@ pub fn bitstream(a: &BitstreamArgs) -> anyhow::Result<()> {
     };
     cfg.validate()
         .map_err(|e| anyhow::anyhow!("--fm-depth {}: {e}", a.fm_depth))?;
+    refuse_before_the_flow(board, &cfg, &a.out)?;
     let r = crate::boards::bitstream(board, &cfg, &a.out)?;
     println!(
         "{}: {}x{} array, files in {}",
@@ -185,6 +208,43 @@ pub fn bitstream(a: &BitstreamArgs) -> anyhow::Result<()> {
         (Some(b), _) => println!("bitstream {}", b.display()),
         (None, Some(n)) => println!("no bitstream built here: {n}"),
         (None, None) => println!("no bitstream built"),
+    }
+    Ok(())
+}
+
+/// What `bitstream` can refuse before any file is written or tool started: an array the board
+/// certainly cannot hold (the resource model, so an icebreaker `--array 16` fails at once
+/// instead of after minutes of Yosys), and a build folder that is not a folder or holds a
+/// link, device or FIFO the flow would write through.
+fn refuse_before_the_flow(
+    board: &'static crate::boards::Board,
+    cfg: &ArrayConfig,
+    out: &std::path::Path,
+) -> anyhow::Result<()> {
+    if let Some(what) = crate::boards::model::clearly_too_big(board, cfg) {
+        return Err(crate::boards::BoardError::DoesNotFit {
+            board: board.name,
+            what,
+        }
+        .into());
+    }
+    let entries = match std::fs::read_dir(out) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(anyhow::Error::new(e).context(format!(
+                "--out {} must be a folder (or not exist yet)",
+                out.display()
+            )))
+        }
+    };
+    for entry in entries {
+        let path = entry
+            .with_context(|| format!("cannot list {}", out.display()))?
+            .path();
+        if !path.is_dir() || path.is_symlink() {
+            crate::outfile::check_target(&path)?;
+        }
     }
     Ok(())
 }
@@ -216,7 +276,7 @@ pub fn info(d: &DeviceArgs) -> anyhow::Result<()> {
             ds.train.len(),
             ds.test.len()
         ),
-        Err(e) => println!("data digits: {e}"),
+        Err(e) => println!("data digits: {:#}", anyhow::Error::from(e)),
     }
     let fdir = crate::data::fashion::default_dir();
     if fdir.join("train-images-idx3-ubyte.gz").exists() {

@@ -42,16 +42,17 @@ pub enum Command {
 
 /// Options of `bitstream`.
 #[derive(Debug, Clone, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct BitstreamArgs {
     /// Board name (see `systole boards`).
     #[arg(long)]
     pub board: String,
     /// Array size N (default: the largest that fits the board).
-    #[arg(long)]
+    #[arg(long, value_parser = whole)]
     pub array: Option<usize>,
     /// Feature-map words of the conv unit (0: no conv unit, convolutions are lowered on the
     /// host; else a power of two in 512..=32768, e.g. 4096). Costs block RAM: two copies per lane.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, value_parser = whole, default_value_t = 0)]
     pub fm_depth: usize,
     /// Build folder.
     #[arg(long, default_value = "build")]
@@ -71,9 +72,10 @@ pub struct ProgramArgs {
 
 /// Options of `emit-verilog`.
 #[derive(Debug, Clone, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct EmitArgs {
     /// Array size N.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, value_parser = whole, default_value_t = 8)]
     pub array: usize,
     /// Output file (default: standard output).
     #[arg(long)]
@@ -82,31 +84,34 @@ pub struct EmitArgs {
 
 /// Options of `bench`.
 #[derive(Debug, Clone, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct BenchArgs {
     /// Array sizes, comma-separated.
-    #[arg(long, default_value = "8", value_delimiter = ',')]
+    #[arg(long, value_parser = whole, default_value = "8", value_delimiter = ',')]
     pub array: Vec<usize>,
     /// Square matrix sizes M=K=N, comma-separated.
-    #[arg(long, default_value = "64,128", value_delimiter = ',')]
+    #[arg(long, value_parser = whole, default_value = "64,128", value_delimiter = ',')]
     pub sizes: Vec<usize>,
     /// Images of the LeNet-style conv layer measured on the conv unit (0: skip it).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, value_parser = whole, default_value_t = 1)]
     pub conv_batch: usize,
 }
 
 /// Where products run.
 #[derive(Debug, Clone, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct DeviceArgs {
     /// Device: golden, verilator, serial:PATH or bridge:PATH[@BAUD].
     #[arg(long, default_value = "golden")]
     pub device: String,
     /// Array size N (an N x N systolic array).
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, value_parser = whole, default_value_t = 8)]
     pub array: usize,
 }
 
 /// Options of a training run.
 #[derive(Debug, Clone, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct TrainArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
@@ -115,32 +120,32 @@ pub struct TrainArgs {
     #[arg(long, default_value = "mlp")]
     pub model: String,
     /// MLP hidden widths, comma-separated.
-    #[arg(long, default_value = "32", value_delimiter = ',')]
+    #[arg(long, value_parser = whole, default_value = "32", value_delimiter = ',')]
     pub hidden: Vec<usize>,
     /// CNN block channels, comma-separated.
-    #[arg(long, default_value = "8,16", value_delimiter = ',')]
+    #[arg(long, value_parser = whole, default_value = "8,16", value_delimiter = ',')]
     pub channels: Vec<usize>,
     /// Data set: digits or fashion-mnist.
     #[arg(long, default_value = "digits")]
     pub dataset: String,
     /// Train on only the first N training images.
-    #[arg(long)]
+    #[arg(long, value_parser = whole)]
     pub limit: Option<usize>,
     /// Number format: fixed16 (on the device), f32, f16 or bf16 (on the host).
     #[arg(long, default_value = "fixed16")]
     pub precision: String,
     /// Default fractional bits of the array configuration (tensor formats are chosen per
     /// tensor at run time; this only sets the configuration's default).
-    #[arg(long)]
+    #[arg(long, value_parser = whole_u32)]
     pub frac_bits: Option<u32>,
     /// Rounding of every fixed-point conversion: truncate, nearest or stochastic.
     #[arg(long, default_value = "stochastic")]
     pub rounding: String,
     /// Epochs in total (a resumed run continues up to this many).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, value_parser = whole, default_value_t = 20)]
     pub epochs: usize,
     /// Mini-batch size.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, value_parser = whole, default_value_t = 32)]
     pub batch: usize,
     /// Learning rate.
     #[arg(long, default_value_t = 0.05)]
@@ -149,7 +154,7 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 0.9)]
     pub momentum: f32,
     /// Run seed.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, value_parser = whole_u64, default_value_t = 1)]
     pub seed: u64,
     /// Recompute every offloaded operation in the golden model and stop at the first difference.
     #[arg(long)]
@@ -160,35 +165,60 @@ pub struct TrainArgs {
     /// Continue the run whose checkpoint is in --out.
     #[arg(long)]
     pub resume: bool,
+    /// Start afresh in an --out folder that holds a checkpoint, replacing it (without this, or
+    /// --resume, such a folder is refused so no run is lost).
+    #[arg(long, conflicts_with = "resume")]
+    pub overwrite: bool,
     /// Data-parallel shards per batch (fixed16 only; default under mpirun: the rank count).
     /// Results depend on the shard count, not on how many MPI ranks share the shards.
-    #[arg(long)]
+    #[arg(long, value_parser = whole)]
     pub shards: Option<usize>,
 }
 
 /// Options of `compare`.
 #[derive(Debug, Clone, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct CompareArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub train: TrainArgs,
     /// Seeds 1..=N.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, value_parser = whole_u64, default_value_t = 3)]
     pub seeds: u64,
 }
 
 /// Options of `check`.
 #[derive(Debug, Clone, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct CheckArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub device: DeviceArgs,
     /// Random cases per operation kind and rounding mode.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, value_parser = whole, default_value_t = 5)]
     pub cases: usize,
     /// Seed of the random cases.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, value_parser = whole_u64, default_value_t = 1)]
     pub seed: u64,
+}
+
+/// Parses a count or size: a whole number, with a message that says so (clap's own says
+/// "invalid digit found in string" for `-1`).
+fn whole(s: &str) -> Result<usize, String> {
+    s.parse()
+        .map_err(|_| format!("'{s}' is not a whole number from 0 to {}", usize::MAX))
+}
+
+/// [`whole`] for seeds and other 64-bit values.
+fn whole_u64(s: &str) -> Result<u64, String> {
+    s.parse()
+        .map_err(|_| format!("'{s}' is not a whole number from 0 to {}", u64::MAX))
+}
+
+/// [`whole`] for bit counts.
+fn whole_u32(s: &str) -> Result<u32, String> {
+    s.parse()
+        .map_err(|_| format!("'{s}' is not a whole number from 0 to {}", u32::MAX))
 }
 
 /// Runs a parsed command line.
@@ -200,10 +230,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Info(a) => check::info(&a),
         Command::EmitVerilog(a) => check::emit_verilog(&a),
         Command::Bench(a) => check::bench(&a),
-        Command::Boards => {
-            print!("{}", crate::boards::boards_table());
-            Ok(())
-        }
+        Command::Boards => write_stdout(crate::boards::boards_table().as_bytes()),
         Command::Bitstream(a) => check::bitstream(&a),
         Command::Program(a) => {
             let board = crate::boards::find(&a.board)?;
@@ -211,5 +238,18 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             println!("programmed {} from {}", a.board, a.out.display());
             Ok(())
         }
+    }
+}
+
+/// Writes a command's main output to standard output. A reader that stops early (`| head`)
+/// ends the command quietly, as it would end `cat`; any other failure (a full disk behind `>`)
+/// is an error naming standard output, never a panic.
+pub(crate) fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(anyhow::Error::new(e).context("cannot write to standard output")),
     }
 }

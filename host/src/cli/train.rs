@@ -5,7 +5,7 @@ use crate::data;
 use crate::plot::{self, PlotText};
 use crate::report;
 use crate::train::model::ModelSpec;
-use crate::train::run::{run, run_dist, RunOptions, RunSummary};
+use crate::train::run::{claim_out_dir, run, run_dist, RunOptions, RunSummary};
 use crate::train::{EpochRecord, Observer, Precision, Quiet, TrainConfig};
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -100,6 +100,7 @@ fn options(a: &TrainArgs) -> RunOptions {
         check: a.check,
         out: a.out.clone(),
         resume: a.resume,
+        overwrite: a.overwrite,
     }
 }
 
@@ -124,6 +125,11 @@ fn train_on(a: &TrainArgs, dist: &dyn crate::dist::Collective) -> anyhow::Result
         cfg.validate()?;
     }
     let lead = dist.rank() == 0;
+    // Held until the reports are written: a second run into the same folder stops here.
+    let _lock = match &a.out {
+        Some(dir) if lead => Some(claim_out_dir(dir)?),
+        _ => None,
+    };
     let data = data::load(&cfg.dataset)?;
     let t0 = std::time::Instant::now();
     if lead {
@@ -215,6 +221,7 @@ pub fn compare(c: &CompareArgs) -> anyhow::Result<()> {
     let opts = RunOptions {
         out: None,
         resume: false,
+        overwrite: false,
         ..options(&c.train)
     };
     let mut csv = String::from("precision,rounding,seed,test_acc\n");
@@ -255,7 +262,7 @@ pub fn compare(c: &CompareArgs) -> anyhow::Result<()> {
     }
     if let Some(dir) = &c.train.out {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        crate::train::checkpoint::write_atomic(&dir.join("compare.csv"), csv.as_bytes())?;
+        crate::outfile::write_atomic(&dir.join("compare.csv"), csv.as_bytes())?;
         println!("wrote {}/compare.csv", dir.display());
     }
     Ok(())

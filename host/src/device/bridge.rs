@@ -397,14 +397,15 @@ impl<T: Read + Write> AcceleratorBus for BridgeBus<T> {
 }
 
 /// Splits the part of a `bridge:PATH[@BAUD]` device spec after `bridge:` into the path and the
-/// baud rate ([`DEFAULT_BAUD`] when absent). `None` for an empty path or a baud of 0 or out of
-/// range. A suffix after `@` that is not all digits is part of the path.
+/// baud rate ([`DEFAULT_BAUD`] when absent). `None` for an empty path or, after the last `@`,
+/// anything but a baud rate from 1 to `u32::MAX` (so a mistyped rate is never taken for a path).
 pub fn parse_spec(rest: &str) -> Option<(&str, u32)> {
     let (path, baud) = match rest.rsplit_once('@') {
         Some((p, b)) if !b.is_empty() && b.bytes().all(|c| c.is_ascii_digit()) => {
             (p, b.parse::<u32>().ok().filter(|&b| b > 0)?)
         }
-        _ => (rest, DEFAULT_BAUD),
+        Some(_) => return None,
+        None => (rest, DEFAULT_BAUD),
     };
     (!path.is_empty()).then_some((path, baud))
 }

@@ -58,6 +58,9 @@ pub enum DeviceError {
     /// The device or the link to it failed; the operation produced no result.
     #[error("device failure: {0}")]
     Transport(String),
+    /// A `--device` value of a known kind, written wrongly (the text says how).
+    #[error("{0}")]
+    BadSpec(String),
     /// An unknown `--device` value.
     #[error(
         "unknown device '{0}': use golden, verilator, serial:PATH (e.g. serial:/dev/ttyUSB0) or bridge:PATH[@BAUD] (e.g. bridge:/dev/ttyUSB1@115200)"
@@ -198,9 +201,20 @@ pub fn open(spec: &str, config: ArrayConfig) -> Result<Box<dyn Device>, DeviceEr
             if let Some(path) = other.strip_prefix("serial:").filter(|p| !p.is_empty()) {
                 return Ok(Box::new(serial::SerialDevice::open(path, config)?));
             }
-            match other.strip_prefix("bridge:").and_then(bridge::parse_spec) {
-                Some((path, baud)) => Ok(Box::new(bridge::BridgeDevice::open(path, baud, config)?)),
-                None => Err(DeviceError::UnknownDevice(other.to_string())),
+            let Some(rest) = other.strip_prefix("bridge:") else {
+                return Err(DeviceError::UnknownDevice(other.to_string()));
+            };
+            match (bridge::parse_spec(rest), rest.rsplit_once('@')) {
+                (Some((path, baud)), _) => {
+                    Ok(Box::new(bridge::BridgeDevice::open(path, baud, config)?))
+                }
+                (None, Some((path, baud))) if !path.is_empty() => Err(DeviceError::BadSpec(format!(
+                    "'{baud}' after the '@' of '{other}' is not a baud rate: give bits per second from 1 to {}, e.g. bridge:{path}@115200",
+                    u32::MAX
+                ))),
+                (None, _) => Err(DeviceError::BadSpec(format!(
+                    "'{other}' names no serial port: write bridge:PATH or bridge:PATH@BAUD, e.g. bridge:/dev/ttyUSB1@115200"
+                ))),
             }
         }
     }

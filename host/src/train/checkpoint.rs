@@ -1,11 +1,13 @@
-//! Checkpoints: the whole state of a run as JSON, written atomically (temporary file, fsync,
-//! rename, fsync of the folder) so a crash never leaves a half-written checkpoint behind.
+//! Checkpoints: the whole state of a run as JSON, written atomically
+//! ([`crate::outfile::write_atomic`]: temporary file, fsync, rename, fsync of the folder) so a
+//! crash never leaves a half-written checkpoint behind.
 
 use super::arith::TensorState;
+use super::model::ModelSpec;
 use super::{EpochRecord, TrainConfig, TrainError};
+use crate::outfile::write_atomic;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 
 /// Format tag stored in every checkpoint.
@@ -42,36 +44,89 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> TrainError + '_ {
     }
 }
 
-/// Writes `bytes` to `path` atomically: a reader sees the old file or the new one, never a mix.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), TrainError> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp"));
-    {
-        let mut f = std::fs::File::create(&tmp).map_err(io(&tmp))?;
-        f.write_all(bytes).map_err(io(&tmp))?;
-        f.sync_all().map_err(io(&tmp))?;
+impl TrainConfig {
+    /// The options (other than `--epochs`) that differ between `self` (this command line) and
+    /// `other`, as command-line phrases naming `other` by `there`: with `there` = "in the
+    /// checkpoint", `--lr 0.1 here, 0.05 in the checkpoint`.
+    pub fn differences(&self, other: &TrainConfig, there: &str) -> Vec<String> {
+        fn opt<T: std::fmt::Debug>(v: &Option<T>) -> String {
+            v.as_ref().map_or("not set".into(), |x| format!("{x:?}"))
+        }
+        let list = |v: &[usize]| {
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let model = |m: &ModelSpec| match m {
+            ModelSpec::Mlp { hidden } => format!("mlp --hidden {}", list(hidden)),
+            ModelSpec::Cnn { channels } => format!("cnn --channels {}", list(channels)),
+        };
+        let pairs = [
+            ("--model", model(&self.model), model(&other.model)),
+            ("--dataset", self.dataset.clone(), other.dataset.clone()),
+            ("--limit", opt(&self.train_limit), opt(&other.train_limit)),
+            ("--batch", self.batch.to_string(), other.batch.to_string()),
+            ("--lr", self.lr.to_string(), other.lr.to_string()),
+            (
+                "--momentum",
+                self.momentum.to_string(),
+                other.momentum.to_string(),
+            ),
+            ("--seed", self.seed.to_string(), other.seed.to_string()),
+            (
+                "--precision",
+                self.precision.name().into(),
+                other.precision.name().into(),
+            ),
+            (
+                "--rounding",
+                self.rounding.name().into(),
+                other.rounding.name().into(),
+            ),
+            ("--array", self.array.to_string(), other.array.to_string()),
+            ("--shards", opt(&self.shards), opt(&other.shards)),
+        ];
+        pairs
+            .into_iter()
+            .filter(|(_, a, b)| a != b)
+            .map(|(name, a, b)| format!("{name} {a} here, {b} {there}"))
+            .collect()
     }
-    std::fs::rename(&tmp, path).map_err(io(path))?;
-    // Make the rename itself durable.
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
 }
 
 impl Checkpoint {
+    /// Checks this checkpoint can continue under `cfg`: the same options (except `--epochs`),
+    /// no more epochs done than `cfg` asks for, and a history of exactly the epochs done (so
+    /// `history.csv` never repeats or skips one).
+    pub fn check_continues(&self, cfg: &TrainConfig) -> Result<(), TrainError> {
+        if !cfg.same_run(&self.config) {
+            return Err(TrainError::Checkpoint(format!(
+                "it was written by a different run configuration ({}); resume with the checkpoint's options (only --epochs and --device may change)",
+                cfg.differences(&self.config, "in the checkpoint").join("; ")
+            )));
+        }
+        if self.epoch > cfg.epochs {
+            return Err(TrainError::Checkpoint(format!(
+                "it has {} epochs done, more than --epochs {}: ask for at least --epochs {} to continue it",
+                self.epoch, cfg.epochs, self.epoch
+            )));
+        }
+        let recorded: Vec<usize> = self.history.iter().map(|r| r.epoch).collect();
+        if !recorded.iter().copied().eq(1..=self.epoch) {
+            return Err(TrainError::Checkpoint(format!(
+                "it says {} epochs are done but its history holds epochs {recorded:?}: the file was edited or mixed from two runs; start over with --overwrite",
+                self.epoch
+            )));
+        }
+        Ok(())
+    }
+
     /// Saves to `path` atomically.
     pub fn save(&self, path: &Path) -> Result<(), TrainError> {
         let json = serde_json::to_vec(self)
             .map_err(|e| TrainError::Checkpoint(format!("cannot encode: {e}")))?;
-        write_atomic(path, &json)
+        Ok(write_atomic(path, &json)?)
     }
 
     /// Reads a checkpoint.
@@ -91,20 +146,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn atomic_write_replaces_and_leaves_no_temp() {
+    fn a_file_that_is_not_a_checkpoint_is_named() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x.json");
-        write_atomic(&p, b"one").unwrap();
-        write_atomic(&p, b"two").unwrap();
-        assert_eq!(std::fs::read(&p).unwrap(), b"two");
-        let names: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names.len(), 1, "{names:?}");
+        std::fs::write(&p, b"two").unwrap();
         let e = Checkpoint::load(&p).unwrap_err();
         assert!(e.to_string().contains("is not a systole checkpoint"), "{e}");
-        let e = write_atomic(&dir.path().join("missing/x.json"), b"").unwrap_err();
-        assert!(e.to_string().contains("missing"), "{e}");
     }
 }

@@ -504,7 +504,7 @@ impl Arith for FloatArith {
 
     fn load(&self, s: &TensorState) -> Result<FMat, TrainError> {
         match s {
-            TensorState::Float { rows, cols, data } if data.len() == rows * cols => Ok(FMat { rows: *rows, cols: *cols, data: data.clone() }),
+            TensorState::Float { rows, cols, data } if rows.checked_mul(*cols) == Some(data.len()) => Ok(FMat { rows: *rows, cols: *cols, data: data.clone() }),
             _ => Err(TrainError::Checkpoint("a tensor is not a float tensor of the stated shape (was the checkpoint written with another --precision?)".into())),
         }
     }

@@ -25,7 +25,7 @@ use systole_core::Rounding;
 #[non_exhaustive]
 pub enum TrainError {
     /// The device failed on an operation.
-    #[error("{op}: {source}")]
+    #[error("{op}")]
     Device {
         /// The operation, e.g. `layer 2 backward dW`.
         op: String,
@@ -33,7 +33,7 @@ pub enum TrainError {
         source: DeviceError,
     },
     /// An operation broke the numeric contract.
-    #[error("{op}: {source}")]
+    #[error("{op}")]
     Numeric {
         /// The operation.
         op: String,
@@ -62,14 +62,17 @@ pub enum TrainError {
     /// A checkpoint cannot be used.
     #[error("checkpoint: {0}")]
     Checkpoint(String),
-    /// A file could not be written or read.
-    #[error("{path}: {source}")]
+    /// A file could not be written or read (the cause follows in the error chain).
+    #[error("{path}")]
     Io {
         /// The file.
         path: std::path::PathBuf,
         /// The cause.
         source: std::io::Error,
     },
+    /// An output could not be written, or the run folder is another run's.
+    #[error(transparent)]
+    Output(#[from] crate::outfile::OutputError),
 }
 
 /// Number format a run trains in.
@@ -161,6 +164,12 @@ impl TrainConfig {
             if s == 0 {
                 return bad("--shards must be at least 1");
             }
+            if s > systole_core::limits::MAX_SHARDS {
+                return Err(TrainError::Config(format!(
+                    "--shards {s} is more than the {} a batch can be split into",
+                    systole_core::limits::MAX_SHARDS
+                )));
+            }
             if self.precision != Precision::Fixed16 {
                 return bad("only --precision fixed16 can be trained sharded or with MPI");
             }
@@ -248,6 +257,9 @@ pub struct Trainer<A: Arith> {
 /// Step ids of evaluation batches live far above training steps so their seeds never collide.
 const EVAL_STEP_BASE: u64 = 1 << 62;
 
+/// Images per evaluation batch.
+const EVAL_BATCH: usize = 256;
+
 impl<A: Arith> Trainer<A> {
     /// A fresh run: builds the model for `data` and initialises it from the seed.
     pub fn new(cfg: TrainConfig, data: &Dataset, mut arith: A) -> Result<Self, TrainError> {
@@ -258,6 +270,13 @@ impl<A: Arith> Trainer<A> {
             data.height,
             data.width,
             data.classes,
+        )?;
+        let train_rows = data.train.len().min(cfg.train_limit.unwrap_or(usize::MAX));
+        model::check_sizes(
+            &layers,
+            cfg.batch
+                .min(train_rows)
+                .max(EVAL_BATCH.min(data.test.len())),
         )?;
         let mut params = Vec::new();
         let mut velocity = Vec::new();
@@ -391,7 +410,7 @@ impl<A: Arith> Trainer<A> {
     pub fn evaluate(&mut self, split: &Split, features: usize) -> Result<(f32, f32), TrainError> {
         let (mut loss_sum, mut correct) = (0f64, 0usize);
         let all: Vec<usize> = (0..split.len()).collect();
-        for (b, idx) in all.chunks(256).enumerate() {
+        for (b, idx) in all.chunks(EVAL_BATCH).enumerate() {
             self.arith
                 .begin_step(EVAL_STEP_BASE + (self.epoch as u64) * 65536 + b as u64);
             let x = self.batch_input(split, idx, features)?;
@@ -438,12 +457,7 @@ impl<A: Arith> Trainer<A> {
                 checkpoint::FORMAT
             )));
         }
-        if !self.cfg.same_run(&ck.config) {
-            return Err(TrainError::Checkpoint(format!(
-                "it was written by a different run configuration ({:?}); resume with the same options (only --epochs and --device may change)",
-                ck.config
-            )));
-        }
+        ck.check_continues(&self.cfg)?;
         if ck.params.len() != self.params.len() || ck.velocity.len() != self.params.len() {
             return Err(TrainError::Checkpoint(
                 "wrong number of parameter tensors".into(),

@@ -27,6 +27,29 @@ pub struct RunOptions {
     pub out: Option<std::path::PathBuf>,
     /// Continue from the checkpoint in `out`.
     pub resume: bool,
+    /// Start afresh even though `out` holds a checkpoint (which the run then replaces).
+    pub overwrite: bool,
+}
+
+/// Refuses to start a fresh run in a folder that holds a checkpoint, unless told to overwrite
+/// it: a finished or interrupted run is never replaced unasked.
+fn check_fresh_start(opts: &RunOptions) -> Result<(), TrainError> {
+    if opts.resume && opts.overwrite {
+        return Err(TrainError::Config(
+            "--resume continues the checkpoint and --overwrite replaces it: give one of them"
+                .into(),
+        ));
+    }
+    let Some(ck) = opts.out.as_ref().map(|d| d.join(checkpoint::FILE_NAME)) else {
+        return Ok(());
+    };
+    if opts.resume || opts.overwrite || std::fs::symlink_metadata(&ck).is_err() {
+        return Ok(());
+    }
+    Err(TrainError::Config(format!(
+        "{} holds the checkpoint of an earlier run: continue it with --resume, or start over with --overwrite (which replaces it)",
+        ck.display()
+    )))
 }
 
 /// What a run produced.
@@ -150,6 +173,7 @@ pub fn run_dist(
     dist: &dyn Collective,
 ) -> Result<RunSummary, TrainError> {
     cfg.validate()?;
+    check_fresh_start(opts)?;
     if dist.size() > 1 && cfg.shards.is_none() {
         return Err(TrainError::Config(
             "a run over several MPI ranks needs --shards".into(),
@@ -203,10 +227,10 @@ pub fn run_dist(
     }
 }
 
-/// Check a folder is writable before a long run starts (so a typo fails at once).
-pub fn ensure_out_dir(dir: &Path) -> Result<(), TrainError> {
-    std::fs::create_dir_all(dir).map_err(|source| TrainError::Io {
-        path: dir.to_path_buf(),
-        source,
-    })
+/// Makes `dir` this run's before anything slow happens (loading data, opening a device, the
+/// first epoch): creates it, proves it takes a write (a read-only or full folder fails here)
+/// and locks it against other runs for as long as the returned lock lives.
+pub fn claim_out_dir(dir: &Path) -> Result<crate::outfile::RunLock, TrainError> {
+    crate::outfile::probe_dir(dir)?;
+    Ok(crate::outfile::RunLock::acquire(dir)?)
 }

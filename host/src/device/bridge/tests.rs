@@ -264,7 +264,8 @@ fn spec_parsing() {
         parse_spec("/dev/ttyUSB1@9600"),
         Some(("/dev/ttyUSB1", 9600))
     );
-    assert_eq!(parse_spec("/tmp/a@b"), Some(("/tmp/a@b", DEFAULT_BAUD)));
+    assert_eq!(parse_spec("/tmp/a@b"), None);
+    assert_eq!(parse_spec("/dev/x@+9600"), None);
     assert_eq!(parse_spec(""), None);
     assert_eq!(parse_spec("@9600"), None);
     assert_eq!(parse_spec("/dev/x@0"), None);
