@@ -267,3 +267,6 @@ fn guide(a: &GuideArgs) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;
