@@ -338,3 +338,141 @@ fn out_of_range_writes_behave_as_the_guide_says() {
     );
     tb.bus.idle(1).unwrap();
 }
+
+#[test]
+fn conv_weight_gradient_driven_from_the_guide_matches_the_golden_model() {
+    let Some(mut tb) = bench() else { return };
+    let n = tb.n;
+    let geo = Conv2dGeom {
+        batch: 2,
+        in_ch: 2,
+        in_h: 5,
+        in_w: 5,
+        out_ch: 3,
+        kernel: 3,
+        stride: 2,
+        pad: 1,
+    };
+    let (h, w, kk, s, p) = (5i64, 5i64, 3i64, 2i64, 1i64);
+    let (oh, ow) = (geo.out_h(), geo.out_w());
+    let (m, k, cols) = (geo.out_ch, geo.batch * oh * ow, geo.in_ch * 9);
+    let (xw, dw) = (geo.in_ch * 25, geo.out_ch * oh * ow);
+    let mut rng = Rng(0xD1CE);
+    let x = words(&mut rng, geo.batch * xw);
+    let dy = words(&mut rng, geo.batch * dw);
+    let contract = Contract::new(&tb.g);
+    let (shift, seed) = (18, 7u32);
+    // Slot b: x[b] at 0, dy[b] at the next row boundary after it.
+    let config = tb.read("CONFIG");
+    let fm_depth = 1usize << (tb.g.field("CONFIG", "fm_code").get(config) + 8);
+    let row = 1usize << n.ilog2();
+    let dy_at = xw.next_multiple_of(row);
+    let slot = dy_at + dw.next_multiple_of(row);
+    for b in 0..geo.batch {
+        let mut map = x[b * xw..][..xw].to_vec();
+        map.resize(dy_at, 0);
+        map.extend_from_slice(&dy[b * dw..][..dw]);
+        map.resize(slot, 0);
+        tb.bus.write_fm((b * slot) as u32, &map).unwrap();
+    }
+    let slots = (fm_depth / slot) as i64;
+    let (plane, sl) = ((oh * ow) as i64, slot as i64);
+    let limits = |tb: &Bench, cfg: &mut [u32; 35], y: i64, x: i64| {
+        let (li, ly) = tb.g.word("limits", "limit_y", None);
+        let (_, lx) = tb.g.word("limits", "limit_x", None);
+        cfg[li] = ly.put(y as u32) | lx.put(x as u32);
+    };
+    // Engine A: lanes = output channels, K = (b, oy, ox) over dy.
+    let mut a_cfg = [0u32; 35];
+    walk(
+        &tb.g,
+        &mut a_cfg,
+        "lane",
+        [65535; 3],
+        [[0, 0, plane]; 4],
+        [0, 0, dy_at as i64],
+        (1, 1, 0),
+    );
+    let k_inc = [[0, 1, 0], [1, 0, 0], [0, 0, sl], [0; 3]];
+    walk(
+        &tb.g,
+        &mut a_cfg,
+        "k",
+        [ow as i64, oh as i64, slots],
+        k_inc,
+        [0; 3],
+        (1, 1, ow as i64),
+    );
+    limits(&tb, &mut a_cfg, oh as i64, ow as i64);
+    // Engine B: lanes = (ci, ky, kx) (the forward K walk), K = (b, oy, ox) (the forward lanes).
+    let mut b_cfg = [0u32; 35];
+    let kern = [[0, 1, 0], [1, 0, 0], [0, 0, h * w], [0; 3]];
+    walk(
+        &tb.g,
+        &mut b_cfg,
+        "lane",
+        [kk, kk, 65535],
+        kern,
+        [0; 3],
+        (1, 1, w),
+    );
+    let pix = [[0, s, 0], [s, 0, 0], [0, 0, sl], [0; 3]];
+    walk(
+        &tb.g,
+        &mut b_cfg,
+        "k",
+        [ow as i64, oh as i64, slots],
+        pix,
+        [-p, -p, 0],
+        (1, 1, w),
+    );
+    limits(&tb, &mut b_cfg, h, w);
+    for (reg, cfg) in [("GA_CFG", a_cfg), ("GB_CFG", b_cfg)] {
+        for word in cfg {
+            tb.write(reg, word);
+        }
+    }
+    tb.write("SHIFT", shift);
+    tb.write("ROUNDING", 2);
+    tb.write("K_LEN", k as u32);
+    let mut out = vec![0i16; m * cols];
+    for (t, j0) in (0..cols).step_by(n).enumerate() {
+        let bank = (t % 2) as u32;
+        // One row block: A's lanes load once, then stay; B's lanes load, then move on.
+        let a_lanes = if t == 0 { 0 } else { 2 };
+        let b_lanes = u32::from(t > 0);
+        for (reg, lanes) in [("GA_CMD", a_lanes), ("GB_CMD", b_lanes)] {
+            let gcmd = tb.word(
+                "GA_CMD",
+                &[("klen", k as u32), ("bank", bank), ("lanes", lanes)],
+            );
+            tb.write(reg, gcmd);
+        }
+        assert!(!tb.status("error"), "a gather command was refused");
+        let edges = tb.wait("both gathers", |b| {
+            !b.status("gather_a") && !b.status("gather_b")
+        });
+        // The two fills run side by side; B's (written one edge later) takes n + k + 2 edges.
+        assert_eq!(
+            edges as usize,
+            n + k + 2,
+            "tile {t}: fill latency stated by the guide"
+        );
+        tb.write("SEED", contract.tile_seed(seed, 0, j0 as u32));
+        tb.command(bank, bank, bank, true, true);
+        for (r, crow) in tb.tile(t as u32 + 1, bank as u8, m).iter().enumerate() {
+            for (c, &v) in crow.iter().enumerate().take((cols - j0).min(n)) {
+                out[r * cols + j0 + c] = v;
+            }
+        }
+    }
+    let qx = QMatrix::from_vec(geo.batch, xw, 12, x).unwrap();
+    let qdy = QMatrix::from_vec(geo.batch, dw, 13, dy).unwrap();
+    let spec = OutputSpec {
+        frac: 7,
+        rounding: Rounding::Stochastic,
+        seed,
+    };
+    let gold = golden::conv2d_backward_weights(&qx, &qdy, &geo, &spec, n).unwrap();
+    assert_eq!(out, gold.data, "the hardware differs from the golden model");
+}
