@@ -11,8 +11,9 @@
 //! The logic is the same as `kernel`, which stays as what rust-hdl simulates (the unit tests in
 //! `tests.rs`). Verilator runs this text, and the conv conformance tests check it bit for bit
 //! against the golden model. The differences cannot be seen on the ports while `wr_en` is low:
-//! the lanes' words are registered once (word or zero) instead of as a word plus a valid
-//! bit, and they change only while the engine reads.
+//! each lane registers the whole row read from its copy of the feature map (the block RAM's
+//! registered read: `FmRam` registers the word), the word's place in the row and its valid
+//! bit, and picks the word after the edge; these registers change only while the engine reads.
 
 use std::fmt::Write;
 
@@ -46,7 +47,19 @@ reg [15:0] row_d;
     // registers, not a memory: they form a shift register.
     let cfg: Vec<String> = (0..35).map(|i| format!("cfg_{i}")).collect();
     let _ = writeln!(v, "reg [31:0] {};", cfg.join(", "));
-    let _ = writeln!(v, "reg [{}:0] fm [0:{}];", 16 * row_words - 1, rows - 1);
+    // The feature map: one copy per lane (each a block RAM: one write port taking whole rows,
+    // one read port with a registered row), so every lane reads a row per clock. The lane's
+    // word is picked from that row after the read, by the registered word select `sel_{i}`;
+    // `in_{i}` says whether the lane's coordinates were inside the map (else the word is 0).
+    let _ = writeln!(
+        v,
+        "reg [{}:0] {};",
+        16 * row_words - 1,
+        (0..n)
+            .map(|i| format!("fm_{i} [0:{}]", rows - 1))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     for w in ["lw", "kw"] {
         let _ = writeln!(
             v,
@@ -57,7 +70,9 @@ reg [15:0] row_d;
     v.push_str(&lanes(&|i| {
         format!(
             "reg [15:0] l_qy_{i}, l_qx_{i};\nreg [3:0] l_ry_{i}, l_rx_{i};\nreg [23:0] l_addr_{i};\n\
-             reg signed [15:0] word_{i};\n"
+             reg [{}:0] row_{i};\nreg [{}:0] sel_{i};\nreg in_{i};\n",
+            16 * row_words - 1,
+            sel_bits - 1
         )
     }));
     // Power-up state: rust-hdl's registers start at zero (the feature map is written before
@@ -76,7 +91,7 @@ reg [15:0] row_d;
         }
     }
     for i in 0..n {
-        for r in ["l_qy", "l_qx", "l_ry", "l_rx", "l_addr", "word"] {
+        for r in ["l_qy", "l_qx", "l_ry", "l_rx", "l_addr", "row", "sel", "in"] {
             let _ = writeln!(v, "    {r}_{i} = 0;");
         }
     }
@@ -107,8 +122,8 @@ always @(posedge clock) begin : engine
     kw_step = 1'b0;
     we_d <= 1'b0;
     if (st == 2'h3) begin
-        // Every lane reads its word (or zero outside the map); the first row waits while an
-        // array command still reads (or will read) the bank.
+        // Every lane reads its row (its word is picked after the read, or zero outside the
+        // map); the first row waits while an array command still reads (or will read) the bank.
 ",
     );
     v.push_str(&lanes(&|i| {
@@ -116,10 +131,10 @@ always @(posedge clock) begin : engine
             "        y = l_qy_{i} + kw_qy;
         x = l_qx_{i} + kw_qx;
         a = l_addr_{i} + kw_addr;
-        if ((l_ry_{i} == kw_ry) & (l_rx_{i} == kw_rx) & (y < cfg_34[15:0]) & (x < cfg_34[31:16]))
-            word_{i} <= fm[a[{ahi}:{sel_bits}]][a[{shi}:0] * 16 +: 16];
-        else
-            word_{i} <= 16'sh0;
+        in_{i} <= (l_ry_{i} == kw_ry) & (l_rx_{i} == kw_rx) & (y < cfg_34[15:0])
+            & (x < cfg_34[31:16]);
+        sel_{i} <= a[{shi}:0];
+        row_{i} <= fm_{i}[a[{ahi}:{sel_bits}]];
 ",
             ahi = addr_bits - 1,
             shi = sel_bits - 1,
@@ -185,12 +200,17 @@ always @(posedge clock) begin : engine
         .rev()
         .map(|i| format!("fm_data${i}"))
         .collect();
-    let _ = writeln!(
-        v,
-        "    if (fm_we) fm[fm_row[{}:0]] <= {{{}}};",
-        row_bits - 1,
-        words.join(", ")
-    );
+    // Every lane's copy takes the same row.
+    v.push_str("    if (fm_we) begin\n");
+    for i in 0..n {
+        let _ = writeln!(
+            v,
+            "        fm_{i}[fm_row[{}:0]] <= {{{}}};",
+            row_bits - 1,
+            words.join(", ")
+        );
+    }
+    v.push_str("    end\n");
     v.push_str(
         "    if (reset) begin
         state <= 2'h0;
@@ -204,7 +224,9 @@ assign wr_bank = bank;
 assign wr_row = row_d;
 ",
     );
-    v.push_str(&lanes(&|i| format!("assign wr_data${i} = word_{i};\n")));
+    v.push_str(&lanes(&|i| {
+        format!("assign wr_data${i} = in_{i} ? row_{i}[sel_{i} * 16 +: 16] : 16'sh0;\n")
+    }));
     // `enabled` is always 1 here; rows above the map's size do not exist.
     let high_rows = if row_bits < 16 {
         format!(", fm_row[15:{row_bits}]")
