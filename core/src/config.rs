@@ -5,6 +5,12 @@ use crate::numeric::{ACC_BITS, MAX_K};
 /// Feature-map buffer depth of [`ArrayConfig::square`] and [`ArrayConfig::new`].
 pub const DEFAULT_FM_DEPTH: usize = 32768;
 
+/// Smallest feature-map buffer depth of a conv unit (a power of two).
+pub const MIN_FM_DEPTH: usize = 512;
+
+/// Largest feature-map buffer depth of a conv unit (a power of two).
+pub const MAX_FM_DEPTH: usize = 32768;
+
 /// Size and formats of one systolic-array accelerator. The HDL generator, the register map
 /// constants (read back from `regmap::CONFIG`) and the host's tiler are all derived from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -112,7 +118,9 @@ impl ArrayConfig {
             return Err(ConfigError::BufferDepth(self.buffer_depth));
         }
         if self.fm_depth != 0
-            && (!self.fm_depth.is_power_of_two() || self.fm_depth < 512 || self.fm_depth > 32768)
+            && (!self.fm_depth.is_power_of_two()
+                || self.fm_depth < MIN_FM_DEPTH
+                || self.fm_depth > MAX_FM_DEPTH)
         {
             return Err(ConfigError::FmDepth(self.fm_depth));
         }
