@@ -5,10 +5,9 @@
 //! old word.
 //!
 //! The engine's hand-written Verilog (`gather/verilog.rs`) lays the same memory out for block
-//! RAM: a copy per lane, each reading a whole row into a register on the edge, the word picked
-//! from it after the edge; on the ports that is this model's timing. This block's own Verilog
-//! (one memory, a word read port per lane) is only what rust-hdl emits for the submodule,
-//! which `generate_verilog` drops.
+//! RAM, with this model's timing: a copy per lane, each with a row-wide write port and a
+//! registered word-wide read port. This block's own Verilog (one memory, a word read port per
+//! lane) is only what rust-hdl emits for the submodule, which `generate_verilog` drops.
 
 use crate::HdlError;
 use rust_hdl_core::prelude::*;

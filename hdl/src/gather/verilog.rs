@@ -11,9 +11,8 @@
 //! The logic is the same as `kernel`, which stays as what rust-hdl simulates (the unit tests in
 //! `tests.rs`). Verilator runs this text, and the conv conformance tests check it bit for bit
 //! against the golden model. The differences cannot be seen on the ports while `wr_en` is low:
-//! each lane registers the whole row read from its copy of the feature map (the block RAM's
-//! registered read: `FmRam` registers the word), the word's place in the row and its valid
-//! bit, and picks the word after the edge; these registers change only while the engine reads.
+//! each lane's word (the block RAM's registered read) and its valid bit change only while the
+//! engine reads (the model's valid bit changes on every clock).
 
 use std::fmt::Write;
 
@@ -47,16 +46,16 @@ reg [15:0] row_d;
     // registers, not a memory: they form a shift register.
     let cfg: Vec<String> = (0..35).map(|i| format!("cfg_{i}")).collect();
     let _ = writeln!(v, "reg [31:0] {};", cfg.join(", "));
-    // The feature map: one copy per lane (each a block RAM: one write port taking whole rows,
-    // one read port with a registered row), so every lane reads a row per clock. The lane's
-    // word is picked from that row after the read, by the registered word select `sel_{i}`;
-    // `in_{i}` says whether the lane's coordinates were inside the map (else the word is 0).
+    // The feature map: one copy per lane, each a block RAM with a row-wide write port (the
+    // `row_words` words of a row written on one edge) and a word-wide read port into a
+    // register (`word_{i}`), so every lane reads a word per clock. FPGA block RAMs take such
+    // ports of different widths, so no multiplexer picks the word. `in_{i}` says whether the
+    // lane's coordinates were inside the map (else the lane's word is 0).
     let _ = writeln!(
         v,
-        "reg [{}:0] {};",
-        16 * row_words - 1,
+        "reg [15:0] {};",
         (0..n)
-            .map(|i| format!("fm_{i} [0:{}]", rows - 1))
+            .map(|i| format!("fm_{i} [0:{}]", fm_words - 1))
             .collect::<Vec<_>>()
             .join(", ")
     );
@@ -70,9 +69,7 @@ reg [15:0] row_d;
     v.push_str(&lanes(&|i| {
         format!(
             "reg [15:0] l_qy_{i}, l_qx_{i};\nreg [3:0] l_ry_{i}, l_rx_{i};\nreg [23:0] l_addr_{i};\n\
-             reg [{}:0] row_{i};\nreg [{}:0] sel_{i};\nreg in_{i};\n",
-            16 * row_words - 1,
-            sel_bits - 1
+             reg [15:0] word_{i};\nreg in_{i};\n"
         )
     }));
     // Power-up state: rust-hdl's registers start at zero (the feature map is written before
@@ -91,7 +88,7 @@ reg [15:0] row_d;
         }
     }
     for i in 0..n {
-        for r in ["l_qy", "l_qx", "l_ry", "l_rx", "l_addr", "row", "sel", "in"] {
+        for r in ["l_qy", "l_qx", "l_ry", "l_rx", "l_addr", "word", "in"] {
             let _ = writeln!(v, "    {r}_{i} = 0;");
         }
     }
@@ -122,8 +119,8 @@ always @(posedge clock) begin : engine
     kw_step = 1'b0;
     we_d <= 1'b0;
     if (st == 2'h3) begin
-        // Every lane reads its row (its word is picked after the read, or zero outside the
-        // map); the first row waits while an array command still reads (or will read) the bank.
+        // Every lane reads its word (zero outside the map, after the read); the first row
+        // waits while an array command still reads (or will read) the bank.
 ",
     );
     v.push_str(&lanes(&|i| {
@@ -133,11 +130,9 @@ always @(posedge clock) begin : engine
         a = l_addr_{i} + kw_addr;
         in_{i} <= (l_ry_{i} == kw_ry) & (l_rx_{i} == kw_rx) & (y < cfg_34[15:0])
             & (x < cfg_34[31:16]);
-        sel_{i} <= a[{shi}:0];
-        row_{i} <= fm_{i}[a[{ahi}:{sel_bits}]];
+        word_{i} <= fm_{i}[a[{ahi}:0]];
 ",
             ahi = addr_bits - 1,
-            shi = sel_bits - 1,
         )
     }));
     v.push_str(
@@ -196,19 +191,16 @@ always @(posedge clock) begin : engine
         let _ = writeln!(v, "        cfg_{i} <= cfg_{};", i + 1);
     }
     v.push_str("        cfg_34 <= reg_wdata;\n    end\n");
-    let words: Vec<String> = (0..row_words)
-        .rev()
-        .map(|i| format!("fm_data${i}"))
-        .collect();
     // Every lane's copy takes the same row.
     v.push_str("    if (fm_we) begin\n");
     for i in 0..n {
-        let _ = writeln!(
-            v,
-            "        fm_{i}[fm_row[{}:0]] <= {{{}}};",
-            row_bits - 1,
-            words.join(", ")
-        );
+        for w in 0..row_words {
+            let _ = writeln!(
+                v,
+                "        fm_{i}[{{fm_row[{}:0], {sel_bits}'d{w}}}] <= fm_data${w};",
+                row_bits - 1,
+            );
+        }
     }
     v.push_str("    end\n");
     v.push_str(
@@ -225,7 +217,7 @@ assign wr_row = row_d;
 ",
     );
     v.push_str(&lanes(&|i| {
-        format!("assign wr_data${i} = in_{i} ? row_{i}[sel_{i} * 16 +: 16] : 16'sh0;\n")
+        format!("assign wr_data${i} = in_{i} ? word_{i} : 16'h0;\n")
     }));
     // `enabled` is always 1 here; rows above the map's size do not exist.
     let high_rows = if row_bits < 16 {
