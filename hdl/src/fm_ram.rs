@@ -1,12 +1,13 @@
 //! The feature map of one gather engine: written a whole row of `R` words per clock (so a map
 //! loads at the rate the row ports move operands) and read by every lane, one word per lane
-//! per clock, at any word address. Written as plain Verilog (like `buffers::LaneRam`): one
-//! memory with a read port per lane, which FPGA tools build from one block-RAM copy per lane.
-//! Its simulation model follows the same rules: read addresses are sampled on the rising edge
-//! and the words are valid after it; a read of the row being written returns the old word.
+//! per clock, at any word address. Its simulation model: read addresses are sampled on the
+//! rising edge and the words are valid after it; a read of the row being written returns the
+//! old word.
 //!
-//! The engine's hand-written Verilog (`gather/verilog.rs`) declares the same memory inline;
-//! this block's Verilog is kept for use on its own (and is linted by the tests).
+//! The engine's hand-written Verilog (`gather/verilog.rs`) lays the same memory out for block
+//! RAM, with this model's timing: a copy per lane, each with a row-wide write port and a
+//! registered word-wide read port. This block's own Verilog (one memory, a word read port per
+//! lane) is only what rust-hdl emits for the submodule, which `generate_verilog` drops.
 
 use crate::HdlError;
 use rust_hdl_core::prelude::*;

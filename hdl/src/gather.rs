@@ -3,8 +3,8 @@
 //!
 //! Each lane has a read port on the feature map (in hardware, one block-RAM copy per lane, all
 //! written together, a row of words per clock, through the feature-map port), so all lanes
-//! read a word per clock and a bank fills at one row per
-//! clock, the rate at which the array consumes it. A command runs: one cycle to load walker
+//! read a word per clock and a bank fills at one row per clock, the rate at which the array
+//! consumes it. A command runs: one cycle to load walker
 //! start states, `size` cycles to step the lane walker into the lane registers (skipped when
 //! the lanes are kept), then `klen` cycles of reads; each read lands in the bank one cycle
 //! later. `busy` stays high until the last row is written. The first read waits while an

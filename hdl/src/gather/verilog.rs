@@ -11,8 +11,8 @@
 //! The logic is the same as `kernel`, which stays as what rust-hdl simulates (the unit tests in
 //! `tests.rs`). Verilator runs this text, and the conv conformance tests check it bit for bit
 //! against the golden model. The differences cannot be seen on the ports while `wr_en` is low:
-//! the lanes' words are registered once (word or zero) instead of as a word plus a valid
-//! bit, and they change only while the engine reads.
+//! each lane's word (the block RAM's registered read) and its valid bit change only while the
+//! engine reads (the model's valid bit changes on every clock).
 
 use std::fmt::Write;
 use systole_core::field::Field;
@@ -59,7 +59,19 @@ reg [15:0] row_d;
     // registers, not a memory: they form a shift register.
     let cfg: Vec<String> = (0..WORDS).map(|i| format!("cfg_{i}")).collect();
     let _ = writeln!(v, "reg [31:0] {};", cfg.join(", "));
-    let _ = writeln!(v, "reg [{}:0] fm [0:{}];", 16 * row_words - 1, rows - 1);
+    // The feature map: one copy per lane, each a block RAM with a row-wide write port (the
+    // `row_words` words of a row written on one edge) and a word-wide read port into a
+    // register (`word_{i}`), so every lane reads a word per clock. FPGA block RAMs take such
+    // ports of different widths, so no multiplexer picks the word. `in_{i}` says whether the
+    // lane's coordinates were inside the map (else the lane's word is 0).
+    let _ = writeln!(
+        v,
+        "reg [15:0] {};",
+        (0..n)
+            .map(|i| format!("fm_{i} [0:{}]", fm_words - 1))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     for w in ["lw", "kw"] {
         let _ = writeln!(
             v,
@@ -70,7 +82,7 @@ reg [15:0] row_d;
     v.push_str(&lanes(&|i| {
         format!(
             "reg [15:0] l_qy_{i}, l_qx_{i};\nreg [3:0] l_ry_{i}, l_rx_{i};\nreg [23:0] l_addr_{i};\n\
-             reg signed [15:0] word_{i};\n"
+             reg [15:0] word_{i};\nreg in_{i};\n"
         )
     }));
     // Power-up state: rust-hdl's registers start at zero (the feature map is written before
@@ -89,7 +101,7 @@ reg [15:0] row_d;
         }
     }
     for i in 0..n {
-        for r in ["l_qy", "l_qx", "l_ry", "l_rx", "l_addr", "word"] {
+        for r in ["l_qy", "l_qx", "l_ry", "l_rx", "l_addr", "word", "in"] {
             let _ = writeln!(v, "    {r}_{i} = 0;");
         }
     }
@@ -126,8 +138,8 @@ always @(posedge clock) begin : engine
     kw_step = 1'b0;
     we_d <= 1'b0;
     if (st == 2'h3) begin
-        // Every lane reads its word (or zero outside the map); the first row waits while an
-        // array command still reads (or will read) the bank.
+        // Every lane reads its word (zero outside the map, after the read); the first row
+        // waits while an array command still reads (or will read) the bank.
 ",
     );
     v.push_str(&lanes(&|i| {
@@ -135,13 +147,11 @@ always @(posedge clock) begin : engine
             "        y = l_qy_{i} + kw_qy;
         x = l_qx_{i} + kw_qx;
         a = l_addr_{i} + kw_addr;
-        if ((l_ry_{i} == kw_ry) & (l_rx_{i} == kw_rx) & (y < cfg_{lim}{ly}) & (x < cfg_{lim}{lx}))
-            word_{i} <= fm[a[{ahi}:{sel_bits}]][a[{shi}:0] * 16 +: 16];
-        else
-            word_{i} <= 16'sh0;
+        in_{i} <= (l_ry_{i} == kw_ry) & (l_rx_{i} == kw_rx) & (y < cfg_{lim}{ly})
+            & (x < cfg_{lim}{lx});
+        word_{i} <= fm_{i}[a[{ahi}:0]];
 ",
             ahi = addr_bits - 1,
-            shi = sel_bits - 1,
             lim = lay::LIMITS,
             ly = sl(LIMIT_Y),
             lx = sl(LIMIT_X),
@@ -212,16 +222,18 @@ always @(posedge clock) begin : engine
         let _ = writeln!(v, "        cfg_{i} <= cfg_{};", i + 1);
     }
     let _ = writeln!(v, "        cfg_{} <= reg_wdata;\n    end", WORDS - 1);
-    let words: Vec<String> = (0..row_words)
-        .rev()
-        .map(|i| format!("fm_data${i}"))
-        .collect();
-    let _ = writeln!(
-        v,
-        "    if (fm_we) fm[fm_row[{}:0]] <= {{{}}};",
-        row_bits - 1,
-        words.join(", ")
-    );
+    // Every lane's copy takes the same row.
+    v.push_str("    if (fm_we) begin\n");
+    for i in 0..n {
+        for w in 0..row_words {
+            let _ = writeln!(
+                v,
+                "        fm_{i}[{{fm_row[{}:0], {sel_bits}'d{w}}}] <= fm_data${w};",
+                row_bits - 1,
+            );
+        }
+    }
+    v.push_str("    end\n");
     v.push_str(
         "    if (reset) begin
         state <= 2'h0;
@@ -235,7 +247,9 @@ assign wr_bank = bank;
 assign wr_row = row_d;
 ",
     );
-    v.push_str(&lanes(&|i| format!("assign wr_data${i} = word_{i};\n")));
+    v.push_str(&lanes(&|i| {
+        format!("assign wr_data${i} = in_{i} ? word_{i} : 16'h0;\n")
+    }));
     // `enabled` is always 1 here; rows above the map's size do not exist.
     let high_rows = if row_bits < 16 {
         format!(", fm_row[15:{row_bits}]")

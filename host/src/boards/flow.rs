@@ -48,19 +48,26 @@ fn write(path: PathBuf, text: &str) -> Result<PathBuf, BoardError> {
     Ok(path)
 }
 
-/// One line per board: part, budget, clock and the largest array the resource model fits.
+/// One line per board: part, budget, clock, and the largest array and the largest conv unit
+/// (array, feature-map words) the resource model fits (`model`: estimates, not synthesis).
 pub fn boards_table() -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<13} {:<19} {:>7} {:>7} {:>4} {:>8} {:>9}  largest array",
+        "{:<13} {:<19} {:>7} {:>7} {:>4} {:>8} {:>9}  largest array; with conv unit (estimated)",
         "board", "part", "LUTs", "FFs", "DSP", "BRAM", "logic clk"
     );
     for b in super::list() {
-        let largest = match model::largest_array(b) {
+        let mut largest = match model::largest_array(b) {
             Some(c) => format!("{0}x{0} (buffers {1} rows)", c.size, c.buffer_depth),
             None => "none".to_string(),
         };
+        match model::largest_conv_unit(b) {
+            Some(c) => {
+                let _ = write!(largest, "; {0}x{0} with {1} words", c.size, c.fm_depth);
+            }
+            None => largest.push_str("; none"),
+        }
         let bram = match b.family {
             Family::Xc7 => format!("{}x18k", b.budget.bram_blocks),
             Family::Ice40Up => format!("{}x4k", b.budget.bram_blocks),
@@ -214,12 +221,17 @@ mod tests {
         assert_eq!(t.lines().count(), 1 + super::super::list().len());
         let arty = t.lines().find(|l| l.starts_with("arty-a7-35 ")).unwrap();
         assert!(
-            arty.contains("xc7a35ticsg324-1L") && arty.contains("9x9"),
+            arty.contains("xc7a35ticsg324-1L")
+                && arty.contains("9x9")
+                && arty.contains("; 7x7 with 4096 words"),
             "{arty}"
         );
         let ice = t.lines().find(|l| l.starts_with("icebreaker")).unwrap();
         // The UP5K runs its logic on half the 12 MHz oscillator.
-        assert!(ice.contains("2x2") && ice.contains(" 6MHz"), "{ice}");
+        assert!(
+            ice.contains("2x2") && ice.contains(" 6MHz") && ice.ends_with("; none"),
+            "{ice}"
+        );
     }
 
     #[test]

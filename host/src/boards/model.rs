@@ -15,10 +15,16 @@
 //!   The C buffer is `2 * n` rows and lives in LUT RAM.
 //! * Logic: a fixed part (register file, controller, UART bridge) plus per-PE and per-column
 //!   (converter with its LFSR) LUTs and flip-flops.
+//! * Conv unit (`fm_depth` not 0): each of its two gather engines keeps one copy of the feature
+//!   map per lane, a block RAM `fm_row_words` words wide (`hdl/src/gather/verilog.rs`), so a
+//!   copy takes its bits in blocks but never fewer blocks than its row needs ports (two 16-bit
+//!   words per RAMB18 port, one per iCE40 EBR); its logic (configuration registers, walkers,
+//!   lane adders and comparators) is a fixed part plus a part per lane, fitted to Yosys.
 //!
 //! Fitting keeps `LUT_HEADROOM` of the LUTs free so that placement and routing can close.
 
 use super::{Board, Family};
+use systole_core::config::{MAX_FM_DEPTH, MIN_FM_DEPTH};
 use systole_core::ArrayConfig;
 
 /// Estimated resource use of one configuration on one family.
@@ -42,6 +48,12 @@ struct Coefficients {
     pe_ffs: u32,
     column_luts: u32,
     column_ffs: u32,
+    conv_luts: u32,
+    conv_ffs: u32,
+    conv_lane_luts: u32,
+    conv_lane_ffs: u32,
+    /// 16-bit words one block RAM reads or writes per port and clock.
+    block_port_words: u32,
 }
 
 /// 7-series, fitted exactly to Yosys 0.23 `synth_xilinx -flatten` on the board top (UART bridge
@@ -57,7 +69,19 @@ const XC7: Coefficients = Coefficients {
     pe_ffs: 134,
     column_luts: 881,
     column_ffs: 75,
+    conv_luts: CONV_XC7.0,
+    conv_ffs: CONV_XC7.1,
+    conv_lane_luts: CONV_XC7.2,
+    conv_lane_ffs: CONV_XC7.3,
+    block_port_words: 2,
 };
+
+/// The conv unit on 7-series (LUTs, flip-flops of the fixed part; LUTs, flip-flops per lane),
+/// fitted exactly to Yosys 0.23 `synth_xilinx -flatten` on the board top with and without the
+/// unit: 8x8 with 4096 words adds 4442 LUTs and 3396 flip-flops (18,072 / 12,991 in all),
+/// 4x4 with 512 words 3288 and 2916 (8727 / 5784). The fixed part is mostly the two engines'
+/// configuration registers and walkers.
+const CONV_XC7: (u32, u32, u32, u32) = (2134, 2436, 289, 120);
 
 /// iCE40: one measured point (the 2x2 board top through nextpnr-ice40: 4452 logic cells,
 /// 1350 flip-flops), spread over the terms in the 7-series proportions. "LUTs" here are placed
@@ -70,6 +94,12 @@ const ICE40: Coefficients = Coefficients {
     pe_ffs: 163,
     column_luts: 1536,
     column_ffs: 91,
+    // Not measured: the 7-series conv unit scaled by the ratio of the fixed parts.
+    conv_luts: CONV_XC7.0 * 684 / 392,
+    conv_ffs: CONV_XC7.1 * 516 / 425,
+    conv_lane_luts: CONV_XC7.2 * 684 / 392,
+    conv_lane_ffs: CONV_XC7.3 * 516 / 425,
+    block_port_words: 1,
 };
 
 /// Fraction of LUTs and flip-flops (percent) a design may use and still be called a fit.
@@ -85,16 +115,24 @@ pub fn estimate(board: &Board, cfg: &ArrayConfig) -> Estimate {
     let lane_bits = 2 * cfg.buffer_depth as u64 * u64::from(cfg.word_bits);
     let blocks_per_lane = lane_bits.div_ceil(u64::from(board.budget.bram_block_bits));
     // Two matrices (A, B), n lanes each; with the conv unit, each of its two gather engines
-    // keeps a copy of the feature map per lane. (The block RAM Vivado can build them from;
-    // Yosys builds them from LUT RAM today, which the LUT terms below do not model: its own
-    // count, checked by `bitstream`, is what decides.)
-    let fm_blocks_per_lane = (cfg.fm_depth as u64 * u64::from(cfg.word_bits))
-        .div_ceil(u64::from(board.budget.bram_block_bits));
+    // keeps a copy of the feature map per lane, read a row at a time.
+    let (fm_blocks_per_lane, conv_luts, conv_ffs) = if cfg.has_conv_unit() {
+        let bits = (cfg.fm_depth as u64 * u64::from(cfg.word_bits))
+            .div_ceil(u64::from(board.budget.bram_block_bits));
+        let ports = (cfg.fm_row_words() as u64).div_ceil(u64::from(k.block_port_words));
+        (
+            bits.max(ports),
+            k.conv_luts + n * k.conv_lane_luts,
+            k.conv_ffs + n * k.conv_lane_ffs,
+        )
+    } else {
+        (0, 0, 0)
+    };
     let brams =
         (2 * u64::from(n) * (blocks_per_lane + fm_blocks_per_lane)).min(u64::from(u32::MAX)) as u32;
     Estimate {
-        luts: k.fixed_luts + n * n * k.pe_luts + n * k.column_luts,
-        ffs: k.fixed_ffs + n * n * k.pe_ffs + n * k.column_ffs,
+        luts: k.fixed_luts + n * n * k.pe_luts + n * k.column_luts + conv_luts,
+        ffs: k.fixed_ffs + n * n * k.pe_ffs + n * k.column_ffs + conv_ffs,
         dsps: n * n,
         brams,
     }
@@ -174,6 +212,34 @@ pub fn largest_array(board: &Board) -> Option<ArrayConfig> {
     best
 }
 
+/// The largest conv unit that fits the board by the estimate: the largest square array with
+/// the default 512-row buffers and a feature map of at least `MIN_FM_DEPTH` words, with the
+/// deepest feature map that still fits beside it; `None` if not even 2x2 with the smallest map
+/// does.
+pub fn largest_conv_unit(board: &Board) -> Option<ArrayConfig> {
+    let mut best = None;
+    for n in 2..=64 {
+        let mut fit = None;
+        let mut depth = MIN_FM_DEPTH;
+        while depth <= MAX_FM_DEPTH {
+            let cfg = ArrayConfig {
+                fm_depth: depth,
+                ..ArrayConfig::square(n)
+            };
+            if !fits(board, &estimate(board, &cfg)) {
+                break;
+            }
+            fit = Some(cfg);
+            depth *= 2;
+        }
+        match fit {
+            Some(cfg) => best = Some(cfg),
+            None => break,
+        }
+    }
+    best
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::find;
@@ -207,6 +273,44 @@ mod tests {
         let ice = find("icebreaker").unwrap();
         // Two 512 x 16 banks are four 4-kbit EBR.
         assert_eq!(estimate(ice, &plain(2)).brams, 16);
+    }
+
+    /// Yosys 0.23 `synth_xilinx -flatten` on the board top with the conv unit (LUTs,
+    /// flip-flops, RAMB18 with a RAMB36 counted as two).
+    #[test]
+    fn conv_unit_matches_the_yosys_measurements() {
+        let arty = find("arty-a7-35").unwrap();
+        for (n, fm_depth, luts, ffs, brams) in [
+            (4, 512, 8727, 5784, 24),
+            (8, 4096, 18072, 12991, 80),
+            (8, 8192, 18374, 13071, 144),
+        ] {
+            let e = estimate(
+                arty,
+                &ArrayConfig {
+                    fm_depth,
+                    ..plain(n)
+                },
+            );
+            let close = |got: u32, want: u32| got.abs_diff(want) * 100 <= 2 * want;
+            assert!(
+                close(e.luts, luts) && close(e.ffs, ffs),
+                "{n} {fm_depth}: {e:?}"
+            );
+            // 512 words in rows of 4: half a RAMB18's bits, but a 64-bit row takes two.
+            assert_eq!(e.brams, brams, "{n} {fm_depth}");
+        }
+    }
+
+    #[test]
+    fn largest_conv_units_by_the_estimate() {
+        let conv = |name| largest_conv_unit(find(name).unwrap()).map(|c| (c.size, c.fm_depth));
+        // 8x8 with 4096 words fits the A7-35T by Yosys (18,272 of 20,800 LUTs with LUT RAM)
+        // but not within the 85% the estimate keeps free for placement and routing.
+        assert_eq!(conv("arty-a7-35"), Some((7, 4096)));
+        // 15x15 (the most DSP48E1 allow) with two 8192-word maps: all 270 RAMB18.
+        assert_eq!(conv("arty-a7-100"), Some((15, 8192)));
+        assert_eq!(conv("icebreaker"), None);
     }
 
     #[test]
