@@ -129,7 +129,7 @@ mod tests {
         assert!(parse_idx(&b, "t")
             .unwrap_err()
             .to_string()
-            .contains("need 6"));
+            .contains("dimensions 2x3 need 6"));
         assert!(parse_idx(&[0, 0, 0x0D, 1], "t")
             .unwrap_err()
             .to_string()
