@@ -31,6 +31,15 @@ pub enum BoardError<E> {
     Closed,
 }
 
+impl<E: core::fmt::Display> core::fmt::Display for BoardError<E> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            BoardError::Io(e) => write!(f, "byte stream error: {e}"),
+            BoardError::Closed => f.write_str("the byte stream ended"),
+        }
+    }
+}
+
 /// The last request executed and the response it got, for idempotent retries.
 struct Last {
     seq: u8,

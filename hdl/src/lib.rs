@@ -56,3 +56,22 @@ pub enum HdlError {
     #[error("rust-hdl design check failed: {0}")]
     Check(String),
 }
+
+impl HdlError {
+    /// rust-hdl's check error in words: what is wrong and with which signals.
+    pub(crate) fn check(e: rust_hdl_core::check_error::CheckError) -> HdlError {
+        use rust_hdl_core::check_error::{CheckError, PathedName};
+        let names = |v: &mut dyn Iterator<Item = &PathedName>| {
+            let mut v: Vec<String> = v.map(|p| format!("{}:{}", p.path, p.name)).collect();
+            v.sort();
+            v.join(", ")
+        };
+        HdlError::Check(match &e {
+            CheckError::OpenSignal(m) => format!("unconnected signals {}", names(&mut m.values())),
+            CheckError::LogicLoops(l) => {
+                format!("combinational loops through {}", names(&mut l.iter()))
+            }
+            CheckError::WritesToInputs(l) => format!("inputs written to: {}", names(&mut l.iter())),
+        })
+    }
+}

@@ -74,7 +74,7 @@ pub fn ports(cfg: &ArrayConfig) -> Result<Vec<PortInfo>, HdlError> {
 pub fn generate_verilog(cfg: &ArrayConfig) -> Result<String, HdlError> {
     let mut core = Core::new(cfg)?;
     core.connect_all();
-    check_all(&core).map_err(|e| HdlError::Check(format!("{e:?}")))?;
+    check_all(&core).map_err(HdlError::check)?;
     let mut defines = ModuleDefines::default();
     core.accept(CORE_MODULE, &mut defines);
     let mut out = String::new();

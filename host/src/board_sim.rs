@@ -113,7 +113,7 @@ impl SimBoard {
                 match board.serve() {
                     BoardError::Closed => Ok(()),
                     BoardError::Io(e) => Err(format!("board link error: {e}")),
-                    other => Err(format!("board stopped: {other:?}")),
+                    other => Err(format!("board stopped: {other}")),
                 }
                 // The master end closes here, as the board's thread ends.
             })

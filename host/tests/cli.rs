@@ -47,6 +47,14 @@ fn bad_input_is_one_clear_error() {
         (vec!["train", "--batch", "0"], "--batch must be"),
         (vec!["train", "--resume"], "--resume needs --out"),
         (vec!["check", "--array", "100"], "array size 100"),
+        (
+            vec!["program", "--board", "arty-a7-35", "--out", "no-build"],
+            "no-build/top.bit: no bitstream here: run `systole bitstream`",
+        ),
+        (
+            vec!["bitstream", "--board", "zedboard"],
+            "unknown board 'zedboard'",
+        ),
     ] {
         let o = systole(&args);
         let err = String::from_utf8_lossy(&o.stderr);
@@ -56,6 +64,12 @@ fn bad_input_is_one_clear_error() {
             "{args:?}: {err}"
         );
         assert!(!err.contains("panicked"), "{args:?}: {err}");
+        // A cause is said once, even when the error's own message already names it.
+        let parts: Vec<&str> = err.trim_end().split(": ").collect();
+        for p in &parts {
+            let n = parts.iter().filter(|q| *q == p).count();
+            assert_eq!(n, 1, "{args:?}: `{p}` repeated: {err}");
+        }
     }
 }
 

@@ -119,7 +119,12 @@ fn resume_continues_bit_for_bit() {
             &mut Quiet,
         )
         .unwrap_err();
-        assert!(e.to_string().contains("different run configuration"), "{e}");
+        let e = e.to_string();
+        assert!(
+            e.contains("different run configuration")
+                && e.contains("--lr 0.1 here, 0.05 in the checkpoint"),
+            "{e}"
+        );
     }
 }
 

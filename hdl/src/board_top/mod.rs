@@ -222,7 +222,7 @@ pub fn generate_board_verilog_with(
 ) -> Result<String, HdlError> {
     let mut top = BoardTop::new(cfg, opts)?;
     top.connect_all();
-    check_all(&top).map_err(|e| HdlError::Check(format!("{e:?}")))?;
+    check_all(&top).map_err(HdlError::check)?;
     Ok(generate_verilog(&top))
 }
 

@@ -11,6 +11,27 @@ use systole_hdl::board_top::{generate_board_verilog_with, BoardTopOptions};
 /// UART speed of the board top's bridge.
 pub const BAUD: u32 = 115_200;
 
+/// Names of the files in the build folder. Every tool runs inside that folder and is handed
+/// these names, never paths relative to the caller's folder (which the tool does not run in).
+pub mod files {
+    /// The board top's Verilog.
+    pub const VERILOG: &str = "board_top.v";
+    /// 7-series constraints.
+    pub const XDC: &str = "board.xdc";
+    /// iCE40 constraints.
+    pub const PCF: &str = "board.pcf";
+    /// Vivado batch script.
+    pub const VIVADO_TCL: &str = "vivado.tcl";
+    /// Yosys netlist for nextpnr-ice40.
+    pub const JSON: &str = "top.json";
+    /// nextpnr-ice40's placed and routed design.
+    pub const ASC: &str = "top.asc";
+    /// 7-series bitstream (Vivado's `write_bitstream`).
+    pub const BIT: &str = "top.bit";
+    /// iCE40 bitstream (icepack).
+    pub const BIN: &str = "top.bin";
+}
+
 /// What [`bitstream`] produced.
 #[derive(Debug, Clone)]
 pub struct BitstreamReport {
@@ -111,7 +132,7 @@ pub fn bitstream(
     };
     let verilog_text =
         generate_board_verilog_with(cfg, &opts).map_err(|e| BoardError::Hdl(e.to_string()))?;
-    let verilog = write(out_dir.join("board_top.v"), &verilog_text)?;
+    let verilog = write(out_dir.join(files::VERILOG), &verilog_text)?;
     let mut report = BitstreamReport {
         board: board.name,
         config: *cfg,
@@ -126,18 +147,18 @@ pub fn bitstream(
     };
     match board.family {
         Family::Xc7 => {
-            report.constraints = write(out_dir.join("board.xdc"), &generate::generate_xdc(board))?;
-            let tcl = generate::generate_vivado_tcl(board, &["board_top.v", "board.xdc"], "top");
-            let script = write(out_dir.join("vivado.tcl"), &tcl)?;
+            report.constraints = write(out_dir.join(files::XDC), &generate::generate_xdc(board))?;
+            let tcl = generate::generate_vivado_tcl(board, &[files::VERILOG, files::XDC], "top");
+            let script = write(out_dir.join(files::VIVADO_TCL), &tcl)?;
             report.vivado_script = Some(script);
-            report.resources = tools::yosys_synth(board, &verilog, out_dir)?;
+            report.resources = tools::yosys_synth(board, files::VERILOG, out_dir)?;
             tools::check_fits(board, &report.resources)?;
             match tools::which("vivado") {
                 Some(vivado) => {
                     let mut cmd = Command::new(vivado);
-                    cmd.args(["-mode", "batch", "-nojournal", "-source", "vivado.tcl"]);
+                    cmd.args(["-mode", "batch", "-nojournal", "-source", files::VIVADO_TCL]);
                     tools::run_logged("vivado", cmd, out_dir, "vivado.log")?;
-                    report.bitstream = Some(out_dir.join("top.bit"));
+                    report.bitstream = Some(out_dir.join(files::BIT));
                 }
                 None => {
                     report.next_step = Some(format!(
@@ -149,11 +170,11 @@ pub fn bitstream(
             }
         }
         Family::Ice40Up => {
-            report.constraints = write(out_dir.join("board.pcf"), &generate::generate_pcf(board))?;
+            report.constraints = write(out_dir.join(files::PCF), &generate::generate_pcf(board))?;
             // Look all tools up first, so a missing one is reported before minutes of synthesis.
             let nextpnr = tools::require("nextpnr-ice40")?;
             let icepack = tools::require("icepack")?;
-            report.resources = tools::yosys_synth(board, &verilog, out_dir)?;
+            report.resources = tools::yosys_synth(board, files::VERILOG, out_dir)?;
             tools::check_fits(board, &report.resources)?;
             // Every clock domain is checked at the logic's clock (with a halved clock the
             // oscillator domain holds only the toggle flip-flop, which passes easily).
@@ -162,11 +183,11 @@ pub fn bitstream(
             cmd.args(["--up5k", "--package", board.package])
                 .args([
                     "--json",
-                    "top.json",
+                    files::JSON,
                     "--pcf",
-                    "board.pcf",
+                    files::PCF,
                     "--asc",
-                    "top.asc",
+                    files::ASC,
                 ])
                 .args(["--freq", &format!("{target_mhz}")]);
             let log = tools::run_logged("nextpnr-ice40", cmd, out_dir, "nextpnr.log")?;
@@ -174,26 +195,27 @@ pub fn bitstream(
             report.fmax = Some(fmax);
             report.resources.logic_cells = lcs;
             let mut cmd = Command::new(icepack);
-            cmd.args(["top.asc", "top.bin"]);
+            cmd.args([files::ASC, files::BIN]);
             tools::run_logged("icepack", cmd, out_dir, "icepack.log")?;
-            report.bitstream = Some(out_dir.join("top.bin"));
+            report.bitstream = Some(out_dir.join(files::BIN));
         }
     }
     Ok(report)
 }
 
-/// The bitstream file [`bitstream`] leaves in `out_dir` for this board.
-pub fn bitstream_path(board: &Board, out_dir: &Path) -> PathBuf {
+/// The name of the bitstream file [`bitstream`] leaves in the build folder for this board.
+pub fn bitstream_name(board: &Board) -> &'static str {
     match board.family {
-        Family::Xc7 => out_dir.join("top.bit"),
-        Family::Ice40Up => out_dir.join("top.bin"),
+        Family::Xc7 => files::BIT,
+        Family::Ice40Up => files::BIN,
     }
 }
 
 /// Loads the bitstream in `out_dir` onto the board with openFPGALoader (to SRAM on 7-series;
 /// the iCEBreaker's FPGA always boots from its SPI flash, so there it writes the flash).
 pub fn program(board: &Board, out_dir: &Path) -> Result<(), BoardError> {
-    let file = bitstream_path(board, out_dir);
+    let name = bitstream_name(board);
+    let file = out_dir.join(name);
     if !file.is_file() {
         return Err(BoardError::Io {
             path: file,
@@ -205,7 +227,7 @@ pub fn program(board: &Board, out_dir: &Path) -> Result<(), BoardError> {
     }
     let loader = tools::require("openFPGALoader")?;
     let mut cmd = Command::new(loader);
-    cmd.args(["-b", board.loader_board]).arg(&file);
+    cmd.args(["-b", board.loader_board, name]);
     tools::run_logged("openFPGALoader", cmd, out_dir, "program.log")?;
     Ok(())
 }
@@ -282,7 +304,7 @@ mod tests {
         assert!(bin.len() > 100_000, "{} bytes", bin.len());
         assert_eq!(r.resources.dsps, (cfg.size * cfg.size) as u32);
         assert!(r.resources.logic_cells > 0 && r.resources.logic_cells <= 5280);
-        assert!(r.fmax.unwrap().meets_target, "{:?}", r.fmax);
+        assert!(r.fmax.unwrap().meets_target(), "{:?}", r.fmax);
     }
 
     /// Yosys `synth_xilinx` estimate of the 8x8 array on the Arty A7-35T (several minutes):

@@ -98,7 +98,7 @@ pub struct Board {
 #[non_exhaustive]
 pub enum BoardError {
     /// The board name is not in the table.
-    #[error("unknown board {name:?}: known boards are {known}")]
+    #[error("unknown board '{name}': known boards are {known}")]
     UnknownBoard {
         /// What was asked for.
         name: String,

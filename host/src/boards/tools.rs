@@ -33,8 +33,31 @@ pub struct ResourceReport {
 pub struct Fmax {
     /// Achieved maximum frequency in MHz.
     pub mhz: f64,
-    /// Whether it meets the board clock.
-    pub meets_target: bool,
+    /// The clock the logic runs at, in MHz.
+    pub target_mhz: f64,
+}
+
+impl Fmax {
+    /// Whether the design runs at its clock.
+    pub fn meets_target(&self) -> bool {
+        self.mhz >= self.target_mhz
+    }
+}
+
+/// One sentence: `fmax 8.09 MHz, timing met at the 6 MHz logic clock`.
+impl std::fmt::Display for Fmax {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let verdict = if self.meets_target() {
+            "timing met"
+        } else {
+            "timing NOT met (the board may compute wrong results)"
+        };
+        write!(
+            f,
+            "fmax {:.2} MHz, {verdict} at the {} MHz logic clock",
+            self.mhz, self.target_mhz
+        )
+    }
 }
 
 /// Install instructions per tool.
@@ -48,12 +71,14 @@ fn install_hint(tool: &str) -> String {
     }
 }
 
-/// Finds `tool` on `PATH`.
+/// Finds `tool` on `PATH`, as an absolute path (tools run inside the build folder, where a
+/// relative `PATH` entry such as `bin` would no longer lead to it).
 pub fn which(tool: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|d| d.join(tool))
         .find(|p| p.is_file())
+        .and_then(|p| std::path::absolute(p).ok())
 }
 
 /// Finds `tool` or says how to install it.
@@ -65,6 +90,8 @@ pub fn require(tool: &'static str) -> Result<PathBuf, BoardError> {
 }
 
 /// Runs `cmd` in `dir`, writing stdout and stderr to `dir/log_name`; returns the log text.
+/// `cmd` runs inside `dir`, so the files it names must be names in `dir` (see
+/// [`super::flow::files`]), not paths relative to the caller's folder.
 pub fn run_logged(
     tool: &'static str,
     mut cmd: Command,
@@ -142,23 +169,20 @@ pub fn parse_yosys_stat(text: &str) -> Result<ResourceReport, BoardError> {
     Ok(r)
 }
 
-/// Synthesizes `verilog` (top module `top`) with Yosys for the board's family in `dir` and
-/// returns the cell counts. 7-series uses `synth_xilinx -flatten -family xc7` (so each MAC with
+/// Synthesizes the Verilog file named `verilog` in `dir` (top module `top`) with Yosys for the
+/// board's family, running inside `dir`, and returns the cell counts. 7-series uses `synth_xilinx -flatten -family xc7` (so each MAC with
 /// its accumulator lands in one DSP48E1); iCE40 uses `synth_ice40 -dsp` and also writes
 /// `top.json` for nextpnr.
-pub fn yosys_synth(
-    board: &Board,
-    verilog: &Path,
-    dir: &Path,
-) -> Result<ResourceReport, BoardError> {
+pub fn yosys_synth(board: &Board, verilog: &str, dir: &Path) -> Result<ResourceReport, BoardError> {
     let yosys = require("yosys")?;
-    let v = verilog.display();
+    let v = verilog;
+    let json = super::flow::files::JSON;
     let script = match board.family {
         Family::Xc7 => format!(
             "read_verilog {v}; synth_xilinx -flatten -family xc7 -top top; tee -q -o yosys_stat.txt stat"
         ),
         Family::Ice40Up => format!(
-            "read_verilog {v}; synth_ice40 -dsp -top top -json top.json; tee -q -o yosys_stat.txt stat"
+            "read_verilog {v}; synth_ice40 -dsp -top top -json {json}; tee -q -o yosys_stat.txt stat"
         ),
     };
     let mut cmd = Command::new(yosys);
@@ -230,13 +254,7 @@ pub fn parse_nextpnr(log: &str, target_mhz: f64) -> Result<(Fmax, u32), BoardErr
             tool: "nextpnr-ice40",
             what: "no `ICESTORM_LC:` utilization line".into(),
         })?;
-    Ok((
-        Fmax {
-            mhz,
-            meets_target: mhz >= target_mhz,
-        },
-        lcs,
-    ))
+    Ok((Fmax { mhz, target_mhz }, lcs))
 }
 
 #[cfg(test)]
@@ -280,8 +298,14 @@ mod tests {
         let (f, lcs) = parse_nextpnr(log, 6.0).unwrap();
         assert_eq!(lcs, 1840);
         // The slowest domain's last figure.
-        assert!((f.mhz - 8.25).abs() < 1e-9 && f.meets_target, "{f:?}");
-        assert!(!parse_nextpnr(log, 8.5).unwrap().0.meets_target);
+        assert!((f.mhz - 8.25).abs() < 1e-9 && f.meets_target(), "{f:?}");
+        assert_eq!(
+            f.to_string(),
+            "fmax 8.25 MHz, timing met at the 6 MHz logic clock"
+        );
+        let slow = parse_nextpnr(log, 8.5).unwrap().0;
+        assert!(!slow.meets_target(), "{slow:?}");
+        assert!(slow.to_string().contains("timing NOT met"), "{slow}");
         assert!(parse_nextpnr("Info: nothing", 12.0).is_err());
     }
 

@@ -76,7 +76,7 @@ pub fn check(a: &CheckArgs) -> anyhow::Result<()> {
                 rounding,
                 seed: spec.seed ^ 0x55,
             };
-            let what = format!("conv forward {g:?} {}", rounding.name());
+            let what = format!("conv forward ({g}), {} rounding", rounding.name());
             let s = conv(xi.frac + w.frac);
             compare(
                 &what,
@@ -84,7 +84,7 @@ pub fn check(a: &CheckArgs) -> anyhow::Result<()> {
                     .with_context(|| what.clone())?,
                 &golden::conv2d_forward(&xi, &w, &g, &s, n)?,
             )?;
-            let what = format!("conv backward input {g:?} {}", rounding.name());
+            let what = format!("conv backward input ({g}), {} rounding", rounding.name());
             let s = conv(dy.frac + w.frac);
             compare(
                 &what,
@@ -92,7 +92,7 @@ pub fn check(a: &CheckArgs) -> anyhow::Result<()> {
                     .with_context(|| what.clone())?,
                 &golden::conv2d_backward_input(&dy, &w, &g, &s, n)?,
             )?;
-            let what = format!("conv backward weights {g:?} {}", rounding.name());
+            let what = format!("conv backward weights ({g}), {} rounding", rounding.name());
             let s = conv(xi.frac + dy.frac);
             compare(
                 &what,
@@ -214,7 +214,7 @@ pub fn bitstream(a: &BitstreamArgs) -> anyhow::Result<()> {
         r.constraints.display()
     );
     if let Some(f) = &r.fmax {
-        println!("fmax {f:?}");
+        println!("{f}");
     }
     match (&r.bitstream, &r.next_step) {
         (Some(b), _) => println!("bitstream {}", b.display()),

@@ -248,6 +248,21 @@ fn whole_u32(s: &str) -> Result<u32, String> {
         .map_err(|_| format!("'{s}' is not a whole number from 0 to {}", u32::MAX))
 }
 
+/// An error and its causes on one line, "what failed: why", for the user. Many of the
+/// project's errors already name their cause in their own message (and keep it as `#[source]`
+/// too), so a cause whose text is already there is not repeated.
+pub fn error_text(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
+}
+
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {

@@ -112,7 +112,7 @@ pub fn train(a: &TrainArgs) -> anyhow::Result<()> {
     }
     // A failing rank ends the whole job instead of leaving the others blocked in a collective.
     if let Err(e) = train_on(a, dist.as_ref()) {
-        eprintln!("rank {}: error: {e:#}", dist.rank());
+        eprintln!("rank {}: error: {}", dist.rank(), super::error_text(&e));
         dist.abort(1);
     }
     Ok(())

@@ -60,11 +60,18 @@ pub fn parse_idx(bytes: &[u8], what: &str) -> Result<(Vec<usize>, Vec<u8>), Data
     let n: usize = dims.iter().product();
     if bytes.len() != header + n {
         return Err(bad(format!(
-            "{} data bytes, dimensions {dims:?} need {n}",
-            bytes.len() - header
+            "{} data bytes, dimensions {} need {n}",
+            bytes.len() - header,
+            shape(&dims)
         )));
     }
     Ok((dims, bytes[header..].to_vec()))
+}
+
+/// Dimensions in words: `60000x28x28`.
+fn shape(dims: &[usize]) -> String {
+    let d: Vec<String> = dims.iter().map(|x| x.to_string()).collect();
+    d.join("x")
 }
 
 fn split(dir: &Path, prefix: &str) -> Result<Split, DataError> {
@@ -75,7 +82,11 @@ fn split(dir: &Path, prefix: &str) -> Result<Split, DataError> {
     if idims.len() != 3 || idims[1..] != [28, 28] || ldims != [idims[0]] {
         return Err(DataError::Format {
             what: ip.display().to_string(),
-            why: format!("image dimensions {idims:?} and label dimensions {ldims:?} do not match 28x28 images with one label each"),
+            why: format!(
+                "image dimensions {} and label dimensions {} do not match 28x28 images with one label each",
+                shape(&idims),
+                shape(&ldims)
+            ),
         });
     }
     if let Some(&l) = labels.iter().find(|&&l| l > 9) {
@@ -118,7 +129,7 @@ mod tests {
         assert!(parse_idx(&b, "t")
             .unwrap_err()
             .to_string()
-            .contains("need 6"));
+            .contains("dimensions 2x3 need 6"));
         assert!(parse_idx(&[0, 0, 0x0D, 1], "t")
             .unwrap_err()
             .to_string()

@@ -45,6 +45,18 @@ pub struct Conv2dGeom {
     pub pad: usize,
 }
 
+/// In words, for messages: `batch 2, 3x7x7 input, 4 output channels, 3x3 kernel, stride 2, pad 1`.
+impl std::fmt::Display for Conv2dGeom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let g = self;
+        write!(
+            f,
+            "batch {}, {}x{}x{} input, {} output channels, {}x{} kernel, stride {}, pad {}",
+            g.batch, g.in_ch, g.in_h, g.in_w, g.out_ch, g.kernel, g.kernel, g.stride, g.pad
+        )
+    }
+}
+
 impl Conv2dGeom {
     /// Output height.
     pub fn out_h(&self) -> usize {
@@ -68,7 +80,7 @@ impl Conv2dGeom {
             || g.stride == 0
         {
             return Err(NumericError::Shape(format!(
-                "convolution dimensions must all be positive: {g:?}"
+                "convolution dimensions must all be positive: {g}"
             )));
         }
         if g.kernel > g.in_h + 2 * g.pad || g.kernel > g.in_w + 2 * g.pad {

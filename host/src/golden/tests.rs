@@ -316,6 +316,12 @@ fn conv_shape_errors_are_clear() {
     assert!(e.to_string().contains("input is 1x15"), "{e}");
     let g2 = Conv2dGeom { kernel: 7, ..g };
     assert!(g2.validate().is_err());
+    let e = Conv2dGeom { out_ch: 0, ..g }.validate().unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "shape mismatch: convolution dimensions must all be positive: batch 1, 1x4x4 input, \
+         0 output channels, 3x3 kernel, stride 1, pad 0"
+    );
 }
 
 #[test]

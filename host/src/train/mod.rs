@@ -177,6 +177,36 @@ impl TrainConfig {
         Ok(())
     }
 
+    /// The options that fix the run's result (all but `--epochs`), as `(option, value)` pairs
+    /// spelled as on the command line.
+    pub fn options(&self) -> Vec<(&'static str, String)> {
+        let list = |v: &[usize]| {
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let (model, layers) = match &self.model {
+            ModelSpec::Mlp { hidden } => ("mlp", ("--hidden", list(hidden))),
+            ModelSpec::Cnn { channels } => ("cnn", ("--channels", list(channels))),
+        };
+        let or_unset = |v: Option<usize>| v.map_or("unset".to_string(), |x| x.to_string());
+        vec![
+            ("--model", model.to_string()),
+            layers,
+            ("--dataset", self.dataset.clone()),
+            ("--limit", or_unset(self.train_limit)),
+            ("--batch", self.batch.to_string()),
+            ("--lr", self.lr.to_string()),
+            ("--momentum", self.momentum.to_string()),
+            ("--seed", self.seed.to_string()),
+            ("--precision", self.precision.name().to_string()),
+            ("--rounding", self.rounding.name().to_string()),
+            ("--array", self.array.to_string()),
+            ("--shards", or_unset(self.shards)),
+        ]
+    }
+
     /// Whether a checkpoint written under `other` can continue under `self`.
     pub fn same_run(&self, other: &TrainConfig) -> bool {
         TrainConfig {

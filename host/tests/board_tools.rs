@@ -1,0 +1,68 @@
+//! `systole bitstream` and `systole program` started in a folder with a relative `--out`: every
+//! file handed to an external tool must be found from the folder that tool runs in (the build
+//! folder). The tools here are stand-ins, shell scripts put first on `PATH`, that check each
+//! file they are given and write what the real tool would, so the Vivado and openFPGALoader
+//! command lines are checked too, without Vivado or a board. They are found through a relative
+//! `PATH` entry, which must not be taken as relative to the build folder either. The real
+//! Yosys / nextpnr-ice40 / icepack flow runs in `readme.rs`.
+
+use common::stub_tools;
+use std::path::Path;
+use std::process::Command;
+
+mod common;
+
+#[test]
+fn tools_get_paths_that_work_from_the_build_folder() {
+    let root = tempfile::tempdir().unwrap();
+    let bin = root.path().join("stub-bin");
+    stub_tools::write(&bin, &stub_tools::ALL);
+    let log = root.path().join("tools.log");
+    let work = root.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    // A relative `PATH` entry, as a user may have: the tools run in another folder.
+    let path = stub_tools::path_with(Path::new("../stub-bin"));
+    let run = |line: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_systole"))
+            .args(line.split_whitespace())
+            .current_dir(&work)
+            .env("PATH", &path)
+            .env("STUB_LOG", &log)
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "systole {line}:\n{out}{err}");
+        out
+    };
+    let out = run("bitstream --board icebreaker --array 2 --out builds/ice");
+    assert!(out.contains("bitstream builds/ice/top.bin"), "{out}");
+    assert!(work.join("builds/ice/top.bin").is_file());
+    run("program --board icebreaker --out builds/ice");
+    for (args, dir) in [
+        ("--array 2", "builds/arty"),
+        ("--array 2 --fm-depth 512", "builds/arty-conv"),
+    ] {
+        let out = run(&format!("bitstream --board arty-a7-35 {args} --out {dir}"));
+        assert!(out.contains(&format!("bitstream {dir}/top.bit")), "{out}");
+        run(&format!("program --board arty-a7-35 --out {dir}"));
+    }
+    // Each tool ran, inside the build folder it was building.
+    let calls = std::fs::read_to_string(&log).unwrap();
+    for tool in [
+        "yosys",
+        "nextpnr-ice40",
+        "icepack",
+        "vivado",
+        "openFPGALoader",
+    ] {
+        assert!(
+            calls.lines().any(|l| l.starts_with(tool)),
+            "{tool}: {calls}"
+        );
+    }
+    for l in calls.lines() {
+        let cwd = l.split(' ').nth(1).unwrap();
+        assert!(cwd.contains("/work/builds/"), "{l}");
+    }
+}
