@@ -1,5 +1,13 @@
 //! The `systole` command line: argument definitions (clap derive) and the commands.
 
+/// `println!` for a command's output, through [`write_line`]: a reader that went away ends the
+/// process quietly instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cli::write_line(&format!($($arg)*))
+    };
+}
+
 mod check;
 mod train;
 
@@ -235,7 +243,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Program(a) => {
             let board = crate::boards::find(&a.board)?;
             crate::boards::program(board, &a.out)?;
-            println!("programmed {} from {}", a.board, a.out.display());
+            outln!("programmed {} from {}", a.board, a.out.display());
             Ok(())
         }
     }
@@ -251,5 +259,21 @@ pub(crate) fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(anyhow::Error::new(e).context("cannot write to standard output")),
+    }
+}
+
+/// Writes one line of a command's output. When standard output fails, the process ends here:
+/// quietly with status 0 if the reader went away (`| head`: it chose to stop reading, and
+/// every file already written is complete), with an error and status 1 otherwise (a full disk).
+pub(crate) fn write_line(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{line}").and_then(|()| out.flush()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => {
+            eprintln!("error: cannot write to standard output: {e}");
+            std::process::exit(1)
+        }
     }
 }
