@@ -136,6 +136,8 @@ fn train_on(a: &TrainArgs, dist: &dyn crate::dist::Collective) -> anyhow::Result
         _ => None,
     };
     let data = data::load(&cfg.dataset)?;
+    // Oversized options fail before the run is announced.
+    cfg.layers_that_fit(&data)?;
     let t0 = std::time::Instant::now();
     if lead {
         outln!(

@@ -177,6 +177,25 @@ impl TrainConfig {
         Ok(())
     }
 
+    /// The model's layers for `data`, once every tensor a step or an evaluation batch allocates
+    /// is known to be within [`systole_core::limits`] (see [`model::check_sizes`]).
+    pub fn layers_that_fit(&self, data: &Dataset) -> Result<Vec<Layer>, TrainError> {
+        let layers = model::build(
+            &self.model,
+            data.channels,
+            data.height,
+            data.width,
+            data.classes,
+        )?;
+        let train_rows = data.train.len().min(self.train_limit.unwrap_or(usize::MAX));
+        let rows = self
+            .batch
+            .min(train_rows)
+            .max(EVAL_BATCH.min(data.test.len()));
+        model::check_sizes(&layers, rows)?;
+        Ok(layers)
+    }
+
     /// Whether a checkpoint written under `other` can continue under `self`.
     pub fn same_run(&self, other: &TrainConfig) -> bool {
         TrainConfig {
@@ -264,20 +283,7 @@ impl<A: Arith> Trainer<A> {
     /// A fresh run: builds the model for `data` and initialises it from the seed.
     pub fn new(cfg: TrainConfig, data: &Dataset, mut arith: A) -> Result<Self, TrainError> {
         cfg.validate()?;
-        let layers = model::build(
-            &cfg.model,
-            data.channels,
-            data.height,
-            data.width,
-            data.classes,
-        )?;
-        let train_rows = data.train.len().min(cfg.train_limit.unwrap_or(usize::MAX));
-        model::check_sizes(
-            &layers,
-            cfg.batch
-                .min(train_rows)
-                .max(EVAL_BATCH.min(data.test.len())),
-        )?;
+        let layers = cfg.layers_that_fit(data)?;
         let mut params = Vec::new();
         let mut velocity = Vec::new();
         arith.begin_step(u64::MAX);
