@@ -3,7 +3,19 @@
 use crate::numeric::{ACC_BITS, MAX_K};
 
 /// Feature-map buffer depth of [`ArrayConfig::square`] and [`ArrayConfig::new`].
-pub const DEFAULT_FM_DEPTH: usize = 32768;
+pub const DEFAULT_FM_DEPTH: usize = MAX_FM_DEPTH;
+/// Smallest array size.
+pub const MIN_SIZE: usize = 2;
+/// Largest array size.
+pub const MAX_SIZE: usize = 64;
+/// Smallest buffer depth (rows per A/B bank; a power of two).
+pub const MIN_BUFFER_DEPTH: usize = 16;
+/// Largest buffer depth.
+pub const MAX_BUFFER_DEPTH: usize = 65536;
+/// Smallest feature-map buffer of a conv unit (words; a power of two).
+pub const MIN_FM_DEPTH: usize = 512;
+/// Largest feature-map buffer (words).
+pub const MAX_FM_DEPTH: usize = 32768;
 
 /// Size and formats of one systolic-array accelerator. The HDL generator, the register map
 /// constants (read back from `regmap::CONFIG`) and the host's tiler are all derived from it.
@@ -93,7 +105,7 @@ impl ArrayConfig {
 
     /// Checks every field; the HDL generator and the devices call this before using a config.
     pub const fn validate(&self) -> Result<(), ConfigError> {
-        if self.size < 2 || self.size > 64 {
+        if self.size < MIN_SIZE || self.size > MAX_SIZE {
             return Err(ConfigError::Size(self.size));
         }
         if self.word_bits != 16 {
@@ -106,13 +118,15 @@ impl ArrayConfig {
             return Err(ConfigError::FracBits(self.frac_bits));
         }
         if !self.buffer_depth.is_power_of_two()
-            || self.buffer_depth < 16
-            || self.buffer_depth > 65536
+            || self.buffer_depth < MIN_BUFFER_DEPTH
+            || self.buffer_depth > MAX_BUFFER_DEPTH
         {
             return Err(ConfigError::BufferDepth(self.buffer_depth));
         }
         if self.fm_depth != 0
-            && (!self.fm_depth.is_power_of_two() || self.fm_depth < 512 || self.fm_depth > 32768)
+            && (!self.fm_depth.is_power_of_two()
+                || self.fm_depth < MIN_FM_DEPTH
+                || self.fm_depth > MAX_FM_DEPTH)
         {
             return Err(ConfigError::FmDepth(self.fm_depth));
         }
@@ -137,14 +151,15 @@ impl ArrayConfig {
     /// The value the hardware reports in `regmap::CONFIG`, so a host can check it is talking
     /// to the array it thinks it is.
     pub const fn config_word(&self) -> u32 {
-        (self.size as u32)
-            | (self.word_bits << 8)
-            | (self.acc_bits << 16)
-            | (self.row_addr_bits() << 24)
-            | (self.fm_code() << 29)
+        use crate::regmap::config::{ACC_BITS as ACC, FM_CODE, LOG2_DEPTH, SIZE, WORD_BITS};
+        SIZE.put(self.size as u32)
+            | WORD_BITS.put(self.word_bits)
+            | ACC.put(self.acc_bits)
+            | LOG2_DEPTH.put(self.row_addr_bits())
+            | FM_CODE.put(self.fm_code())
     }
 
-    /// `log2(fm_depth) - 8`, or 0 without a conv unit (bits 29..32 of the config word).
+    /// `log2(fm_depth) - 8`, or 0 without a conv unit (`regmap::config::FM_CODE`).
     const fn fm_code(&self) -> u32 {
         if self.fm_depth == 0 {
             0
@@ -176,13 +191,14 @@ impl ArrayConfig {
 
     /// Decodes [`Self::config_word`] (the default fractional bits are not in hardware: 0 here).
     pub const fn from_config_word(word: u32) -> Self {
+        use crate::regmap::config::{ACC_BITS as ACC, FM_CODE, LOG2_DEPTH, SIZE, WORD_BITS};
         ArrayConfig {
-            size: (word & 0xFF) as usize,
-            word_bits: (word >> 8) & 0xFF,
-            acc_bits: (word >> 16) & 0xFF,
+            size: SIZE.get(word) as usize,
+            word_bits: WORD_BITS.get(word),
+            acc_bits: ACC.get(word),
             frac_bits: 0,
-            buffer_depth: 1usize << ((word >> 24) & 0x1F),
-            fm_depth: match (word >> 29) & 0x7 {
+            buffer_depth: 1usize << LOG2_DEPTH.get(word),
+            fm_depth: match FM_CODE.get(word) {
                 0 => 0,
                 c => 1usize << (c + 8),
             },

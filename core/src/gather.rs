@@ -6,33 +6,40 @@
 //! is stepped once per bank row. Row `k`, lane `l` of the bank receives
 //!
 //! ```text
-//!   fm[(lane.addr + kw.addr) mod 2^24]   if lane.r == kw.r (both axes) and
-//!                                        0 <= lane.q + kw.q < limit (both axes, 16-bit)
-//!   0                                    otherwise (zero padding, or a stride that misses)
+//!   fm[(lane.addr + kw.addr) mod fm_depth]  if lane.r == kw.r (both axes) and
+//!                                           lane.q + kw.q < limit (both axes, unsigned 16-bit)
+//!   0                                       otherwise (zero padding, or a stride that misses)
 //! ```
 //!
-//! A walker is a 3-level mixed-radix counter (level 0 innermost, counts `n0`, `n1`, `n2`; when
-//! level 2 wraps the walk takes the "level 3" step, which lets a lane walk cycle through a ring
-//! of image slots in the feature map). Its state is two coordinates `(q, r)` (y and x) and an
-//! address. A step at level `l` adds `dq[l]` to `q`, `dr[l]` to `r`, `da[l]` to the address;
-//! when `r` reaches the modulus it wraps and the *carry* adds `cq` to `q` and `ca` to the
+//! A walker is a 3-level mixed-radix counter (level 0 innermost, counts `n0`, `n1`, `n2`).
+//! Its state is three counters, two coordinates `(q, r)` (y and x) and an address. One step
+//! moves exactly one level: the lowest whose counter is not at its last position (`count - 1`)
+//! counts up and the levels below it reset to 0; when all three are at their last position
+//! all reset (the "level 3" step, which lets a lane walk cycle through a ring of image slots).
+//! The step adds that level's `dq[l]` to `q`, `dr[l]` to `r`, `da[l]` to the address: the
+//! increments are relative, so they include rewinding the lower levels. When `r + dr[l]`
+//! reaches the modulus it wraps (subtracting the modulus) and the *carry* adds `cq` to `q` and
+//! `ca` to the
 //! address. Every quantity is an integer the firmware computes once per convolution
 //! ([`ConvGeom`]'s builders), so the hardware needs adders and comparators only, no multiplier
 //! or divider. The remainder `r` is how the gradient with respect to the input handles a
 //! stride: an output position exists only where the stride divides the offset.
 //!
 //! Register interface: the [`WORDS`] configuration words are shifted in through `GA_CFG` /
-//! `GB_CFG` in the order of [`GatherConfig::words`]; `GA_CMD` / `GB_CMD` start a gather
-//! (`regmap::gather_command`).
+//! `GB_CFG` in the order of [`GatherConfig::words`] (bit layout: [`layout`]); `GA_CMD` /
+//! `GB_CMD` start a gather (`regmap::gather_command`). docs/HARDWARE.md is the programming guide.
 
 /// Configuration words of one gather engine.
 pub const WORDS: usize = 2 * WALK_WORDS + 1;
 /// Configuration words of one walker.
 pub const WALK_WORDS: usize = 17;
-/// Width of walker addresses (wrapping).
-pub const ADDR_MASK: u32 = 0xFF_FFFF;
+/// Width of walker addresses (wrapping at 2^24).
+pub const ADDR_MASK: u32 = layout::DA.max();
 /// Largest remainder modulus (a stride) the walkers support.
-pub const MAX_MODULUS: u32 = 15;
+pub const MAX_MODULUS: u32 = layout::MODULUS.max();
+/// Largest padded input side and channel count a convolution may have (the walkers' 16-bit
+/// coordinates stay below 2^15 with room for a kernel step).
+pub const MAX_DIM: usize = 16383;
 /// Level-0 count meaning "never wraps" for walks whose outer levels are never reached.
 pub const UNBOUNDED: u16 = 0xFFFF;
 
@@ -107,26 +114,29 @@ impl Walk {
         n
     }
 
-    /// The configuration words, in shift-in order.
+    /// The configuration words, in shift-in order ([`layout`]).
     pub fn words(&self) -> [u32; WALK_WORDS] {
+        use layout::*;
         let mut w = [0u32; WALK_WORDS];
-        w[0] = u32::from(self.counts[0]) | (u32::from(self.counts[1]) << 16);
-        w[1] = u32::from(self.counts[2]);
+        let c = |x: u16| u32::from(x);
+        w[COUNTS01] = COUNT0.put(c(self.counts[0])) | COUNT1.put(c(self.counts[1]));
+        w[COUNT2_MOD] = COUNT2.put(c(self.counts[2]));
         for l in 0..4 {
-            w[2 + 2 * l] = u32::from(self.dq[l][0]) | (u32::from(self.dq[l][1]) << 16);
-            w[3 + 2 * l] = (self.da[l] & ADDR_MASK)
-                | (u32::from(self.dr[l][0] & 0xF) << 24)
-                | (u32::from(self.dr[l][1] & 0xF) << 28);
+            w[step_q_word(l)] = DQ_Y.put(c(self.dq[l][0])) | DQ_X.put(c(self.dq[l][1]));
+            w[step_a_word(l)] = DA.put(self.da[l])
+                | DR_Y.put(u32::from(self.dr[l][0]))
+                | DR_X.put(u32::from(self.dr[l][1]));
         }
-        w[10] = u32::from(self.cq[0]) | (u32::from(self.cq[1]) << 16);
-        w[11] = self.ca[0] & ADDR_MASK;
-        w[12] = self.ca[1] & ADDR_MASK;
-        w[13] = u32::from(self.start.idx[0]) | (u32::from(self.start.idx[1]) << 16);
-        w[14] = u32::from(self.start.idx[2])
-            | (u32::from(self.start.r[0]) << 16)
-            | (u32::from(self.start.r[1]) << 24);
-        w[15] = u32::from(self.start.q[0]) | (u32::from(self.start.q[1]) << 16);
-        w[16] = self.start.addr & ADDR_MASK;
+        w[CARRY_Q] = CQ_Y.put(c(self.cq[0])) | CQ_X.put(c(self.cq[1]));
+        w[CARRY_A_Y] = CA_Y.put(self.ca[0]);
+        w[CARRY_A_X] = CA_X.put(self.ca[1]);
+        let s = &self.start;
+        w[START_IDX01] = START_IDX0.put(c(s.idx[0])) | START_IDX1.put(c(s.idx[1]));
+        w[START_IDX2_R] = START_IDX2.put(c(s.idx[2]))
+            | START_RY.put(u32::from(s.r[0]))
+            | START_RX.put(u32::from(s.r[1]));
+        w[START_Q] = START_QY.put(c(s.q[0])) | START_QX.put(c(s.q[1]));
+        w[START_ADDR] = ADDR.put(s.addr);
         w
     }
 }
@@ -150,9 +160,10 @@ impl GatherConfig {
     pub fn words(&self) -> [u32; WORDS] {
         let mut w = [0u32; WORDS];
         w[..WALK_WORDS].copy_from_slice(&self.lanes.words());
-        w[1] |= u32::from(self.modulus & 0xF) << 16;
+        w[layout::COUNT2_MOD] |= layout::MODULUS.put(u32::from(self.modulus));
         w[WALK_WORDS..2 * WALK_WORDS].copy_from_slice(&self.k.words());
-        w[2 * WALK_WORDS] = u32::from(self.limit[0]) | (u32::from(self.limit[1]) << 16);
+        w[layout::LIMITS] = layout::LIMIT_Y.put(u32::from(self.limit[0]))
+            | layout::LIMIT_X.put(u32::from(self.limit[1]));
         w
     }
 
@@ -218,7 +229,7 @@ impl core::fmt::Display for GeomError {
         match self {
             GeomError::Shape => write!(f, "convolution dimensions must be positive and the kernel no larger than the padded input"),
             GeomError::Stride(s) => write!(f, "stride {s} exceeds the conv unit's limit of {MAX_MODULUS}"),
-            GeomError::TooLarge(d) => write!(f, "dimension {d} exceeds the conv unit's limit of 16383"),
+            GeomError::TooLarge(d) => write!(f, "dimension {d} exceeds the conv unit's limit of {MAX_DIM}"),
             GeomError::SlotTooLarge { words, fm_depth } => write!(
                 f,
                 "one image needs {words} words of feature-map buffer but it holds {fm_depth}: build the array with a larger fm_depth"
@@ -303,7 +314,7 @@ impl ConvGeom {
             return Err(GeomError::Stride(g.stride));
         }
         for d in [g.in_h + 2 * g.pad, g.in_w + 2 * g.pad, g.in_ch, g.out_ch] {
-            if d > 16383 {
+            if d > MAX_DIM {
                 return Err(GeomError::TooLarge(d));
             }
         }
@@ -532,42 +543,7 @@ impl EngineModel {
     }
 }
 
-impl GatherConfig {
-    /// Decodes [`Self::words`] (what the engine's configuration registers hold).
-    pub fn from_words(w: &[u32; WORDS]) -> Self {
-        let walk = |w: &[u32]| {
-            let lo = |x: u32| x as u16;
-            let hi = |x: u32| (x >> 16) as u16;
-            let mut k = Walk {
-                counts: [lo(w[0]), hi(w[0]), lo(w[1])],
-                cq: [lo(w[10]), hi(w[10])],
-                ca: [w[11] & ADDR_MASK, w[12] & ADDR_MASK],
-                ..Walk::default()
-            };
-            for l in 0..4 {
-                k.dq[l] = [lo(w[2 + 2 * l]), hi(w[2 + 2 * l])];
-                k.da[l] = w[3 + 2 * l] & ADDR_MASK;
-                k.dr[l] = [
-                    ((w[3 + 2 * l] >> 24) & 0xF) as u8,
-                    (w[3 + 2 * l] >> 28) as u8,
-                ];
-            }
-            k.start = WalkState {
-                idx: [lo(w[13]), hi(w[13]), lo(w[14])],
-                q: [lo(w[15]), hi(w[15])],
-                r: [((w[14] >> 16) & 0xF) as u8, ((w[14] >> 24) & 0xF) as u8],
-                addr: w[16] & ADDR_MASK,
-            };
-            k
-        };
-        GatherConfig {
-            lanes: walk(&w[..WALK_WORDS]),
-            k: walk(&w[WALK_WORDS..2 * WALK_WORDS]),
-            modulus: ((w[1] >> 16) & 0xF) as u8,
-            limit: [w[2 * WALK_WORDS] as u16, (w[2 * WALK_WORDS] >> 16) as u16],
-        }
-    }
-}
+pub mod layout;
 
 #[cfg(test)]
 mod tests;

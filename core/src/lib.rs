@@ -3,10 +3,10 @@
 //! * [`config::ArrayConfig`] — array size, word and accumulator widths, default fractional bits
 //!   and buffer depth. The HDL generator, the register map the firmware uses and the host all
 //!   derive from it.
-//! * [`regmap`] — the accelerator's register addresses and bit fields.
+//! * [`regmap`] — the accelerator's register addresses and bit fields ([`field::Field`]).
 //! * [`numeric`] — the scalar primitives of the numeric contract (rounding, saturation, the
-//!   stochastic-rounding LFSR). The contract itself is written down in the golden model's docs
-//!   (`systole::golden`), which is built from these primitives.
+//!   stochastic-rounding LFSR). The contract itself is written down in docs/HARDWARE.md (section 6);
+//!   the golden model (`systole::golden`) is built from these primitives.
 //! * [`limits`] — the largest tensors, models and shard counts the host accepts.
 //! * [`bus::AcceleratorBus`] — the narrow interface to one accelerator instance (registers plus
 //!   row-wide buffer ports), implemented by the Verilator model and by the firmware's MMIO layer.
@@ -15,6 +15,7 @@
 
 pub mod bus;
 pub mod config;
+pub mod field;
 pub mod gather;
 pub mod limits;
 pub mod numeric;

@@ -1,6 +1,7 @@
 //! Scalar primitives of the numeric contract.
 //!
-//! The contract in words (the full text, with examples, is in `systole::golden`):
+//! The contract in words (the full text, with constants and check values, is section 6 of
+//! docs/HARDWARE.md):
 //!
 //! * Words are signed two's-complement, `word_bits` wide (16 by default); a tensor's value is
 //!   `word / 2^frac` where `frac` is chosen per tensor by the host (dynamic fixed point).
@@ -135,6 +136,11 @@ pub const fn lane_seed(tile_seed: u32, lane: u32) -> u32 {
     }
 }
 
+/// [`tile_seed`]'s multipliers of the tile's first row and first column.
+pub const TILE_SEED_MUL: [u32; 2] = [0x85EB_CA6B, 0xC2B2_AE35];
+/// [`tile_seed`]'s two finaliser multipliers.
+pub const TILE_SEED_MIX: [u32; 2] = [0x7FEB_352D, 0x846C_A68B];
+
 /// Seed the host writes for the output tile whose top-left element is `(row0, col0)` in an
 /// operation seeded with `op_seed`.
 ///
@@ -146,11 +152,13 @@ pub const fn lane_seed(tile_seed: u32, lane: u32) -> u32 {
 pub const fn tile_seed(op_seed: u32, row0: u32, col0: u32) -> u32 {
     // splitmix32-style finaliser over the three inputs: cheap, and nearby tiles get unrelated
     // seeds. Computed by the host only, so the hardware never needs it.
-    let mut x = op_seed ^ row0.wrapping_mul(0x85EB_CA6B) ^ col0.wrapping_mul(0xC2B2_AE35);
+    let [row_mul, col_mul] = TILE_SEED_MUL;
+    let [m1, m2] = TILE_SEED_MIX;
+    let mut x = op_seed ^ row0.wrapping_mul(row_mul) ^ col0.wrapping_mul(col_mul);
     x ^= x >> 16;
-    x = x.wrapping_mul(0x7FEB_352D);
+    x = x.wrapping_mul(m1);
     x ^= x >> 15;
-    x = x.wrapping_mul(0x846C_A68B);
+    x = x.wrapping_mul(m2);
     x ^= x >> 16;
     if x == 0 {
         1

@@ -20,6 +20,7 @@
 use crate::HdlError;
 use rust_hdl_core::prelude::*;
 use rust_hdl_widgets::prelude::*;
+use systole_core::regmap::cmd;
 
 /// The controller (see the module docs).
 #[derive(LogicBlock)]
@@ -82,6 +83,11 @@ pub struct Controller {
     pending: DFF<Bits<4>>,
     gap_min: Constant<Bits<8>>,
     gap_max: Constant<Bits<8>>,
+    m_a_bank: Constant<Bits<5>>,
+    m_b_bank: Constant<Bits<5>>,
+    m_c_bank: Constant<Bits<5>>,
+    m_clear: Constant<Bits<5>>,
+    m_emit: Constant<Bits<5>>,
     is_last: Signal<Local, Bit>,
     emit_last: Signal<Local, Bit>,
     issue: Signal<Local, Bit>,
@@ -136,6 +142,11 @@ impl Controller {
             // `gap` counts cycles since the previous emitting last row, minus one.
             gap_min: Constant::new(bits(2 * n as u64 - 2)),
             gap_max: Constant::new(bits(255)),
+            m_a_bank: Constant::new(bits(cmd::A_BANK.mask() as u64)),
+            m_b_bank: Constant::new(bits(cmd::B_BANK.mask() as u64)),
+            m_c_bank: Constant::new(bits(cmd::C_BANK.mask() as u64)),
+            m_clear: Constant::new(bits(cmd::CLEAR.mask() as u64)),
+            m_emit: Constant::new(bits(cmd::EMIT.mask() as u64)),
             is_last: Default::default(),
             emit_last: Default::default(),
             issue: Default::default(),
@@ -152,11 +163,13 @@ impl Logic for Controller {
             v_q, f_q, l_q, dseed, dbank, pending
         );
         self.is_last.next = (self.k.q.val() + 1) == self.r_klen.q.val();
-        self.emit_last.next = self.is_last.val() & self.r_word.q.val().get_bit(4);
+        self.emit_last.next = self.is_last.val() & (self.r_word.q.val() & self.m_emit.val()).any();
         self.issue.next = self.r_valid.q.val()
             & !(self.emit_last.val() & (self.gap.q.val() < self.gap_min.val()));
         self.v_q.d.next = self.issue.val();
-        self.f_q.d.next = self.issue.val() & (self.k.q.val() == 0) & self.r_word.q.val().get_bit(3);
+        self.f_q.d.next = self.issue.val()
+            & (self.k.q.val() == 0)
+            & (self.r_word.q.val() & self.m_clear.val()).any();
         self.l_q.d.next = self.issue.val() & self.emit_last.val();
         self.inc.next = self.issue.val() & self.emit_last.val();
         if self.gap.q.val() != self.gap_max.val() {
@@ -175,7 +188,7 @@ impl Logic for Controller {
             }
             if self.emit_last.val() {
                 self.dseed.d.next = self.r_seed.q.val();
-                self.dbank.d.next = self.r_word.q.val().get_bit(2);
+                self.dbank.d.next = (self.r_word.q.val() & self.m_c_bank.val()).any();
                 self.gap.d.next = 0.into();
             }
         }
@@ -210,8 +223,8 @@ impl Logic for Controller {
             self.l_q.d.next = false;
             self.pending.d.next = 0.into();
         }
-        self.rd_a_bank.next = self.r_word.q.val().get_bit(0);
-        self.rd_b_bank.next = self.r_word.q.val().get_bit(1);
+        self.rd_a_bank.next = (self.r_word.q.val() & self.m_a_bank.val()).any();
+        self.rd_b_bank.next = (self.r_word.q.val() & self.m_b_bank.val()).any();
         self.rd_row.next = bit_cast::<16, 17>(self.k.q.val());
         self.valid.next = self.v_q.q.val();
         self.first.next = self.f_q.q.val();
@@ -226,24 +239,24 @@ impl Logic for Controller {
         self.a_banks_busy.next = 0.into();
         self.b_banks_busy.next = 0.into();
         if self.r_valid.q.val() {
-            if self.r_word.q.val().get_bit(0) {
+            if (self.r_word.q.val() & self.m_a_bank.val()).any() {
                 self.a_banks_busy.next = self.a_banks_busy.val() | 2;
             } else {
                 self.a_banks_busy.next = self.a_banks_busy.val() | 1;
             }
-            if self.r_word.q.val().get_bit(1) {
+            if (self.r_word.q.val() & self.m_b_bank.val()).any() {
                 self.b_banks_busy.next = self.b_banks_busy.val() | 2;
             } else {
                 self.b_banks_busy.next = self.b_banks_busy.val() | 1;
             }
         }
         if self.w_valid.q.val() {
-            if self.w_word.q.val().get_bit(0) {
+            if (self.w_word.q.val() & self.m_a_bank.val()).any() {
                 self.a_banks_busy.next = self.a_banks_busy.val() | 2;
             } else {
                 self.a_banks_busy.next = self.a_banks_busy.val() | 1;
             }
-            if self.w_word.q.val().get_bit(1) {
+            if (self.w_word.q.val() & self.m_b_bank.val()).any() {
                 self.b_banks_busy.next = self.b_banks_busy.val() | 2;
             } else {
                 self.b_banks_busy.next = self.b_banks_busy.val() | 1;

@@ -21,7 +21,21 @@ use crate::walker::Walker;
 use crate::HdlError;
 use rust_hdl_core::prelude::*;
 use rust_hdl_widgets::prelude::*;
-use systole_core::gather::WORDS;
+use systole_core::gather::{layout, WALK_WORDS, WORDS};
+use systole_core::regmap::gcmd;
+
+// `kernel` slices at literal offsets (all rust-hdl's `hdl_gen` accepts); they are those of
+// `systole_core::gather::layout` and `regmap::gcmd`, checked here at compile time. (The walker's
+// own fields are checked in `walker.rs`; the Verilog of `verilog.rs` takes them from the layout.)
+const _: () = {
+    const fn at(f: systole_core::field::Field, lsb: u32, width: u32) -> bool {
+        f.lsb == lsb && f.width == width
+    }
+    assert!(WALK_WORDS == 17 && layout::LIMITS == 34 && layout::COUNT2_MOD == 1);
+    assert!(at(layout::MODULUS, 16, 4) && at(layout::LIMIT_Y, 0, 16));
+    assert!(at(layout::LIMIT_X, 16, 16) && at(gcmd::KLEN, 0, 17) && at(gcmd::BANK, 17, 1));
+    assert!(at(gcmd::LANES, 18, 2) && at(gcmd::K_NEXT, 20, 1));
+};
 
 /// `k` default-constructed blocks or signals.
 fn many<T: Default>(k: usize) -> Vec<T> {

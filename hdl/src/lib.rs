@@ -10,7 +10,7 @@
 //! [`generate_verilog`] validates an [`ArrayConfig`], builds the core, checks it with rust-hdl's
 //! design rules, emits its Verilog (module `systole` and its submodules) and appends the module
 //! [`top_module_name`] (`top`), whose ports are exactly [`ports`]: address ports at the
-//! configuration's widths and row data as `n` separate 16-bit ports. hdl/PORTS.md documents them.
+//! configuration's widths and row data as `n` separate 16-bit ports. docs/HARDWARE.md documents them.
 
 pub mod array;
 pub mod board_top;

@@ -10,7 +10,17 @@
 use crate::HdlError;
 use rust_hdl_core::prelude::*;
 use rust_hdl_widgets::prelude::*;
-use systole_core::{regmap, ArrayConfig};
+use systole_core::numeric::MAX_SHIFT;
+use systole_core::regmap::{self, value};
+use systole_core::{ArrayConfig, Rounding};
+
+// The stored widths below are those of the register fields in `systole_core::regmap`.
+const _: () = assert!(value::SHIFT.width == 6 && value::ROUNDING.width == 2);
+const _: () = assert!(value::K_LEN.width == 17 && value::SEED.width == 32);
+const _: () = assert!(
+    regmap::cmd::EMIT.msb() < 5,
+    "cmd_word holds the COMMAND fields"
+);
 
 /// The register file (see the module docs).
 #[derive(LogicBlock)]
@@ -81,6 +91,13 @@ pub struct RegFile {
     a_klen: Constant<Bits<8>>,
     a_command: Constant<Bits<8>>,
     a_error_clear: Constant<Bits<8>>,
+    s_busy: Constant<Bits<32>>,
+    s_queue_full: Constant<Bits<32>>,
+    s_error: Constant<Bits<32>>,
+    s_gather_a: Constant<Bits<32>>,
+    s_gather_b: Constant<Bits<32>>,
+    max_shift: Constant<Bits<32>>,
+    max_rounding: Constant<Bits<32>>,
 }
 
 impl RegFile {
@@ -136,6 +153,13 @@ impl RegFile {
             a_klen: a(regmap::K_LEN),
             a_command: a(regmap::COMMAND),
             a_error_clear: a(regmap::ERROR_CLEAR),
+            s_busy: Constant::new(bits(regmap::STATUS_BUSY as u64)),
+            s_queue_full: Constant::new(bits(regmap::STATUS_QUEUE_FULL as u64)),
+            s_error: Constant::new(bits(regmap::STATUS_ERROR as u64)),
+            s_gather_a: Constant::new(bits(regmap::STATUS_GATHER_A as u64)),
+            s_gather_b: Constant::new(bits(regmap::STATUS_GATHER_B as u64)),
+            max_shift: Constant::new(bits(MAX_SHIFT as u64)),
+            max_rounding: Constant::new(bits(Rounding::Stochastic.code() as u64)),
         })
     }
 }
@@ -149,19 +173,19 @@ impl Logic for RegFile {
         );
         self.status.next = 0.into();
         if self.busy.val() {
-            self.status.next = self.status.val() | 1;
+            self.status.next = self.status.val() | self.s_busy.val();
         }
         if self.queue_full.val() {
-            self.status.next = self.status.val() | 2;
+            self.status.next = self.status.val() | self.s_queue_full.val();
         }
         if self.err.q.val() {
-            self.status.next = self.status.val() | 4;
+            self.status.next = self.status.val() | self.s_error.val();
         }
         if self.gather_a_busy.val() {
-            self.status.next = self.status.val() | 8;
+            self.status.next = self.status.val() | self.s_gather_a.val();
         }
         if self.gather_b_busy.val() {
-            self.status.next = self.status.val() | 16;
+            self.status.next = self.status.val() | self.s_gather_b.val();
         }
         self.reg_rdata.next = 0.into();
         if self.reg_addr.val() == self.a_id.val() {
@@ -199,11 +223,11 @@ impl Logic for RegFile {
         self.cmd_valid.next = false;
         if self.write.val() & (self.reg_addr.val() == self.a_shift.val()) {
             self.shift_q.d.next = bit_cast::<6, 32>(self.reg_wdata.val());
-            self.shift_bad.d.next = self.reg_wdata.val() > 32;
+            self.shift_bad.d.next = self.reg_wdata.val() > self.max_shift.val();
         }
         if self.write.val() & (self.reg_addr.val() == self.a_rounding.val()) {
             self.round_q.d.next = bit_cast::<2, 32>(self.reg_wdata.val());
-            self.round_bad.d.next = self.reg_wdata.val() > 2;
+            self.round_bad.d.next = self.reg_wdata.val() > self.max_rounding.val();
         }
         if self.write.val() & (self.reg_addr.val() == self.a_seed.val()) {
             self.seed_q.d.next = self.reg_wdata.val();
@@ -214,8 +238,10 @@ impl Logic for RegFile {
                 (self.reg_wdata.val() == 0) | (self.reg_wdata.val() > self.depth.val());
         }
         if self.write.val()
-            & (((self.reg_addr.val() == self.a_shift.val()) & (self.reg_wdata.val() > 32))
-                | ((self.reg_addr.val() == self.a_rounding.val()) & (self.reg_wdata.val() > 2))
+            & (((self.reg_addr.val() == self.a_shift.val())
+                & (self.reg_wdata.val() > self.max_shift.val()))
+                | ((self.reg_addr.val() == self.a_rounding.val())
+                    & (self.reg_wdata.val() > self.max_rounding.val()))
                 | ((self.reg_addr.val() == self.a_klen.val())
                     & ((self.reg_wdata.val() == 0) | (self.reg_wdata.val() > self.depth.val()))))
         {

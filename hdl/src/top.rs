@@ -1,6 +1,6 @@
 //! The accelerator core: buffers, controller, register file, array and converters wired
 //! together. `generate_verilog` wraps it in the `top` module whose ports have the exact widths
-//! of the configuration (see `crate::ports` and hdl/PORTS.md); inside the core, row addresses
+//! of the configuration (see `crate::ports` and docs/HARDWARE.md); inside the core, row addresses
 //! are 16 bits and tile rows 6 bits wide for every configuration.
 
 use crate::array::Array;

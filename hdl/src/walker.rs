@@ -9,7 +9,28 @@
 use crate::HdlError;
 use rust_hdl_core::prelude::*;
 use rust_hdl_widgets::prelude::*;
+use systole_core::gather::layout::*;
 use systole_core::gather::WALK_WORDS;
+
+// rust-hdl's `hdl_gen` slices only at literal offsets, so `update` spells out the fields of
+// `systole_core::gather::layout` (word index, lsb, width); this checks every literal against
+// the one definition at compile time.
+const _: () = {
+    const fn at(f: systole_core::field::Field, lsb: u32, width: u32) -> bool {
+        f.lsb == lsb && f.width == width
+    }
+    assert!(COUNTS01 == 0 && COUNT2_MOD == 1 && CARRY_Q == 10 && CARRY_A_Y == 11);
+    assert!(CARRY_A_X == 12 && START_IDX01 == 13 && START_IDX2_R == 14 && START_Q == 15);
+    assert!(START_ADDR == 16 && step_q_word(0) == 2 && step_a_word(0) == 3);
+    assert!(step_q_word(3) == 8 && step_a_word(3) == 9);
+    assert!(at(COUNT0, 0, 16) && at(COUNT1, 16, 16) && at(COUNT2, 0, 16));
+    assert!(at(DQ_Y, 0, 16) && at(DQ_X, 16, 16) && at(DA, 0, 24));
+    assert!(at(DR_Y, 24, 4) && at(DR_X, 28, 4) && at(CQ_Y, 0, 16) && at(CQ_X, 16, 16));
+    assert!(at(CA_Y, 0, 24) && at(CA_X, 0, 24) && at(START_IDX0, 0, 16));
+    assert!(at(START_IDX1, 16, 16) && at(START_IDX2, 0, 16) && at(START_RY, 16, 4));
+    assert!(at(START_RX, 24, 4) && at(START_QY, 0, 16) && at(START_QX, 16, 16));
+    assert!(at(ADDR, 0, 24) && at(MODULUS, 16, 4));
+};
 
 /// A walker (see the module docs). State changes on the rising edge: `load` takes the start
 /// state from the configuration, otherwise `step` takes one step.

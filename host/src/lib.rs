@@ -11,6 +11,7 @@ pub mod data;
 pub mod device;
 pub mod dist;
 pub mod golden;
+pub mod guide;
 pub mod outfile;
 pub mod plot;
 pub mod report;

@@ -11,7 +11,7 @@
 //! model; [`VerilatedArray::open_trace`] before its first clock edge switches it to a fresh
 //! traced model.
 //!
-//! Timing (see `ARCHITECTURE.md`, "Hardware port timing"): `read_reg` evaluates the
+//! Timing (see docs/HARDWARE.md, "Ports and timing"): `read_reg` evaluates the
 //! combinational register read without a clock edge; `write_reg`, `beat` and each `idle` cycle
 //! are one rising edge each; a C row read in a beat is returned after that beat's edge.
 #![deny(missing_docs)]

@@ -10,6 +10,7 @@ use std::vec::Vec;
 use systole_core::bus::Beat;
 use systole_core::gather::{EngineModel, GatherConfig, WORDS};
 use systole_core::numeric::{convert, lane_seed, Lfsr32};
+use systole_core::regmap::gcmd;
 use systole_core::{regmap, AcceleratorBus, ArrayConfig, Rounding};
 
 #[derive(Clone, Copy, Debug)]
@@ -123,12 +124,12 @@ impl MockArray {
     /// A gather command to engine `e` (0: A, 1: B): fills the bank at once, stays busy as
     /// long as the hardware would (load, lane walk, rows, write latency).
     fn gather(&mut self, e: usize, v: u32) {
-        let klen = (v & 0x1_FFFF) as usize;
+        let klen = gcmd::KLEN.get(v) as usize;
         if self.gathering(e) || klen == 0 || klen > self.cfg.buffer_depth || self.fm.is_empty() {
             self.error = true;
             return;
         }
-        let bank = ((v >> 17) & 1) as u8;
+        let bank = gcmd::BANK.get(v) as u8;
         if self.in_use(e == 0, bank) {
             // The interlock: the fill waits until no command reads its bank.
             self.engines[e].held = Some(v);
@@ -139,13 +140,11 @@ impl MockArray {
 
     /// Runs a gather command whose bank is free.
     fn fill(&mut self, e: usize, v: u32) {
-        let klen = (v & 0x1_FFFF) as usize;
-        let bank = ((v >> 17) & 1) as u8;
-        let mode = match (v >> 18) & 3 {
-            0 => regmap::LaneMode::Load,
-            1 => regmap::LaneMode::Next,
-            _ => regmap::LaneMode::Keep,
-        };
+        let klen = gcmd::KLEN.get(v) as usize;
+        let bank = gcmd::BANK.get(v) as u8;
+        // Code 3 neither loads nor keeps: the hardware steps the lanes as for `Next`.
+        let mode =
+            regmap::LaneMode::from_code(gcmd::LANES.get(v)).unwrap_or(regmap::LaneMode::Next);
         if self.in_use(e == 0, bank) {
             self.hazards += 1;
         }
@@ -155,7 +154,7 @@ impl MockArray {
         let fm = &self.fm;
         self.engines[e]
             .model
-            .run(&cfg, klen, mode, v & (1 << 20) != 0, fm, |k, w| {
+            .run(&cfg, klen, mode, gcmd::K_NEXT.get(v) != 0, fm, |k, w| {
                 mem[bank as usize][k * n..][..n].copy_from_slice(w)
             });
         let setup = if mode == regmap::LaneMode::Keep { 0 } else { n };
@@ -226,7 +225,7 @@ impl MockArray {
         }
         for e in 0..2 {
             if let Some(v) = self.engines[e].held {
-                if !self.in_use(e == 0, ((v >> 17) & 1) as u8) {
+                if !self.in_use(e == 0, gcmd::BANK.get(v) as u8) {
                     self.engines[e].held = None;
                     self.fill(e, v);
                 }

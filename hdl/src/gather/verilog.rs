@@ -15,6 +15,19 @@
 //! bit, and they change only while the engine reads.
 
 use std::fmt::Write;
+use systole_core::field::Field;
+use systole_core::gather::layout::{self as lay, *};
+use systole_core::gather::{WALK_WORDS, WORDS};
+use systole_core::regmap::gcmd;
+
+/// The Verilog part-select of `f`: `[msb:lsb]`, or `[lsb]` for one bit.
+fn sl(f: Field) -> String {
+    if f.width == 1 {
+        format!("[{}]", f.lsb)
+    } else {
+        format!("[{}:{}]", f.msb(), f.lsb)
+    }
+}
 
 /// The body of the engine's module (ports and `localparam`s as rust-hdl declares them): `n`
 /// lanes, a feature map of `fm_words` words in rows of `row_words`; `enabled` false gives the
@@ -44,7 +57,7 @@ reg [15:0] row_d;
     );
     // Configuration words: lane walker 0..16, K walker 17..33, bounds 34 (GatherConfig). Plain
     // registers, not a memory: they form a shift register.
-    let cfg: Vec<String> = (0..35).map(|i| format!("cfg_{i}")).collect();
+    let cfg: Vec<String> = (0..WORDS).map(|i| format!("cfg_{i}")).collect();
     let _ = writeln!(v, "reg [31:0] {};", cfg.join(", "));
     let _ = writeln!(v, "reg [{}:0] fm [0:{}];", 16 * row_words - 1, rows - 1);
     for w in ["lw", "kw"] {
@@ -63,7 +76,7 @@ reg [15:0] row_d;
     // Power-up state: rust-hdl's registers start at zero (the feature map is written before
     // any read).
     v.push_str("initial begin\n");
-    for i in 0..35 {
+    for i in 0..WORDS {
         let _ = writeln!(v, "    cfg_{i} = 32'h0;");
     }
     v.push_str(
@@ -81,10 +94,16 @@ reg [15:0] row_d;
         }
     }
     v.push_str("end\n");
-    v.push_str(
+    let _ = write!(
+        v,
         "\
 wire cmd_write = reg_we & (reg_addr == a_cmd);
-wire [16:0] new_klen = reg_wdata[16:0];
+wire [16:0] new_klen = reg_wdata{klen};
+",
+        klen = sl(gcmd::KLEN)
+    );
+    v.push_str(
+        "\
 wire refused = (state != 2'h0) | we_d | (new_klen == 17'h0) | (new_klen > depth);
 always @(posedge clock) begin : engine
     reg [1:0] st;
@@ -116,13 +135,16 @@ always @(posedge clock) begin : engine
             "        y = l_qy_{i} + kw_qy;
         x = l_qx_{i} + kw_qx;
         a = l_addr_{i} + kw_addr;
-        if ((l_ry_{i} == kw_ry) & (l_rx_{i} == kw_rx) & (y < cfg_34[15:0]) & (x < cfg_34[31:16]))
+        if ((l_ry_{i} == kw_ry) & (l_rx_{i} == kw_rx) & (y < cfg_{lim}{ly}) & (x < cfg_{lim}{lx}))
             word_{i} <= fm[a[{ahi}:{sel_bits}]][a[{shi}:0] * 16 +: 16];
         else
             word_{i} <= 16'sh0;
 ",
             ahi = addr_bits - 1,
             shi = sel_bits - 1,
+            lim = lay::LIMITS,
+            ly = sl(LIMIT_Y),
+            lx = sl(LIMIT_X),
         )
     }));
     v.push_str(
@@ -159,28 +181,37 @@ always @(posedge clock) begin : engine
         count <= 17'h0;
         state <= (lane_mode == 2'h2) ? 2'h3 : 2'h2;
     end
-    // Both walkers take the remainder modulus from word 1 of the lane walker.
-    modulus = {1'b0, cfg_1[19:16]};
 ",
     );
+    let _ = writeln!(
+        v,
+        "    // Both walkers take the remainder modulus from word {w} of the lane walker.
+    modulus = {{1'b0, cfg_{w}{m}}};",
+        w = COUNT2_MOD,
+        m = sl(MODULUS)
+    );
     v.push_str(&walker("lw", 0));
-    v.push_str(&walker("kw", 17));
-    v.push_str(
+    v.push_str(&walker("kw", WALK_WORDS));
+    let _ = write!(
+        v,
         "    if (cmd_write & ~refused) begin
         klen <= new_klen;
-        bank <= reg_wdata[17];
-        lane_mode <= reg_wdata[19:18];
-        k_next <= reg_wdata[20];
+        bank <= reg_wdata{bank};
+        lane_mode <= reg_wdata{lanes};
+        k_next <= reg_wdata{k_next};
         state <= 2'h1;
     end
     // Configuration: each write shifts one word in at the end.
     if (reg_we & (reg_addr == a_cfg)) begin
 ",
+        bank = sl(gcmd::BANK),
+        lanes = sl(gcmd::LANES),
+        k_next = sl(gcmd::K_NEXT)
     );
-    for i in 0..34 {
+    for i in 0..WORDS - 1 {
         let _ = writeln!(v, "        cfg_{i} <= cfg_{};", i + 1);
     }
-    v.push_str("        cfg_34 <= reg_wdata;\n    end\n");
+    let _ = writeln!(v, "        cfg_{} <= reg_wdata;\n    end", WORDS - 1);
     let words: Vec<String> = (0..row_words)
         .rev()
         .map(|i| format!("fm_data${i}"))
@@ -216,31 +247,34 @@ assign wr_row = row_d;
 }
 
 /// One walker's load and step (`systole_core::gather::Walk::step`), inside the engine's
-/// clocked block; `w` names its registers, `base` is its first configuration word.
+/// clocked block; `w` names its registers, `base` is its first configuration word. Every
+/// slice comes from the layout in `systole_core::gather::layout`.
 fn walker(w: &str, base: usize) -> String {
-    let c = |i: usize| format!("cfg_{}", base + i);
+    let c = |i: usize, f: Field| format!("cfg_{}{}", base + i, sl(f));
+    let steps: String = (0..4)
+        .map(|l| {
+            let cond = match l {
+                0 => "if (~last0) begin".to_string(),
+                3 => "end else begin".to_string(),
+                _ => format!("end else if (~last{l}) begin"),
+            };
+            format!(
+                "        {cond}\n            dq = cfg_{};\n            dd = cfg_{};\n",
+                base + step_q_word(l),
+                base + step_a_word(l)
+            )
+        })
+        .collect();
     format!(
         "    if ({w}_step) begin
         // The level that steps is the innermost one not at its last count. (Every read comes
         // before the first assignment.)
-        last0 = ({w}_idx0 + 16'h1) == {c0}[15:0];
-        last1 = ({w}_idx1 + 16'h1) == {c0}[31:16];
-        last2 = ({w}_idx2 + 16'h1) == {c1}[15:0];
-        if (~last0) begin
-            dq = {c2};
-            dd = {c3};
-        end else if (~last1) begin
-            dq = {c4};
-            dd = {c5};
-        end else if (~last2) begin
-            dq = {c6};
-            dd = {c7};
-        end else begin
-            dq = {c8};
-            dd = {c9};
-        end
-        sum_y = {{1'b0, {w}_ry}} + {{1'b0, dd[27:24]}};
-        sum_x = {{1'b0, {w}_rx}} + {{1'b0, dd[31:28]}};
+        last0 = ({w}_idx0 + 16'h1) == {count0};
+        last1 = ({w}_idx1 + 16'h1) == {count1};
+        last2 = ({w}_idx2 + 16'h1) == {count2};
+{steps}        end
+        sum_y = {{1'b0, {w}_ry}} + {{1'b0, dd{dr_y}}};
+        sum_x = {{1'b0, {w}_rx}} + {{1'b0, dd{dr_x}}};
         carry_y = sum_y >= modulus;
         carry_x = sum_x >= modulus;
         diff_y = sum_y[3:0] - modulus[3:0];
@@ -250,40 +284,43 @@ fn walker(w: &str, base: usize) -> String {
         if (last0 & last1) {w}_idx2 <= last2 ? 16'h0 : {w}_idx2 + 16'h1;
         {w}_ry <= carry_y ? diff_y : sum_y[3:0];
         {w}_rx <= carry_x ? diff_x : sum_x[3:0];
-        {w}_qy <= {w}_qy + dq[15:0] + (carry_y ? {c10}[15:0] : 16'h0);
-        {w}_qx <= {w}_qx + dq[31:16] + (carry_x ? {c10}[31:16] : 16'h0);
-        {w}_addr <= {w}_addr + dd[23:0] + (carry_y ? {c11}[23:0] : 24'h0)
-            + (carry_x ? {c12}[23:0] : 24'h0);
+        {w}_qy <= {w}_qy + dq{dq_y} + (carry_y ? {cq_y} : 16'h0);
+        {w}_qx <= {w}_qx + dq{dq_x} + (carry_x ? {cq_x} : 16'h0);
+        {w}_addr <= {w}_addr + dd{da} + (carry_y ? {ca_y} : 24'h0)
+            + (carry_x ? {ca_x} : 24'h0);
     end
     // A load wins over a step (the two never come together).
     if ({w}_load) begin
-        {w}_idx0 <= {c13}[15:0];
-        {w}_idx1 <= {c13}[31:16];
-        {w}_idx2 <= {c14}[15:0];
-        {w}_ry <= {c14}[19:16];
-        {w}_rx <= {c14}[27:24];
-        {w}_qy <= {c15}[15:0];
-        {w}_qx <= {c15}[31:16];
-        {w}_addr <= {c16}[23:0];
+        {w}_idx0 <= {s_idx0};
+        {w}_idx1 <= {s_idx1};
+        {w}_idx2 <= {s_idx2};
+        {w}_ry <= {s_ry};
+        {w}_rx <= {s_rx};
+        {w}_qy <= {s_qy};
+        {w}_qx <= {s_qx};
+        {w}_addr <= {s_addr};
     end
 ",
-        c0 = c(0),
-        c1 = c(1),
-        c2 = c(2),
-        c3 = c(3),
-        c4 = c(4),
-        c5 = c(5),
-        c6 = c(6),
-        c7 = c(7),
-        c8 = c(8),
-        c9 = c(9),
-        c10 = c(10),
-        c11 = c(11),
-        c12 = c(12),
-        c13 = c(13),
-        c14 = c(14),
-        c15 = c(15),
-        c16 = c(16),
+        count0 = c(COUNTS01, COUNT0),
+        count1 = c(COUNTS01, COUNT1),
+        count2 = c(COUNT2_MOD, COUNT2),
+        dr_y = sl(DR_Y),
+        dr_x = sl(DR_X),
+        dq_y = sl(DQ_Y),
+        dq_x = sl(DQ_X),
+        da = sl(DA),
+        cq_y = c(CARRY_Q, CQ_Y),
+        cq_x = c(CARRY_Q, CQ_X),
+        ca_y = c(CARRY_A_Y, CA_Y),
+        ca_x = c(CARRY_A_X, CA_X),
+        s_idx0 = c(START_IDX01, START_IDX0),
+        s_idx1 = c(START_IDX01, START_IDX1),
+        s_idx2 = c(START_IDX2_R, START_IDX2),
+        s_ry = c(START_IDX2_R, START_RY),
+        s_rx = c(START_IDX2_R, START_RX),
+        s_qy = c(START_Q, START_QY),
+        s_qx = c(START_Q, START_QX),
+        s_addr = c(START_ADDR, ADDR),
     )
 }
 

@@ -115,15 +115,27 @@ pub fn check(a: &CheckArgs) -> anyhow::Result<()> {
 
 /// `systole emit-verilog`.
 pub fn emit_verilog(a: &EmitArgs) -> anyhow::Result<()> {
-    let cfg = ArrayConfig::new(a.array, 8, 512).map_err(|e| anyhow::anyhow!("--array: {e}"))?;
+    let mut cfg = ArrayConfig::new(a.array, 8, a.buffer_depth)
+        .map_err(|e| anyhow::anyhow!("--array / --buffer-depth: {e}"))?;
+    cfg.fm_depth = a.fm_depth;
+    cfg.validate()
+        .map_err(|e| anyhow::anyhow!("--fm-depth: {e}"))?;
     let v = systole_hdl::generate_verilog(&cfg)?;
     match &a.out {
         Some(p) => {
             crate::outfile::write_atomic(p, v.as_bytes())?;
+            let conv = if cfg.has_conv_unit() {
+                format!("conv unit of {} feature-map words", cfg.fm_depth)
+            } else {
+                "no conv unit".to_string()
+            };
             outln!(
-                "wrote {} ({} lines, top module `top`)",
+                "wrote {} ({} lines, top module `top`: {n}x{n} array, {}-row buffers, {conv}; CONFIG word 0x{:08x})",
                 p.display(),
-                v.lines().count()
+                v.lines().count(),
+                cfg.buffer_depth,
+                cfg.config_word(),
+                n = cfg.size,
             );
         }
         None => super::write_stdout(v.as_bytes())?,

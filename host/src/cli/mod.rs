@@ -36,8 +36,13 @@ pub enum Command {
     Check(CheckArgs),
     /// Print the build, the array configuration and what is installed.
     Info(DeviceArgs),
-    /// Write the accelerator's Verilog for an array size.
+    /// Write the accelerator's Verilog: module `top` with the n x n systolic array, its A/B/C
+    /// buffers, register file and, unless --fm-depth 0, the conv unit (a feature-map buffer of
+    /// --fm-depth words and two gather engines). Ports, registers and timing: docs/HARDWARE.md.
     EmitVerilog(EmitArgs),
+    /// Regenerate the tables and worked examples of the hardware programming guide
+    /// (docs/HARDWARE.md) from the code's definitions.
+    Guide(GuideArgs),
     /// Time matrix products on the Verilator model: cycles, utilisation, simulation speed.
     Bench(BenchArgs),
     /// List the supported FPGA boards and the largest array each fits.
@@ -85,9 +90,31 @@ pub struct EmitArgs {
     /// Array size N.
     #[arg(long, value_parser = whole, default_value_t = 8)]
     pub array: usize,
+    /// Rows of each A and B buffer bank (a power of two in 16..=65536): sets the width of
+    /// `a_wr_row`/`b_wr_row` and the largest K_LEN.
+    #[arg(long, value_parser = whole, default_value_t = 512)]
+    pub buffer_depth: usize,
+    /// Words of the conv unit's feature-map buffer (a power of two in 512..=32768), or 0 for a
+    /// top without the conv unit (its gather commands are then refused).
+    #[arg(long, value_parser = whole, default_value_t = systole_core::config::DEFAULT_FM_DEPTH)]
+    pub fm_depth: usize,
     /// Output file (default: standard output).
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+/// Options of `guide`.
+#[derive(Debug, Clone, Args)]
+pub struct GuideArgs {
+    /// The guide to render.
+    #[arg(long, default_value = "docs/HARDWARE.md")]
+    pub doc: PathBuf,
+    /// Rewrite the guide in place (else print the rendered guide).
+    #[arg(long, conflicts_with = "check")]
+    pub write: bool,
+    /// Exit with an error if the guide's generated parts are out of date.
+    #[arg(long)]
+    pub check: bool,
 }
 
 /// Options of `bench`.
@@ -237,6 +264,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Check(a) => check::check(&a),
         Command::Info(a) => check::info(&a),
         Command::EmitVerilog(a) => check::emit_verilog(&a),
+        Command::Guide(a) => guide(&a),
         Command::Bench(a) => check::bench(&a),
         Command::Boards => write_stdout(crate::boards::boards_table().as_bytes()),
         Command::Bitstream(a) => check::bitstream(&a),
@@ -277,3 +305,32 @@ pub(crate) fn write_line(line: &str) {
         }
     }
 }
+
+/// `systole guide`.
+fn guide(a: &GuideArgs) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let doc = std::fs::read_to_string(&a.doc)
+        .with_context(|| format!("reading {} (pass --doc PATH to the guide)", a.doc.display()))?;
+    let fresh = crate::guide::render(&doc)?;
+    if a.check {
+        anyhow::ensure!(
+            fresh == doc,
+            "{} is out of date: run `systole guide --write`",
+            a.doc.display()
+        );
+        outln!("{} is current", a.doc.display());
+    } else if a.write {
+        if fresh == doc {
+            outln!("{} is current", a.doc.display());
+        } else {
+            crate::outfile::write_atomic(&a.doc, fresh.as_bytes())?;
+            outln!("rewrote the generated parts of {}", a.doc.display());
+        }
+    } else {
+        write_stdout(fresh.as_bytes())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

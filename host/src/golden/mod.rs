@@ -2,46 +2,14 @@
 //!
 //! # The numeric contract
 //!
-//! This is the one place the contract is written down; the HDL (`systole-hdl`), the firmware
-//! and every [`crate::device::Device`] follow it, and the tests hold them to it bit for bit.
-//!
-//! **Words.** Tensors hold signed two's-complement 16-bit words. A tensor's value is
-//! `word / 2^frac`, where `frac` (0 to 15) is chosen per tensor by the host: dynamic fixed
-//! point. The most negative word, -32768, is a legal value.
-//!
-//! **Products and accumulation.** `a * b` is exact (32 bits; the largest magnitude is
-//! `(-32768)^2 = 2^30`). A dot product is summed exactly in a 48-bit accumulator, as in a
-//! DSP48E1's P register. Since `K * 2^30 <= 2^47` for `K <= 2^17`, no dot product the contract
-//! accepts ([`systole_core::numeric::MAX_K`]) can overflow; longer ones are rejected with
-//! [`NumericError::KTooLong`]. The accumulator has `frac_a + frac_b` fractional bits.
-//!
-//! **One conversion per output.** Each output is converted exactly once, from the exact
-//! accumulator to the output format with `frac_out` fractional bits:
-//! `shift = frac_a + frac_b - frac_out` must be in `0..=32` ([`NumericError::Shift`] otherwise);
-//! the accumulator is shifted right by `shift` with the chosen [`Rounding`](systole_core::Rounding):
-//!
-//! * `Truncate`: drop the low bits, i.e. floor (toward minus infinity; `-0.5` becomes `-1`).
-//! * `NearestEven`: nearest; an exact half goes to the even neighbour (`2.5 -> 2`, `3.5 -> 4`,
-//!   `-2.5 -> -2`).
-//! * `Stochastic`: add the low `shift` bits of a random 32-bit value `u`, then floor. The result
-//!   rounds up with probability equal to the dropped fraction, so its mean is the exact value.
-//!
-//! then saturated to `-32768..=32767` (never wrapped). Intermediate sums are formed wide enough
-//! never to wrap (49 bits for the stochastic addition).
-//!
-//! **Where stochastic bits come from.** From the 32-bit Galois LFSR
-//! [`systole_core::Lfsr32`] (polynomial `x^32 + x^22 + x^2 + x + 1`, mask `0x8020_0003`,
-//! right-shifting). Outputs are grouped into `n x n` tiles, `n` the array size
-//! (`ArrayConfig::size`), tile origins at multiples of `n`. The tile at `(i0, j0)` of an operation
-//! seeded with `seed` has tile seed `t = tile_seed(seed, i0, j0)`; column `c` of the tile has its
-//! own LFSR started at `lane_seed(t, c)`; the LFSR steps once before converting each row
-//! `r = 0..n` (padding rows included) and output `(i0 + r, j0 + c)` uses the state after `r + 1`
-//! steps. The LFSR steps in every mode (only `Stochastic` reads it). So results depend on the
-//! array size only in stochastic mode, and the golden model takes that size as `tile`.
-//!
-//! Host-side elementwise ops (bias add, ReLU, SGD updates) use the same conversion on the exact
-//! sum or product; their stochastic bits come from one LFSR seeded by the caller and stepped
-//! once per element in row-major order.
+//! The contract is written down in one place, section 6 of the hardware programming guide
+//! (docs/HARDWARE.md, "The numeric contract"): words and dynamic fixed point, exact products in
+//! a 48-bit accumulator up to [`systole_core::numeric::MAX_K`], one conversion per output
+//! (truncate, nearest-even, stochastic; saturation), the LFSR, `tile_seed` and `lane_seed`
+//! written out with their constants and check values, which command's seed a split tile uses,
+//! the convolutions' lowering and the host-side elementwise ops. The HDL, the firmware and
+//! every [`crate::device::Device`] follow it; this module is its reference implementation and
+//! the tests hold the others to it bit for bit.
 
 pub mod conv;
 mod convert;

@@ -1,0 +1,51 @@
+use super::*;
+
+fn emit(args: &[&str]) -> anyhow::Result<()> {
+    let cli = Cli::try_parse_from(["systole", "emit-verilog"].iter().chain(args))?;
+    run(cli)
+}
+
+/// The declared width of input `port` in the emitted text.
+fn width(v: &str, port: &str) -> u32 {
+    let line = v
+        .lines()
+        .find(|l| l.trim().starts_with("input") && l.trim_end().ends_with(&format!(" {port};")))
+        .unwrap_or_else(|| panic!("no input {port}"));
+    match line.split_once('[') {
+        Some((_, r)) => r.split(':').next().unwrap().parse::<u32>().unwrap() + 1,
+        None => 1,
+    }
+}
+
+#[test]
+fn emit_verilog_options_change_the_top() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.v"), dir.path().join("b.v"));
+    let (a_s, b_s) = (a.to_str().unwrap(), b.to_str().unwrap());
+    emit(&[
+        "--array",
+        "4",
+        "--buffer-depth",
+        "64",
+        "--fm-depth",
+        "0",
+        "--out",
+        a_s,
+    ])
+    .unwrap();
+    emit(&["--array", "4", "--fm-depth", "1024", "--out", b_s]).unwrap();
+    let (va, vb) = (
+        std::fs::read_to_string(&a).unwrap(),
+        std::fs::read_to_string(&b).unwrap(),
+    );
+    assert_eq!((width(&va, "a_wr_row"), width(&vb, "a_wr_row")), (6, 9));
+    // fm_wr_row: log2(fm_depth) - log2(4), with 9 standing for "no conv unit".
+    assert_eq!((width(&va, "fm_wr_row"), width(&vb, "fm_wr_row")), (7, 8));
+    let e = emit(&["--array", "4", "--fm-depth", "1000", "--out", a_s]).unwrap_err();
+    assert!(
+        e.to_string().contains("--fm-depth") && e.to_string().contains("1000"),
+        "{e}"
+    );
+    let e = emit(&["--array", "4", "--buffer-depth", "8", "--out", a_s]).unwrap_err();
+    assert!(e.to_string().contains("--buffer-depth"), "{e}");
+}

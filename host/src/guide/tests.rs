@@ -1,0 +1,57 @@
+use super::*;
+
+/// The committed guide, relative to this crate.
+fn guide_path() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/HARDWARE.md")
+}
+
+#[test]
+fn guide_is_current() {
+    let doc = std::fs::read_to_string(guide_path()).expect("docs/HARDWARE.md is committed");
+    let fresh = render(&doc).unwrap();
+    if fresh != doc {
+        let line = doc
+            .lines()
+            .zip(fresh.lines())
+            .position(|(a, b)| a != b)
+            .map_or(doc.lines().count().min(fresh.lines().count()), |i| i);
+        panic!(
+            "docs/HARDWARE.md differs from its generated parts from line {}: run \
+             `cargo run -p systole --bin systole -- guide --write` and commit the result\n  committed: {:?}\n  generated: {:?}",
+            line + 1,
+            doc.lines().nth(line),
+            fresh.lines().nth(line)
+        );
+    }
+    for part in PARTS {
+        assert!(
+            doc.contains(&format!("<!-- generated: {part} -->")),
+            "the guide does not show part {part}"
+        );
+    }
+}
+
+#[test]
+fn render_replaces_only_between_markers_and_names_bad_markers() {
+    let doc = "intro\n<!-- generated: limits -->\nstale\n<!-- end: limits -->\noutro\n";
+    let out = render(doc).unwrap();
+    assert!(out.starts_with("intro\n<!-- generated: limits -->\n| what |"));
+    assert!(out.ends_with("<!-- end: limits -->\noutro\n"));
+    assert!(!out.contains("stale"));
+    assert_eq!(render(&out).unwrap(), out, "rendering is idempotent");
+    let e = render("a\n<!-- generated: nope -->\n<!-- end: nope -->\n").unwrap_err();
+    assert!(
+        e.to_string().contains("line 2") && e.to_string().contains("`nope`"),
+        "{e}"
+    );
+    let e = render("<!-- generated: limits -->\nno end\n").unwrap_err();
+    assert!(matches!(e, GuideError::Unterminated { line: 1, .. }), "{e}");
+}
+
+#[test]
+fn every_part_generates() {
+    for part in PARTS {
+        let text = generate(part).unwrap();
+        assert!(!text.trim().is_empty(), "{part}");
+    }
+}
