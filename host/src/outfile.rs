@@ -8,8 +8,8 @@
 //! * A file is written to a temporary name unique to this process and write, flushed, and renamed
 //!   over the target, so a reader sees the old file or the new one; a failed write removes its
 //!   temporary file and leaves the target as it was.
-//! * [`probe_dir`] writes and removes a small file, so a read-only or full folder is found before
-//!   a long run starts, not after its first epoch.
+//! * [`probe_dir`] reserves and removes a file as large as what a run will write, so a read-only
+//!   or full folder is found before a long run starts, not after its first epoch.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -141,20 +141,25 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
     replace_with(path, |_, f| f.write_all(bytes).map_err(io_at(path)))
 }
 
-/// Creates `dir` (and its parents) and proves it takes a write: a read-only or full folder
-/// fails here, with nothing left behind.
-pub fn probe_dir(dir: &Path) -> Result<(), OutputError> {
+/// Creates `dir` (and its parents) and proves it takes a write of `bytes`: the blocks are
+/// reserved (`posix_fallocate`) and released again, so a read-only folder, or one without room
+/// for what a run will write, fails here, with nothing left behind.
+pub fn probe_dir(dir: &Path, bytes: u64) -> Result<(), OutputError> {
+    use std::os::fd::AsRawFd;
     std::fs::create_dir_all(dir).map_err(io_at(dir))?;
     let probe = dir.join(format!(".systole-probe.{}", std::process::id()));
-    let wrote = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&probe)?;
-        // A few blocks, so a folder on a full file system is caught too.
-        f.write_all(&[0u8; 16 * 1024])?;
-        f.sync_all()
-    })();
+    let wrote = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .and_then(|f| {
+            let len = libc::off_t::try_from(bytes.max(1)).unwrap_or(libc::off_t::MAX);
+            // SAFETY: the descriptor belongs to `f`, which is open for the whole call.
+            match unsafe { libc::posix_fallocate(f.as_raw_fd(), 0, len) } {
+                0 => f.sync_all(),
+                code => Err(io::Error::from_raw_os_error(code)),
+            }
+        });
     let _ = std::fs::remove_file(&probe);
     wrote.map_err(io_at(dir))
 }

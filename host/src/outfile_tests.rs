@@ -105,14 +105,18 @@ fn links_fifos_folders_and_devices_are_refused_and_left_alone() {
 #[test]
 fn probe_finds_an_unwritable_folder_and_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    probe_dir(&dir.path().join("new/run")).unwrap();
+    probe_dir(&dir.path().join("new/run"), 1 << 20).unwrap();
     assert!(names(&dir.path().join("new/run")).is_empty());
+    // No file system holds 2^62 bytes: the folder has no room for such a run.
+    let e = probe_dir(dir.path(), 1 << 62).unwrap_err();
+    assert!(matches!(e, OutputError::Io { .. }), "{e}");
+    assert_eq!(names(dir.path()), ["new"]);
     // procfs takes no new files, even from root (a chmod'ed folder would not stop root).
-    let e = probe_dir(Path::new("/proc")).unwrap_err();
+    let e = probe_dir(Path::new("/proc"), 1).unwrap_err();
     assert!(e.to_string().contains("/proc"), "{e}");
     let file = dir.path().join("file");
     std::fs::write(&file, b"").unwrap();
-    assert!(probe_dir(&file.join("run")).is_err());
+    assert!(probe_dir(&file.join("run"), 1).is_err());
 }
 
 #[test]

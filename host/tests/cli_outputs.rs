@@ -10,21 +10,34 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 #[test]
-fn emit_verilog_to_a_closed_pipe_or_a_full_disk_is_no_panic() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_systole"))
-        .arg("emit-verilog")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The reader goes away before a byte is read, like `| head -0`.
-    drop(child.stdout.take());
-    let o = child.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+fn closed_or_full_standard_output_is_no_panic() {
+    for cmd in ["emit-verilog", "info", "boards"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_systole"))
+            .arg(cmd)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before a byte is read, like `| head -0`.
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{cmd}: {}", stderr(&o));
+        assert!(o.stderr.is_empty(), "{cmd}: {}", stderr(&o));
+    }
     // Standard output on a full device (`> /dev/full`; opening it for writing changes nothing).
     let o = Command::new(env!("CARGO_BIN_EXE_systole"))
         .arg("emit-verilog")
+        .stdout(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+        .output()
+        .unwrap();
+    fails_with(&o, &["standard output", "No space left on device"]);
+    let o = Command::new(env!("CARGO_BIN_EXE_systole"))
+        .arg("info")
         .stdout(
             std::fs::OpenOptions::new()
                 .write(true)

@@ -104,7 +104,7 @@ pub fn check(a: &CheckArgs) -> anyhow::Result<()> {
         }
     }
     let st = dev.stats();
-    println!(
+    outln!(
         "{}: {total} operations agree with the golden model bit for bit ({} MACs, {} cycles)",
         dev.name(),
         st.macs,
@@ -129,7 +129,7 @@ pub fn emit_verilog(a: &EmitArgs) -> anyhow::Result<()> {
             } else {
                 "no conv unit".to_string()
             };
-            println!(
+            outln!(
                 "wrote {} ({} lines, top module `top`: {n}x{n} array, {}-row buffers, {conv}; CONFIG word 0x{:08x})",
                 p.display(),
                 v.lines().count(),
@@ -172,15 +172,21 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<()> {
     }
     let shapes: Vec<(usize, usize, usize)> = a.sizes.iter().map(|&s| (s, s, s)).collect();
     let rows = crate::bench::matmul_table(&a.array, &shapes)?;
-    println!("{}", crate::bench::BenchTable(&rows));
+    outln!("{}", crate::bench::BenchTable(&rows));
     if a.conv_batch > 0 {
         let g = crate::bench_conv::lenet_layer(a.conv_batch);
-        println!(
+        outln!(
             "conv unit: LeNet layer {}->{} channels, {}x{} kernel, {}x{} input, batch {}",
-            g.in_ch, g.out_ch, g.kernel, g.kernel, g.in_h, g.in_w, g.batch
+            g.in_ch,
+            g.out_ch,
+            g.kernel,
+            g.kernel,
+            g.in_h,
+            g.in_w,
+            g.batch
         );
         let rows = crate::bench_conv::conv_table(&a.array, &g)?;
-        println!("{}", crate::bench_conv::ConvTable(&rows));
+        outln!("{}", crate::bench_conv::ConvTable(&rows));
     }
     Ok(())
 }
@@ -201,25 +207,25 @@ pub fn bitstream(a: &BitstreamArgs) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("--fm-depth {}: {e}", a.fm_depth))?;
     refuse_before_the_flow(board, &cfg, &a.out)?;
     let r = crate::boards::bitstream(board, &cfg, &a.out)?;
-    println!(
+    outln!(
         "{}: {}x{} array, files in {}",
         r.board,
         r.config.size,
         r.config.size,
         r.out_dir.display()
     );
-    println!(
+    outln!(
         "verilog {}, constraints {}",
         r.verilog.display(),
         r.constraints.display()
     );
     if let Some(f) = &r.fmax {
-        println!("{f}");
+        outln!("{f}");
     }
     match (&r.bitstream, &r.next_step) {
-        (Some(b), _) => println!("bitstream {}", b.display()),
-        (None, Some(n)) => println!("no bitstream built here: {n}"),
-        (None, None) => println!("no bitstream built"),
+        (Some(b), _) => outln!("bitstream {}", b.display()),
+        (None, Some(n)) => outln!("no bitstream built here: {n}"),
+        (None, None) => outln!("no bitstream built"),
     }
     Ok(())
 }
@@ -264,8 +270,8 @@ fn refuse_before_the_flow(
 /// `systole info`.
 pub fn info(d: &DeviceArgs) -> anyhow::Result<()> {
     let cfg = array_config(d)?;
-    println!("systole {}", env!("CARGO_PKG_VERSION"));
-    println!(
+    outln!("systole {}", env!("CARGO_PKG_VERSION"));
+    outln!(
         "array {}: {}x{} PEs, {}-bit words, {}-bit accumulators, buffer depth {}, config word 0x{:08x}",
         cfg.name(),
         cfg.size,
@@ -277,27 +283,27 @@ pub fn info(d: &DeviceArgs) -> anyhow::Result<()> {
     );
     for spec in ["golden", "verilator"] {
         match device::open(spec, cfg) {
-            Ok(dev) => println!("device {spec}: available ({})", dev.name()),
-            Err(e) => println!("device {spec}: {e}"),
+            Ok(dev) => outln!("device {spec}: available ({})", dev.name()),
+            Err(e) => outln!("device {spec}: {e}"),
         }
     }
-    println!("device serial:PATH: a board (or the simulated board) behind a serial port");
+    outln!("device serial:PATH: a board (or the simulated board) behind a serial port");
     match crate::data::digits::load() {
-        Ok(ds) => println!(
+        Ok(ds) => outln!(
             "data digits: shipped, {} train / {} test images",
             ds.train.len(),
             ds.test.len()
         ),
-        Err(e) => println!("data digits: {:#}", anyhow::Error::from(e)),
+        Err(e) => outln!("data digits: {:#}", anyhow::Error::from(e)),
     }
     let fdir = crate::data::fashion::default_dir();
     if fdir.join("train-images-idx3-ubyte.gz").exists() {
-        println!("data fashion-mnist: installed in {}", fdir.display());
+        outln!("data fashion-mnist: installed in {}", fdir.display());
     } else {
-        println!("data fashion-mnist: not installed (apt-get install dataset-fashion-mnist)");
+        outln!("data fashion-mnist: not installed (apt-get install dataset-fashion-mnist)");
     }
     let font = std::path::Path::new(crate::plot::FONT_PATH).exists();
-    println!(
+    outln!(
         "plot font: {}",
         if font {
             crate::plot::FONT_PATH

@@ -1,5 +1,13 @@
 //! The `systole` command line: argument definitions (clap derive) and the commands.
 
+/// `println!` for a command's output, through [`write_line`]: a reader that went away ends the
+/// process quietly instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cli::write_line(&format!($($arg)*))
+    };
+}
+
 mod check;
 mod train;
 
@@ -278,7 +286,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Program(a) => {
             let board = crate::boards::find(&a.board)?;
             crate::boards::program(board, &a.out)?;
-            println!("programmed {} from {}", a.board, a.out.display());
+            outln!("programmed {} from {}", a.board, a.out.display());
             Ok(())
         }
     }
@@ -297,6 +305,22 @@ pub(crate) fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
     }
 }
 
+/// Writes one line of a command's output. When standard output fails, the process ends here:
+/// quietly with status 0 if the reader went away (`| head`: it chose to stop reading, and
+/// every file already written is complete), with an error and status 1 otherwise (a full disk).
+pub(crate) fn write_line(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{line}").and_then(|()| out.flush()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => {
+            eprintln!("error: cannot write to standard output: {e}");
+            std::process::exit(1)
+        }
+    }
+}
+
 /// `systole guide`.
 fn guide(a: &GuideArgs) -> anyhow::Result<()> {
     use anyhow::Context;
@@ -309,13 +333,13 @@ fn guide(a: &GuideArgs) -> anyhow::Result<()> {
             "{} is out of date: run `systole guide --write`",
             a.doc.display()
         );
-        println!("{} is current", a.doc.display());
+        outln!("{} is current", a.doc.display());
     } else if a.write {
         if fresh == doc {
-            println!("{} is current", a.doc.display());
+            outln!("{} is current", a.doc.display());
         } else {
             crate::outfile::write_atomic(&a.doc, fresh.as_bytes())?;
-            println!("rewrote the generated parts of {}", a.doc.display());
+            outln!("rewrote the generated parts of {}", a.doc.display());
         }
     } else {
         write_stdout(fresh.as_bytes())?;

@@ -87,9 +87,14 @@ impl Observer for Bars {
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
         }
-        println!(
+        outln!(
             "epoch {:>3}/{}  loss {:.4}  train {:6.2}%  test {:6.2}%  ({:.1} s)",
-            r.epoch, self.epochs, r.train_loss, r.train_acc, r.test_acc, r.seconds
+            r.epoch,
+            self.epochs,
+            r.train_loss,
+            r.train_acc,
+            r.test_acc,
+            r.seconds
         );
     }
 }
@@ -131,9 +136,11 @@ fn train_on(a: &TrainArgs, dist: &dyn crate::dist::Collective) -> anyhow::Result
         _ => None,
     };
     let data = data::load(&cfg.dataset)?;
+    // Oversized options fail before the run is announced.
+    cfg.layers_that_fit(&data)?;
     let t0 = std::time::Instant::now();
     if lead {
-        println!(
+        outln!(
             "training {} on {} ({} train / {} test images), {}{}",
             cfg.model
                 .describe(data.channels, data.height, data.width, data.classes),
@@ -157,7 +164,7 @@ fn train_on(a: &TrainArgs, dist: &dyn crate::dist::Collective) -> anyhow::Result
             }
         );
         if let Some(s) = cfg.shards {
-            println!("{s} shards per batch over {} rank(s)", dist.size());
+            outln!("{s} shards per batch over {} rank(s)", dist.size());
         }
     }
     let mut bars = Bars {
@@ -174,15 +181,18 @@ fn train_on(a: &TrainArgs, dist: &dyn crate::dist::Collective) -> anyhow::Result
 
 fn finish(s: &RunSummary, a: &TrainArgs, secs: f64) -> anyhow::Result<()> {
     if let Some(last) = s.history.last() {
-        println!(
+        outln!(
             "final test accuracy {:.2}% after {} epochs ({secs:.1} s)",
-            last.test_acc, last.epoch
+            last.test_acc,
+            last.epoch
         );
     }
     if let Some((name, st)) = &s.device {
-        println!(
+        outln!(
             "device {name}: {} operations, {} MACs, {} cycles",
-            st.ops, st.macs, st.cycles
+            st.ops,
+            st.macs,
+            st.cycles
         );
     }
     if let Some(dir) = &a.out {
@@ -190,12 +200,12 @@ fn finish(s: &RunSummary, a: &TrainArgs, secs: f64) -> anyhow::Result<()> {
         let png = dir.join("loss.png");
         let text =
             plot::plot_history(&s.history, &format!("{} - {}", s.model, s.arithmetic), &png)?;
-        println!(
+        outln!(
             "wrote {0}/run.json, {0}/history.csv, {0}/loss.png, {0}/checkpoint.json",
             dir.display()
         );
         if text == PlotText::None {
-            println!(
+            outln!(
                 "note: {} not found, so the plot has no text (install fonts-dejavu-core)",
                 plot::FONT_PATH
             );
@@ -226,9 +236,13 @@ pub fn compare(c: &CompareArgs) -> anyhow::Result<()> {
     };
     let mut csv = String::from("precision,rounding,seed,test_acc\n");
     let mut f32_mean = None;
-    println!(
+    outln!(
         "{:8} {:10} {:>24} {:>7} {:>7}",
-        "format", "rounding", "test accuracy per seed", "mean", "vs f32"
+        "format",
+        "rounding",
+        "test accuracy per seed",
+        "mean",
+        "vs f32"
     );
     for (p, r) in modes {
         let mut accs = Vec::new();
@@ -252,7 +266,7 @@ pub fn compare(c: &CompareArgs) -> anyhow::Result<()> {
         } else {
             "-"
         };
-        println!(
+        outln!(
             "{:8} {:10} {:>24} {mean:7.2} {:+7.2}",
             p.name(),
             rname,
@@ -263,7 +277,7 @@ pub fn compare(c: &CompareArgs) -> anyhow::Result<()> {
     if let Some(dir) = &c.train.out {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         crate::outfile::write_atomic(&dir.join("compare.csv"), csv.as_bytes())?;
-        println!("wrote {}/compare.csv", dir.display());
+        outln!("wrote {}/compare.csv", dir.display());
     }
     Ok(())
 }

@@ -122,6 +122,23 @@ impl Checkpoint {
         Ok(())
     }
 
+    /// An upper bound of this run's checkpoint size in any later epoch: the size now, plus room
+    /// for every tensor value to print longer (a 16-bit word takes at most 7 bytes, `-32768,`;
+    /// an f32 at most 16).
+    pub fn size_bound(&self) -> u64 {
+        let now = serde_json::to_vec(self).map_or(0, |v| v.len());
+        let words: usize = self
+            .params
+            .iter()
+            .chain(&self.velocity)
+            .map(|t| match t {
+                TensorState::Fixed { data, .. } => data.len(),
+                TensorState::Float { data, .. } => data.len(),
+            })
+            .sum();
+        (now as u64).saturating_add(16 * words as u64)
+    }
+
     /// Saves to `path` atomically.
     pub fn save(&self, path: &Path) -> Result<(), TrainError> {
         let json = serde_json::to_vec(self)

@@ -177,34 +177,23 @@ impl TrainConfig {
         Ok(())
     }
 
-    /// The options that fix the run's result (all but `--epochs`), as `(option, value)` pairs
-    /// spelled as on the command line.
-    pub fn options(&self) -> Vec<(&'static str, String)> {
-        let list = |v: &[usize]| {
-            v.iter()
-                .map(|x| x.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        };
-        let (model, layers) = match &self.model {
-            ModelSpec::Mlp { hidden } => ("mlp", ("--hidden", list(hidden))),
-            ModelSpec::Cnn { channels } => ("cnn", ("--channels", list(channels))),
-        };
-        let or_unset = |v: Option<usize>| v.map_or("unset".to_string(), |x| x.to_string());
-        vec![
-            ("--model", model.to_string()),
-            layers,
-            ("--dataset", self.dataset.clone()),
-            ("--limit", or_unset(self.train_limit)),
-            ("--batch", self.batch.to_string()),
-            ("--lr", self.lr.to_string()),
-            ("--momentum", self.momentum.to_string()),
-            ("--seed", self.seed.to_string()),
-            ("--precision", self.precision.name().to_string()),
-            ("--rounding", self.rounding.name().to_string()),
-            ("--array", self.array.to_string()),
-            ("--shards", or_unset(self.shards)),
-        ]
+    /// The model's layers for `data`, once every tensor a step or an evaluation batch allocates
+    /// is known to be within [`systole_core::limits`] (see [`model::check_sizes`]).
+    pub fn layers_that_fit(&self, data: &Dataset) -> Result<Vec<Layer>, TrainError> {
+        let layers = model::build(
+            &self.model,
+            data.channels,
+            data.height,
+            data.width,
+            data.classes,
+        )?;
+        let train_rows = data.train.len().min(self.train_limit.unwrap_or(usize::MAX));
+        let rows = self
+            .batch
+            .min(train_rows)
+            .max(EVAL_BATCH.min(data.test.len()));
+        model::check_sizes(&layers, rows)?;
+        Ok(layers)
     }
 
     /// Whether a checkpoint written under `other` can continue under `self`.
@@ -294,20 +283,7 @@ impl<A: Arith> Trainer<A> {
     /// A fresh run: builds the model for `data` and initialises it from the seed.
     pub fn new(cfg: TrainConfig, data: &Dataset, mut arith: A) -> Result<Self, TrainError> {
         cfg.validate()?;
-        let layers = model::build(
-            &cfg.model,
-            data.channels,
-            data.height,
-            data.width,
-            data.classes,
-        )?;
-        let train_rows = data.train.len().min(cfg.train_limit.unwrap_or(usize::MAX));
-        model::check_sizes(
-            &layers,
-            cfg.batch
-                .min(train_rows)
-                .max(EVAL_BATCH.min(data.test.len())),
-        )?;
+        let layers = cfg.layers_that_fit(data)?;
         let mut params = Vec::new();
         let mut velocity = Vec::new();
         arith.begin_step(u64::MAX);

@@ -128,10 +128,10 @@ fn drive<A: Arith + MaybeDevice>(
         t.restore(Checkpoint::load(p)?)?;
     }
     if let Some(d) = opts.out.as_ref().filter(|_| lead) {
-        std::fs::create_dir_all(d).map_err(|source| TrainError::Io {
-            path: d.clone(),
-            source,
-        })?;
+        // Room for the checkpoint twice (the old file stays until the new one replaces it) and
+        // the reports, found now rather than when the first epoch ends.
+        let ck_bytes = t.checkpoint().size_bound();
+        crate::outfile::probe_dir(d, 2 * ck_bytes + REPORT_ROOM)?;
     }
     while t.epoch < cfg.epochs {
         epoch(&mut t, data, obs)?;
@@ -227,10 +227,13 @@ pub fn run_dist(
     }
 }
 
+/// Room a run folder needs besides its checkpoint: `run.json`, `history.csv`, `loss.png`.
+const REPORT_ROOM: u64 = 1 << 20;
+
 /// Makes `dir` this run's before anything slow happens (loading data, opening a device, the
 /// first epoch): creates it, proves it takes a write (a read-only or full folder fails here)
 /// and locks it against other runs for as long as the returned lock lives.
 pub fn claim_out_dir(dir: &Path) -> Result<crate::outfile::RunLock, TrainError> {
-    crate::outfile::probe_dir(dir)?;
+    crate::outfile::probe_dir(dir, REPORT_ROOM)?;
     Ok(crate::outfile::RunLock::acquire(dir)?)
 }
