@@ -20,11 +20,12 @@
 //! The Verilog is hand-written (`converter.v`): rust-hdl's registers-as-submodules made
 //! Verilator compute the whole conversion in every cycle, drains or not (about 11% of the
 //! instructions of a 16x16 simulation); here it runs only on the edges of a drain (16x16 about
-//! 6% faster). `update` is what rust-hdl simulates (the tests below); the Verilog is checked
-//! bit for bit against the golden model through Verilator (systole-sim, systole-tests). The one
-//! difference: `wr_data` holds its value outside drains, where `update` keeps converting `acc`;
-//! it is written to the C buffer only with `wr_en`, one edge after a drain edge, so the buffer
-//! sees the same words.
+//! 6% faster). `update` runs the `#[hdl_gen]` `kernel`, what rust-hdl simulates (the tests
+//! below); the Verilog is checked bit for bit against the golden model through Verilator
+//! (systole-sim, systole-tests), and against the Verilog rust-hdl generates from `kernel`, output
+//! by output and cycle by cycle (`crate::differential`). The one difference: `wr_data` holds its
+//! value outside drains, where `kernel` keeps converting `acc`; it is written to the C buffer
+//! only with `wr_en`, one edge after a drain edge, so the buffer sees the same words.
 
 use crate::HdlError;
 use rust_hdl_core::prelude::*;

@@ -16,9 +16,11 @@
 //! into a stored `d` and copied it into `q` at the next one. With the registers assigned in
 //! one clocked block the multiply-add runs once, at the edge, straight into the registers: the
 //! PE array is most of the simulation time, and this made the Verilated 8x8 model about 1.3x
-//! faster. Both descriptions are the same logic: `update` is what rust-hdl simulates (the unit
-//! test below), the Verilog is what Verilator and the board flows see (systole-sim's and
-//! systole-tests' bit-exact tests against the golden model).
+//! faster. Both descriptions are the same logic: `update` runs the `#[hdl_gen]` `kernel`, what
+//! rust-hdl simulates (the unit test below), the Verilog is what Verilator and the board flows
+//! see (systole-sim's and systole-tests' bit-exact tests against the golden model). The
+//! differential test (`crate::differential`) simulates the Verilog rust-hdl generates from
+//! `kernel` beside `PE_VERILOG` under Icarus and compares every output in every cycle.
 
 use rust_hdl_core::prelude::*;
 use rust_hdl_widgets::prelude::*;

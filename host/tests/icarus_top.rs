@@ -64,7 +64,7 @@ fn start(s: &mut String, t: &Tile) {
     let cmd = command(t.bank, t.bank, t.bank, true, true);
     for (addr, v) in [
         (SHIFT, shift),
-        (ROUNDING, t.out.rounding.code() as u32),
+        (ROUNDING, t.out.rounding.code()),
         (SEED, seed),
         (K_LEN, t.a.cols as u32),
         (systole_core::regmap::COMMAND, cmd),

@@ -9,8 +9,9 @@
 //! a few comparisons per clock.
 //!
 //! The logic is the same as `kernel`, which stays as what rust-hdl simulates (the unit tests in
-//! `tests.rs`). Verilator runs this text, and the conv conformance tests check it bit for bit
-//! against the golden model. The differences cannot be seen on the ports while `wr_en` is low:
+//! `tests.rs`). Verilator runs this text, the conv conformance tests check it bit for bit
+//! against the golden model, and the differential test (`crate::differential`) against the
+//! Verilog rust-hdl generates from `kernel`, every output in every cycle. The differences cannot be seen on the ports while `wr_en` is low:
 //! the lanes' words are registered once (word or zero) instead of as a word plus a valid
 //! bit, and they change only while the engine reads.
 
