@@ -12,6 +12,11 @@
 //! `always @(*) x = expr;` when `x` is assigned nowhere else in the block and `expr` reads no
 //! signal the block assigns. Such a statement's settled value is `expr` wherever it sits in the
 //! block, so the split changes no settled value, only Verilator's scheduling granularity.
+//!
+//! A moved statement that reads no signal at all (a literal, or the module's `localparam`s)
+//! becomes `assign x = expr;` with `x` declared a `wire`: an `always @(*)` block that reads
+//! nothing has no event to wake it, so Icarus (and other event-driven simulators) would never
+//! run it and `x` would stay `x`.
 
 /// The block opener and closer exactly as rust-hdl 0.46 indents them.
 const OPEN: &str = "    always @(*) begin";
@@ -25,22 +30,58 @@ pub fn split_comb_blocks(verilog: &str) -> String {
     let mut out = String::with_capacity(verilog.len() + verilog.len() / 8);
     let mut i = 0;
     while i < lines.len() {
-        if lines[i] == OPEN {
-            if let Some(len) = lines[i + 1..].iter().position(|l| *l == CLOSE) {
-                split_block(&lines[i + 1..i + 1 + len], &mut out);
-                i += len + 2;
-                continue;
-            }
-        }
-        out.push_str(lines[i]);
-        out.push('\n');
-        i += 1;
+        // A module, or the text up to the next one.
+        let len = if lines[i].starts_with("module ") {
+            lines[i..]
+                .iter()
+                .position(|l| l.starts_with("endmodule"))
+                .map_or(lines.len() - i, |p| p + 1)
+        } else {
+            lines[i + 1..]
+                .iter()
+                .position(|l| l.starts_with("module "))
+                .map_or(lines.len() - i, |p| p + 1)
+        };
+        split_module(&lines[i..i + len], &mut out);
+        i += len;
     }
     out
 }
 
-/// Writes one block: the hoisted one-line blocks first, then the rest of the block.
-fn split_block(body: &[&str], out: &mut String) {
+/// One module's blocks split; the signals given constant `assign`s are declared `wire`.
+fn split_module(lines: &[&str], out: &mut String) {
+    let params: Vec<&str> = lines.iter().filter_map(|l| localparam_name(l)).collect();
+    let mut text = String::new();
+    let mut wires = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i] == OPEN {
+            if let Some(len) = lines[i + 1..].iter().position(|l| *l == CLOSE) {
+                split_block(&lines[i + 1..i + 1 + len], &params, &mut wires, &mut text);
+                i += len + 2;
+                continue;
+            }
+        }
+        text.push_str(lines[i]);
+        text.push('\n');
+        i += 1;
+    }
+    for line in text.lines() {
+        match reg_declaration(line) {
+            Some((name, prefix, rest)) if wires.contains(&name) => {
+                out.push_str(prefix);
+                out.push_str("wire ");
+                out.push_str(rest);
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+}
+
+/// Writes one block: the hoisted one-line blocks (or constant `assign`s, whose targets are
+/// added to `wires`) first, then the rest of the block.
+fn split_block<'a>(body: &[&'a str], params: &[&str], wires: &mut Vec<&'a str>, out: &mut String) {
     // A concatenation on the left (`{a, b} = ...`) assigns names this scan does not see.
     if body.iter().any(|l| l.trim_start().starts_with('{')) {
         write_block(body, out);
@@ -54,7 +95,12 @@ fn split_block(body: &[&str], out: &mut String) {
                 if assigned.iter().filter(|n| **n == lhs).count() == 1
                     && !identifiers(rhs).any(|id| assigned.contains(&id)) =>
             {
-                out.push_str("    always @(*) ");
+                if identifiers(rhs).all(|id| params.contains(&id)) {
+                    out.push_str("    assign ");
+                    wires.push(lhs);
+                } else {
+                    out.push_str("    always @(*) ");
+                }
                 out.push_str(line.trim_start());
                 out.push('\n');
             }
@@ -75,6 +121,26 @@ fn write_block(body: &[&str], out: &mut String) {
     }
     out.push_str(CLOSE);
     out.push('\n');
+}
+
+/// The name a `localparam` line declares.
+fn localparam_name(line: &str) -> Option<&str> {
+    let rest = line.trim_start().strip_prefix("localparam ")?;
+    let (lhs, _) = rest.split_once('=')?;
+    lhs.split_whitespace().last().filter(|n| is_identifier(n))
+}
+
+/// `(name, text before "reg ", text after "reg ")` of a declaration `[output ]reg [signed]
+/// [range] name;` as rust-hdl writes it.
+fn reg_declaration(line: &str) -> Option<(&str, &str, &str)> {
+    let at = line.find("reg ")?;
+    let prefix = &line[..at];
+    if !matches!(prefix.trim(), "" | "output") {
+        return None;
+    }
+    let rest = &line[at + 4..];
+    let name = rest.strip_suffix(';')?.split_whitespace().last()?;
+    is_identifier(name).then_some((name, prefix, rest))
 }
 
 /// `(lhs, rhs)` of a plain `lhs = rhs;` at the block's top level (no index on the left).
@@ -149,6 +215,20 @@ mod tests {
         assert!(s.contains("    always @(*) o = q$q;\n"));
         // `d` is assigned twice and `y` reads it: both stay in the block, in order.
         assert!(s.contains("    always @(*) begin\n        d = q;\n        if (en) begin\n            d = x;\n        end\n        y = d & 16'hff;\n    end\n"));
+    }
+
+    #[test]
+    fn constant_assignments_become_wires() {
+        let v = "module m(o, i);\n    output reg [15:0] o;\n    input wire i;\n    localparam  one = 1;\n    reg  k;\n    reg  [3:0] y;\n    always @(*) begin\n        o = 16'h0;\n        k = one;\n        y = i;\n    end\nendmodule\n";
+        let s = split_comb_blocks(v);
+        assert!(s.contains("    output wire [15:0] o;\n"), "{s}");
+        assert!(s.contains("    wire  k;\n"), "{s}");
+        assert!(s.contains("    reg  [3:0] y;\n"), "{s}");
+        assert!(
+            s.contains("    assign o = 16'h0;\n    assign k = one;\n    always @(*) y = i;\n"),
+            "{s}"
+        );
+        assert!(!s.contains("always @(*) begin"), "{s}");
     }
 
     #[test]

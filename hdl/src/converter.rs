@@ -20,11 +20,12 @@
 //! The Verilog is hand-written (`converter.v`): rust-hdl's registers-as-submodules made
 //! Verilator compute the whole conversion in every cycle, drains or not (about 11% of the
 //! instructions of a 16x16 simulation); here it runs only on the edges of a drain (16x16 about
-//! 6% faster). `update` is what rust-hdl simulates (the tests below); the Verilog is checked
-//! bit for bit against the golden model through Verilator (systole-sim, systole-tests). The one
-//! difference: `wr_data` holds its value outside drains, where `update` keeps converting `acc`;
-//! it is written to the C buffer only with `wr_en`, one edge after a drain edge, so the buffer
-//! sees the same words.
+//! 6% faster). `update` runs the `#[hdl_gen]` `kernel`, what rust-hdl simulates (the tests
+//! below); the Verilog is checked bit for bit against the golden model through Verilator
+//! (systole-sim, systole-tests), and against the Verilog rust-hdl generates from `kernel`, output
+//! by output and cycle by cycle (`crate::differential`). The one difference: `wr_data` holds its
+//! value outside drains, where `kernel` keeps converting `acc`; it is written to the C buffer
+//! only with `wr_en`, one edge after a drain edge, so the buffer sees the same words.
 
 use crate::HdlError;
 use rust_hdl_core::prelude::*;
@@ -161,6 +162,36 @@ pub const CONVERTER_MAX_SHIFT: u32 = MAX_SHIFT;
 
 impl Logic for ColumnConverter {
     fn update(&mut self) {
+        ColumnConverter::kernel(self);
+    }
+
+    fn connect(&mut self) {
+        ColumnConverter::connect(self);
+    }
+
+    /// The hand-written Verilog (see the module docs); rust-hdl still emits the register
+    /// submodules, which nothing instantiates: `generate_verilog` drops them.
+    fn hdl(&self) -> Verilog {
+        Verilog::Wrapper(Wrapper {
+            code: include_str!("converter.v").into(),
+            cores: String::new(),
+        })
+    }
+}
+
+#[cfg(test)]
+impl crate::differential::Model for ColumnConverter {
+    fn model_hdl(&self) -> Verilog {
+        ColumnConverter::hdl(self)
+    }
+}
+
+/// The converter's logic as rust-hdl simulates it. `#[hdl_gen]` derives `connect` (used above)
+/// and a `hdl` of its own: the model's Verilog, which the differential test
+/// (`crate::differential`) simulates beside `converter.v`.
+impl ColumnConverter {
+    #[hdl_gen]
+    fn kernel(&mut self) {
         dff_setup!(
             self, clock, active, row, lfsr, seed_q, bank_q, wr_en_q, wr_bank_q, wr_row_q, wr_data_q
         );
@@ -236,26 +267,6 @@ impl Logic for ColumnConverter {
         self.wr_row.next = self.wr_row_q.q.val();
         self.wr_data.next = self.wr_data_q.q.val();
         self.done.next = self.wr_en_q.q.val() & (self.wr_row_q.q.val() == self.last_row.val());
-    }
-
-    /// Marks what `update` drives (what `#[hdl_gen]` would derive from it).
-    fn connect(&mut self) {
-        crate::driven!(self;
-            active.clock, active.d, row.clock, row.d, lfsr.clock, lfsr.d, seed_q.clock, seed_q.d,
-            bank_q.clock, bank_q.d, wr_en_q.clock, wr_en_q.d, wr_bank_q.clock, wr_bank_q.d,
-            wr_row_q.clock, wr_row_q.d, wr_data_q.clock, wr_data_q.d,
-            lane_seed, pre, cur, go, cur_row, x, mask, sum, q, rem, half, res,
-            shift_en, seed_out, bank_out, wr_en, wr_bank, wr_row, wr_data, done,
-        );
-    }
-
-    /// The hand-written Verilog (see the module docs); rust-hdl still emits the register
-    /// submodules, which nothing instantiates: `generate_verilog` drops them.
-    fn hdl(&self) -> Verilog {
-        Verilog::Wrapper(Wrapper {
-            code: include_str!("converter.v").into(),
-            cores: String::new(),
-        })
     }
 }
 

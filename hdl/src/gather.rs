@@ -217,6 +217,13 @@ impl Logic for GatherEngine {
     }
 }
 
+#[cfg(test)]
+impl crate::differential::Model for GatherEngine {
+    fn model_hdl(&self) -> Verilog {
+        GatherEngine::hdl(self)
+    }
+}
+
 /// The engine's logic as rust-hdl simulates it. `#[hdl_gen]` derives `connect` (used above)
 /// and a `hdl` of its own, which the hand-written Verilog replaces.
 impl GatherEngine {

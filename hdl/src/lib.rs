@@ -18,8 +18,11 @@ pub mod buffers;
 mod comb_split;
 pub mod controller;
 pub mod converter;
+#[cfg(test)]
+mod differential;
 pub mod fm_ram;
 pub mod gather;
+pub mod icarus;
 pub mod pe;
 mod prune;
 pub mod regfile;
@@ -28,15 +31,6 @@ pub mod uart;
 pub mod walker;
 
 mod verilog;
-
-/// Marks signals of `$block` as driven by its `update`: the `connect` that `#[hdl_gen]` derives,
-/// for blocks whose Verilog is hand-written (`pe`, `converter`).
-macro_rules! driven {
-    ($block:ident; $($($field:ident).+),+ $(,)?) => {
-        $($block.$($field).+.connect();)+
-    };
-}
-pub(crate) use driven;
 
 pub use verilog::{generate_verilog, lint_waivers, ports, top_module_name, PortDir, PortInfo};
 

@@ -16,9 +16,11 @@
 //! into a stored `d` and copied it into `q` at the next one. With the registers assigned in
 //! one clocked block the multiply-add runs once, at the edge, straight into the registers: the
 //! PE array is most of the simulation time, and this made the Verilated 8x8 model about 1.3x
-//! faster. Both descriptions are the same logic: `update` is what rust-hdl simulates (the unit
-//! test below), the Verilog is what Verilator and the board flows see (systole-sim's and
-//! systole-tests' bit-exact tests against the golden model).
+//! faster. Both descriptions are the same logic: `update` runs the `#[hdl_gen]` `kernel`, what
+//! rust-hdl simulates (the unit test below), the Verilog is what Verilator and the board flows
+//! see (systole-sim's and systole-tests' bit-exact tests against the golden model). The
+//! differential test (`crate::differential`) simulates the Verilog rust-hdl generates from
+//! `kernel` beside `PE_VERILOG` under Icarus and compares every output in every cycle.
 
 use rust_hdl_core::prelude::*;
 use rust_hdl_widgets::prelude::*;
@@ -120,6 +122,36 @@ assign captured = cap_q;
 
 impl Logic for Pe {
     fn update(&mut self) {
+        Pe::kernel(self);
+    }
+
+    fn connect(&mut self) {
+        Pe::connect(self);
+    }
+
+    /// The hand-written clocked Verilog (see the module docs); rust-hdl still emits the register
+    /// submodules, which nothing instantiates: `generate_verilog` drops them.
+    fn hdl(&self) -> Verilog {
+        Verilog::Wrapper(Wrapper {
+            code: PE_VERILOG.into(),
+            cores: String::new(),
+        })
+    }
+}
+
+#[cfg(test)]
+impl crate::differential::Model for Pe {
+    fn model_hdl(&self) -> Verilog {
+        Pe::hdl(self)
+    }
+}
+
+/// The PE's logic as rust-hdl simulates it. `#[hdl_gen]` derives `connect` (used above) and a
+/// `hdl` of its own: the model's Verilog, which the differential test (`crate::differential`)
+/// simulates beside `PE_VERILOG`.
+impl Pe {
+    #[hdl_gen]
+    fn kernel(&mut self) {
         dff_setup!(self, clock, a_q, b_q, valid_q, first_q, last_q, acc, res_q, cap_q);
         self.prod.next = self.a_in.val() * self.b_in.val();
         self.base.next = self.acc.q.val();
@@ -150,25 +182,6 @@ impl Logic for Pe {
         self.last_out.next = self.last_q.q.val();
         self.res.next = self.res_q.q.val();
         self.captured.next = self.cap_q.q.val();
-    }
-
-    /// Marks what `update` drives (what `#[hdl_gen]` would derive from it).
-    fn connect(&mut self) {
-        crate::driven!(self;
-            a_q.clock, a_q.d, b_q.clock, b_q.d, valid_q.clock, valid_q.d, first_q.clock,
-            first_q.d, last_q.clock, last_q.d, acc.clock, acc.d, res_q.clock, res_q.d,
-            cap_q.clock, cap_q.d, prod, base, sum,
-            a_out, b_out, valid_out, first_out, last_out, res, captured,
-        );
-    }
-
-    /// The hand-written clocked Verilog (see the module docs); rust-hdl still emits the register
-    /// submodules, which nothing instantiates: `generate_verilog` drops them.
-    fn hdl(&self) -> Verilog {
-        Verilog::Wrapper(Wrapper {
-            code: PE_VERILOG.into(),
-            cores: String::new(),
-        })
     }
 }
 

@@ -64,6 +64,10 @@ pub struct Walker {
     ry_q: DFF<Bits<4>>,
     rx_q: DFF<Bits<4>>,
     addr_q: DFF<Bits<24>>,
+    /// `idx + 1` of each level, at 16 bits (see `update`).
+    inc0: Signal<Local, Bits<16>>,
+    inc1: Signal<Local, Bits<16>>,
+    inc2: Signal<Local, Bits<16>>,
     last0: Signal<Local, Bit>,
     last1: Signal<Local, Bit>,
     last2: Signal<Local, Bit>,
@@ -107,6 +111,9 @@ impl Walker {
             ry_q: Default::default(),
             rx_q: Default::default(),
             addr_q: Default::default(),
+            inc0: Default::default(),
+            inc1: Default::default(),
+            inc2: Default::default(),
             last0: Default::default(),
             last1: Default::default(),
             last2: Default::default(),
@@ -129,9 +136,15 @@ impl Logic for Walker {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, idx0, idx1, idx2, qy_q, qx_q, ry_q, rx_q, addr_q);
-        self.last0.next = (self.idx0.q.val() + 1) == self.cfg[0].val().get_bits::<16>(0);
-        self.last1.next = (self.idx1.q.val() + 1) == self.cfg[0].val().get_bits::<16>(16);
-        self.last2.next = (self.idx2.q.val() + 1) == self.cfg[1].val().get_bits::<16>(0);
+        // The sums go through 16-bit signals: rust-hdl writes `idx + 1` as `idx + 32'h1`, so
+        // compared directly in its Verilog `0xFFFF + 1` would not wrap to 0 as it does here and
+        // in `Walk::step` (the differential test found this).
+        self.inc0.next = self.idx0.q.val() + 1;
+        self.inc1.next = self.idx1.q.val() + 1;
+        self.inc2.next = self.idx2.q.val() + 1;
+        self.last0.next = self.inc0.val() == self.cfg[0].val().get_bits::<16>(0);
+        self.last1.next = self.inc1.val() == self.cfg[0].val().get_bits::<16>(16);
+        self.last2.next = self.inc2.val() == self.cfg[1].val().get_bits::<16>(0);
         // The level that steps: the innermost one not at its last count (3 when all are).
         self.dq.next = self.cfg[8].val();
         self.dd.next = self.cfg[9].val();

@@ -9,10 +9,12 @@
 //! a few comparisons per clock.
 //!
 //! The logic is the same as `kernel`, which stays as what rust-hdl simulates (the unit tests in
-//! `tests.rs`). Verilator runs this text, and the conv conformance tests check it bit for bit
-//! against the golden model. The differences cannot be seen on the ports while `wr_en` is low:
-//! each lane's word (the block RAM's registered read) and its valid bit change only while the
-//! engine reads (the model's valid bit changes on every clock).
+//! `tests.rs`). Verilator runs this text, the conv conformance tests check it bit for bit
+//! against the golden model, and the differential test (`crate::differential`) against the
+//! Verilog rust-hdl generates from `kernel`, every output in every cycle. The differences
+//! cannot be seen on the ports while `wr_en` is low: each lane's word (the block RAM's
+//! registered read) and its valid bit change only while the engine reads (the model's valid
+//! bit changes on every clock).
 
 use std::fmt::Write;
 use systole_core::field::Field;
