@@ -216,7 +216,8 @@ pub fn info(d: &DeviceArgs) -> anyhow::Result<()> {
             ds.train.len(),
             ds.test.len()
         ),
-        Err(e) => println!("data digits: {e}"),
+        // `{:#}` prints the cause too (an I/O error's, say).
+        Err(e) => println!("data digits: {:#}", anyhow::Error::from(e)),
     }
     let fdir = crate::data::fashion::default_dir();
     if fdir.join("train-images-idx3-ubyte.gz").exists() {

@@ -75,7 +75,7 @@ pub enum DataError {
         path: PathBuf,
     },
     /// A file could not be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Io {
         /// The file.
         path: PathBuf,

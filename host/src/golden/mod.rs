@@ -11,9 +11,11 @@
 //!
 //! **Products and accumulation.** `a * b` is exact (32 bits; the largest magnitude is
 //! `(-32768)^2 = 2^30`). A dot product is summed exactly in a 48-bit accumulator, as in a
-//! DSP48E1's P register. Since `K * 2^30 <= 2^47` for `K <= 2^17`, no dot product the contract
-//! accepts ([`systole_core::numeric::MAX_K`]) can overflow; longer ones are rejected with
-//! [`NumericError::KTooLong`]. The accumulator has `frac_a + frac_b` fractional bits.
+//! DSP48E1's P register, whose largest value is `2^47 - 1`. A dot product may be at most
+//! [`MAX_K`] = `2^17 - 1` long: then `|sum| <= (2^17 - 1) * 2^30 < 2^47`, so no accepted dot
+//! product can overflow (at `2^17` the all-`(-32768)^2` sum would be exactly `2^47`). Longer ones
+//! are rejected with [`NumericError::KTooLong`]; the host splits them (below). The accumulator
+//! has `frac_a + frac_b` fractional bits.
 //!
 //! **One conversion per output.** Each output is converted exactly once, from the exact
 //! accumulator to the output format with `frac_out` fractional bits:
@@ -42,17 +44,37 @@
 //! Host-side elementwise ops (bias add, ReLU, SGD updates) use the same conversion on the exact
 //! sum or product; their stochastic bits come from one LFSR seeded by the caller and stepped
 //! once per element in row-major order.
+//!
+//! **Long reductions.** A reduction longer than [`MAX_K`] is never one device operation; the
+//! host computes it as exact partial sums ([`split`]), by one rule:
+//!
+//! 1. The reduction is cut into consecutive chunks of whole *units*: one index for a matrix
+//!    product (the K of `A·B`, `A·Bᵀ`, `Aᵀ·B`), one image (`out_h·out_w` indices) for a
+//!    convolution's weight gradient. Each chunk holds `floor(MAX_K / unit)` units, the last one
+//!    the rest ([`split::reduction_chunks`]); a unit longer than `MAX_K` is an error.
+//! 2. Chunk `j` is one operation of this contract on its slice of the operands (its own output
+//!    tiles, stochastic bits and output fractional bits `f_j`), seeded with
+//!    [`split::chunk_seed`]`(s, j)`, where `s` is the seed the host gives that operation.
+//! 3. Each chunk word `w` becomes the exact integer `w · 2^(15 - f_j)` (15 =
+//!    [`split::SUM_FRAC`] fractional bits), and the chunks are summed exactly in `i64`.
+//! 4. The sum is converted once, as a host-side result: to the largest fractional bits
+//!    `F <= 15` at which its largest magnitude `M` fits a word (`M >> (15 - F) < 32767`; 0 if
+//!    none does), with the elementwise rule above (one LFSR seeded by the host, row-major).
+//!
+//! Steps 3 and 4 are also how data-parallel training sums the gradients of its shards.
 
 pub mod conv;
 mod convert;
 pub mod elementwise;
 pub mod gemm;
 mod matmul;
+pub mod split;
 
 pub use conv::{conv2d_backward_input, conv2d_backward_weights, conv2d_forward, Conv2dGeom};
 pub use convert::{convert_sequential, convert_tiled, TiledConverter};
 pub use elementwise::{bias_add, relu, relu_backward};
 pub use matmul::{matmul, matmul_acc, matmul_nt, matmul_tn, OutputSpec};
+use systole_core::numeric::MAX_K;
 
 /// Why a golden-model operation was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -62,7 +84,7 @@ pub enum NumericError {
     #[error("shape mismatch: {0}")]
     Shape(String),
     /// A dot product longer than the accumulator can hold exactly.
-    #[error("dot product of length {0} exceeds the contract's limit of 131072 (2^17): split the reduction on the host")]
+    #[error("dot product of length {0} exceeds the contract's limit of {MAX_K}: split the reduction on the host")]
     KTooLong(usize),
     /// The output needs a shift outside `0..=32`.
     #[error("output shift {shift} (= input fractional bits {frac_in} - output fractional bits {frac_out}) is outside 0..=32: choose output fractional bits between {} and {frac_in}", frac_in.saturating_sub(32))]
