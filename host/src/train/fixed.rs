@@ -189,8 +189,8 @@ impl<'a> Chunks<'a> {
         if ranges.len() > 1 {
             if units_a != units_b {
                 return Err(NumericError::Shape(format!(
-                    "the operands' reduction lengths differ: {} and {} (x {unit_len})",
-                    units_a, units_b
+                    "the operands' reduction lengths differ: {units_a} and {units_b} units of \
+                     {unit_len} products"
                 )));
             }
             parts = ranges

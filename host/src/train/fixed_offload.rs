@@ -117,7 +117,13 @@ impl FixedArith {
         for p in &parts {
             add_exact_at(&mut sum, p, SUM_FRAC);
         }
-        self.from_exact(op, rows, cols, &sum, SUM_FRAC)
+        let y = self.from_exact(op, rows, cols, &sum, SUM_FRAC)?;
+        if y.frac == 0 {
+            // The sum did not fit even without fractional bits: its extreme words saturated.
+            let count = self.saturation.entry(op.to_string()).or_default();
+            count.saturated_words += saturated(&y);
+        }
+        Ok(y)
     }
 }
 

@@ -146,3 +146,18 @@ fn a_long_reduction_is_split_by_the_contract_rule() {
     let want = convert_sequential(&sum, 15 - out, Rounding::Stochastic, seed(2));
     assert_eq!((got.frac, got.data), (out, want));
 }
+
+#[test]
+fn an_op_error_names_its_cause_once() {
+    let e = TrainError::Numeric {
+        op: "layer 1 forward".into(),
+        source: NumericError::KTooLong(200_704),
+    };
+    // The CLI prints errors with their causes, as `{:#}` does.
+    let s = format!("{:#}", anyhow::Error::from(e));
+    assert!(
+        s.starts_with("layer 1 forward: dot product of length 200704"),
+        "{s}"
+    );
+    assert_eq!(s.matches("200704").count(), 1, "{s}");
+}
