@@ -7,7 +7,8 @@
 //!   `word / 2^frac` where `frac` is chosen per tensor by the host (dynamic fixed point).
 //! * Products are exact (`16 x 16 -> 32` bits) and summed exactly in an accumulator of
 //!   [`ACC_BITS`] = 48 bits, like a DSP48's P register. A dot product of length
-//!   `K <= MAX_K` = 2^17 cannot overflow it: `|a*b| <= 2^30` and `2^17 * 2^30 = 2^47`.
+//!   `K <= MAX_K` = 2^17 - 1 cannot overflow it: `|a*b| <= 2^30`, so `|sum| <= MAX_K * 2^30 < 2^47`
+//!   (at `K = 2^17` the all-`(-32768)^2` sum is exactly `2^47`, one past the largest value).
 //! * Each output is converted once: shifted right by `shift = frac_a + frac_b - frac_out`
 //!   (`0..=MAX_SHIFT`) with one of three [`Rounding`] modes, then saturated to the word range.
 //! * Stochastic rounding adds the low `shift` bits of a [`Lfsr32`] state before the floor shift.
@@ -16,8 +17,12 @@
 
 /// Accumulator width in bits (a DSP48E1 P register is 48 bits).
 pub const ACC_BITS: u32 = 48;
-/// Longest dot product the contract accepts: `2^17 * 2^30 = 2^47` fits the 48-bit accumulator.
-pub const MAX_K: usize = 1 << 17;
+/// Largest magnitude of one exact product of two 16-bit words: `(-32768)^2 = 2^30`.
+pub const PRODUCT_MAX: i64 = 1 << 30;
+/// Longest dot product the contract accepts: the largest `K` with `K * PRODUCT_MAX <= ACC_MAX`,
+/// i.e. `2^17 - 1` (`(2^17 - 1) * 2^30 = 2^47 - 2^30`), so no accepted sum can wrap the 48-bit
+/// accumulator. Longer reductions are split on the host (see `systole::golden`).
+pub const MAX_K: usize = (ACC_MAX / PRODUCT_MAX) as usize;
 /// Largest right shift an output conversion accepts (the LFSR supplies 32 random bits).
 pub const MAX_SHIFT: u32 = 32;
 /// Smallest value of the 48-bit accumulator.
@@ -227,6 +232,16 @@ pub const fn convert(acc: i64, shift: u32, rounding: Rounding, random: u32, word
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn longest_dot_product_fits_the_accumulator_strictly() {
+        assert_eq!(MAX_K, (1 << 17) - 1);
+        assert_eq!(PRODUCT_MAX, (-32768i64) * (-32768i64));
+        // The largest accepted sum fits; one more extreme product would be 2^47 and wrap.
+        assert!(MAX_K as i64 * PRODUCT_MAX <= ACC_MAX);
+        assert!((MAX_K as i64 + 1) * PRODUCT_MAX > ACC_MAX);
+        assert!(-(MAX_K as i64) * PRODUCT_MAX >= ACC_MIN);
+    }
 
     #[test]
     fn lfsr_known_first_steps() {

@@ -201,6 +201,8 @@ mod tests {
                 test_acc: 79.0 + e as f32,
                 test_loss: 1.1 / e as f32,
                 seconds: 0.1,
+                retries: 0,
+                saturated_words: 0,
             })
             .collect()
     }

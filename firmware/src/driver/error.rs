@@ -33,7 +33,7 @@ pub enum DriverError<E> {
     },
     /// `m * k`, `k * n` or `m * n` overflows `usize`.
     ShapeOverflow,
-    /// The dot product is longer than the contract's 2^17.
+    /// The dot product is longer than the contract's `MAX_K`.
     KTooLong(usize),
     /// The output shift exceeds 32.
     Shift(u32),

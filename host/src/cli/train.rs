@@ -87,8 +87,16 @@ impl Observer for Bars {
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
         }
+        let sat = if r.retries + r.saturated_words > 0 {
+            format!(
+                "  saturation: {} retries, {} words",
+                r.retries, r.saturated_words
+            )
+        } else {
+            String::new()
+        };
         outln!(
-            "epoch {:>3}/{}  loss {:.4}  train {:6.2}%  test {:6.2}%  ({:.1} s)",
+            "epoch {:>3}/{}  loss {:.4}  train {:6.2}%  test {:6.2}%  ({:.1} s){sat}",
             r.epoch,
             self.epochs,
             r.train_loss,
@@ -194,6 +202,9 @@ fn finish(s: &RunSummary, a: &TrainArgs, secs: f64) -> anyhow::Result<()> {
             st.macs,
             st.cycles
         );
+    }
+    if let Some(line) = report::saturation_line(&s.saturation) {
+        println!("{line}");
     }
     if let Some(dir) = &a.out {
         report::write_reports(s, dir)?;

@@ -95,6 +95,10 @@ where
         seed: out.seed,
     };
     let (m, k, n) = job.shape();
+    // Only this op's own reduction is bounded (the forward op of a large batch is fine).
+    if k > systole_core::numeric::MAX_K {
+        return Err(NumericError::KTooLong(k).into());
+    }
     let mut c = vec![0i16; m * n];
     let st = conv2d(bus, cfg, &job, &mut c).map_err(|e| wrap(e.to_string()))?;
     stats.ops += 1;

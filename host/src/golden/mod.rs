@@ -7,7 +7,8 @@
 //! a 48-bit accumulator up to [`systole_core::numeric::MAX_K`], one conversion per output
 //! (truncate, nearest-even, stochastic; saturation), the LFSR, `tile_seed` and `lane_seed`
 //! written out with their constants and check values, which command's seed a split tile uses,
-//! the convolutions' lowering and the host-side elementwise ops. The HDL, the firmware and
+//! the convolutions' lowering, the host-side elementwise ops and the rule by which the host
+//! splits a reduction longer than `MAX_K` into exact partial sums ([`split`]). The HDL, the firmware and
 //! every [`crate::device::Device`] follow it; this module is its reference implementation and
 //! the tests hold the others to it bit for bit.
 
@@ -16,11 +17,13 @@ mod convert;
 pub mod elementwise;
 pub mod gemm;
 mod matmul;
+pub mod split;
 
 pub use conv::{conv2d_backward_input, conv2d_backward_weights, conv2d_forward, Conv2dGeom};
 pub use convert::{convert_sequential, convert_tiled, TiledConverter};
 pub use elementwise::{bias_add, relu, relu_backward};
 pub use matmul::{matmul, matmul_acc, matmul_nt, matmul_tn, OutputSpec};
+use systole_core::numeric::MAX_K;
 
 /// Why a golden-model operation was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,7 +33,7 @@ pub enum NumericError {
     #[error("shape mismatch: {0}")]
     Shape(String),
     /// A dot product longer than the accumulator can hold exactly.
-    #[error("dot product of length {0} exceeds the contract's limit of 131072 (2^17): split the reduction on the host")]
+    #[error("dot product of length {0} exceeds the contract's limit of {MAX_K}: split the reduction on the host")]
     KTooLong(usize),
     /// The output needs a shift outside `0..=32`.
     #[error("output shift {shift} (= input fractional bits {frac_in} - output fractional bits {frac_out}) is outside 0..=32: choose output fractional bits between {} and {frac_in}", frac_in.saturating_sub(32))]

@@ -132,6 +132,12 @@ pub trait Arith {
     fn state(&self) -> std::collections::BTreeMap<String, u32>;
     /// Restores [`Self::state`].
     fn set_state(&mut self, s: std::collections::BTreeMap<String, u32>);
+
+    /// Saturation counters per operation name since creation (empty where nothing saturates:
+    /// the float formats).
+    fn saturation(&self) -> std::collections::BTreeMap<String, super::fixed::SaturationCount> {
+        Default::default()
+    }
 }
 
 /// 2x2 max pooling over NCHW rows, shared by every element type. Ties keep the first

@@ -14,6 +14,12 @@
 //!   output magnitude is below `2^13`, the next step uses enough more bits to bring it into
 //!   `[2^13, 2^14)`, leaving one bit of headroom for growth.
 //!
+//! A reduction longer than the device limit runs as chunks (the contract's "Long reductions"
+//! rule, `crate::golden`): each chunk starts at the operation's remembered `frac` and retries on
+//! its own; the operation remembers the smallest `frac` its chunks would use next. Retries and
+//! the saturated words of kept results are counted per operation name
+//! ([`SaturationCount`], reported in `run.json` and after each epoch).
+//!
 //! Weights are pure 16-bit words (no higher-precision master copy): updates smaller than one
 //! unit in the last place survive only through stochastic rounding, which is why it is the
 //! default. The SGD update is `v = m·v + g`, `w = w - lr·v` with `m` quantized to 15 and `lr`
@@ -21,11 +27,17 @@
 
 use super::arith::{max_pool2_backward_slice, max_pool2_slice, Arith, TensorState};
 use super::{rng, TrainError};
-use crate::device::{Device, DeviceError};
+use crate::device::Device;
+use crate::golden::split::{cols_of, reduction_chunks, rows_of};
 use crate::golden::{self, convert_sequential, Conv2dGeom, NumericError, OutputSpec};
 use crate::tensor::QMatrix;
 use std::collections::BTreeMap;
+use std::ops::Range;
 use systole_core::Rounding;
+
+#[path = "fixed_offload.rs"]
+mod offload;
+pub use offload::{compare, SaturationCount};
 
 /// Largest `frac` in `0..=15` at which `max_abs` fits a word (15 for zero).
 pub fn frac_for_max(max_abs: f64) -> u32 {
@@ -57,6 +69,8 @@ pub struct FixedArith {
     shard: Option<u32>,
     fracs: BTreeMap<String, u32>,
     check: bool,
+    /// Saturation counters per operation name (this process's operations).
+    saturation: BTreeMap<String, SaturationCount>,
 }
 
 impl FixedArith {
@@ -72,6 +86,7 @@ impl FixedArith {
             shard: None,
             fracs: BTreeMap::new(),
             check,
+            saturation: BTreeMap::new(),
         }
     }
 
@@ -133,58 +148,6 @@ impl FixedArith {
             seed: self.next_seed(),
         }
     }
-
-    /// Runs one offloaded operation with the frac rule above, checking it if asked.
-    fn offload(
-        &mut self,
-        op: &str,
-        frac_in: u32,
-        bound: f64,
-        run: &dyn Fn(&mut dyn Device, &OutputSpec) -> Result<QMatrix, DeviceError>,
-        gold: &dyn Fn(&OutputSpec, usize) -> Result<QMatrix, NumericError>,
-    ) -> Result<QMatrix, TrainError> {
-        let (lo, hi) = (frac_in.saturating_sub(32), frac_in.min(15));
-        let key = self.frac_key(op);
-        let mut frac = self
-            .fracs
-            .get(&key)
-            .copied()
-            .unwrap_or_else(|| frac_for_max(bound))
-            .clamp(lo, hi);
-        loop {
-            let spec = self.spec(frac);
-            let y = run(self.device.as_mut(), &spec).map_err(|source| TrainError::Device {
-                op: op.to_string(),
-                source,
-            })?;
-            if self.check {
-                let g = gold(&spec, self.device.config().size).map_err(|source| {
-                    TrainError::Numeric {
-                        op: op.to_string(),
-                        source,
-                    }
-                })?;
-                compare(op, &y, &g)?;
-            }
-            if frac > lo && y.data.iter().any(|&w| w == i16::MAX || w == i16::MIN) {
-                frac -= 1;
-                continue;
-            }
-            let m = y
-                .data
-                .iter()
-                .map(|&w| (w as i32).unsigned_abs())
-                .max()
-                .unwrap_or(0);
-            let next = if m > 0 && m < 1 << 13 {
-                frac + (14 - (32 - m.leading_zeros()))
-            } else {
-                frac
-            };
-            self.fracs.insert(key, next.clamp(lo, hi));
-            return Ok(y);
-        }
-    }
 }
 
 /// Key under which shard `k` remembers the `frac` of operation `op`.
@@ -192,40 +155,74 @@ pub fn shard_key(k: u32, op: &str) -> String {
     format!("shard {k}: {op}")
 }
 
-/// A tensor's words as exact integers with `frac` (>= its own) fractional bits.
-pub fn exact_at(t: &QMatrix, frac: u32) -> Vec<i64> {
-    t.data
-        .iter()
-        .map(|&w| (w as i64) << (frac - t.frac))
-        .collect()
+/// Adds a tensor's words, as exact integers with `frac` (>= its own) fractional bits, to `sum`:
+/// how shard gradients and the chunks of a split reduction are combined.
+pub fn add_exact_at(sum: &mut [i64], t: &QMatrix, frac: u32) {
+    for (s, &w) in sum.iter_mut().zip(&t.data) {
+        *s += (w as i64) << (frac - t.frac);
+    }
 }
 
-/// Compares a device result with the golden one; the error names the first difference.
-pub fn compare(op: &str, dev: &QMatrix, gold: &QMatrix) -> Result<(), TrainError> {
-    if (dev.rows, dev.cols, dev.frac) != (gold.rows, gold.cols, gold.frac) {
-        return Err(TrainError::Mismatch {
-            op: op.to_string(),
-            detail: format!(
-                "the device returned a {}x{} tensor with {} fractional bits, the golden model {}x{} with {}",
-                dev.rows, dev.cols, dev.frac, gold.rows, gold.cols, gold.frac
-            ),
-        });
+/// Cuts one operand's reduction dimension (rows or columns) to a chunk.
+type Slice = fn(&QMatrix, Range<usize>) -> QMatrix;
+
+/// The operands of each chunk of a reduction (the contract's "Long reductions" rule), borrowed
+/// as they are when the whole reduction fits one device operation.
+struct Chunks<'a> {
+    whole: (&'a QMatrix, &'a QMatrix),
+    ranges: Vec<Range<usize>>,
+    parts: Vec<(QMatrix, QMatrix)>,
+    /// Reduction length of the first (longest) chunk, for the first frac bound.
+    k: usize,
+}
+
+impl<'a> Chunks<'a> {
+    /// `a` and `b` with the length of their reduction dimension in units of `unit_len`
+    /// indices and how to slice it.
+    fn new(
+        (a, units_a, slice_a): (&'a QMatrix, usize, Slice),
+        (b, units_b, slice_b): (&'a QMatrix, usize, Slice),
+        unit_len: usize,
+    ) -> Result<Self, NumericError> {
+        let ranges = reduction_chunks(units_a, unit_len)?;
+        let mut parts = Vec::new();
+        if ranges.len() > 1 {
+            if units_a != units_b {
+                return Err(NumericError::Shape(format!(
+                    "the operands' reduction lengths differ: {units_a} and {units_b} units of \
+                     {unit_len} products"
+                )));
+            }
+            parts = ranges
+                .iter()
+                .map(|r| (slice_a(a, r.clone()), slice_b(b, r.clone())))
+                .collect();
+        }
+        let k = ranges.first().map_or(0, |r| r.len() * unit_len);
+        Ok(Chunks {
+            whole: (a, b),
+            ranges,
+            parts,
+            k,
+        })
     }
-    if let Some(i) = dev.data.iter().zip(&gold.data).position(|(a, b)| a != b) {
-        return Err(TrainError::Mismatch {
-            op: op.to_string(),
-            detail: format!(
-                "output {}x{} differs first at index {i} (row {}, column {}): device {}, golden {}",
-                dev.rows,
-                dev.cols,
-                i / dev.cols,
-                i % dev.cols,
-                dev.data[i],
-                gold.data[i]
-            ),
-        });
+
+    fn len(&self) -> usize {
+        self.ranges.len()
     }
-    Ok(())
+
+    fn a(&self, j: usize) -> &QMatrix {
+        self.parts.get(j).map_or(self.whole.0, |p| &p.0)
+    }
+
+    fn b(&self, j: usize) -> &QMatrix {
+        self.parts.get(j).map_or(self.whole.1, |p| &p.1)
+    }
+
+    /// Units (images of a weight gradient) in chunk `j`.
+    fn units(&self, j: usize) -> usize {
+        self.ranges[j].len()
+    }
 }
 
 fn max_abs(m: &QMatrix) -> f64 {
@@ -294,35 +291,38 @@ impl Arith for FixedArith {
     }
 
     fn matmul(&mut self, op: &str, a: &QMatrix, b: &QMatrix) -> Result<QMatrix, TrainError> {
-        let bound = max_abs(a) * max_abs(b) * a.cols as f64;
+        let p = Chunks::new((a, a.cols, cols_of), (b, b.rows, rows_of), 1).map_err(numeric(op))?;
         self.offload(
             op,
             a.frac + b.frac,
-            bound,
-            &|d, s| d.matmul(a, b, s),
-            &|s, t| golden::matmul(a, b, s, t),
+            max_abs(a) * max_abs(b) * p.k as f64,
+            p.len(),
+            &|d, s, j| d.matmul(p.a(j), p.b(j), s),
+            &|s, t, j| golden::matmul(p.a(j), p.b(j), s, t),
         )
     }
 
     fn matmul_nt(&mut self, op: &str, a: &QMatrix, b: &QMatrix) -> Result<QMatrix, TrainError> {
-        let bound = max_abs(a) * max_abs(b) * a.cols as f64;
+        let p = Chunks::new((a, a.cols, cols_of), (b, b.cols, cols_of), 1).map_err(numeric(op))?;
         self.offload(
             op,
             a.frac + b.frac,
-            bound,
-            &|d, s| d.matmul_nt(a, b, s),
-            &|s, t| golden::matmul_nt(a, b, s, t),
+            max_abs(a) * max_abs(b) * p.k as f64,
+            p.len(),
+            &|d, s, j| d.matmul_nt(p.a(j), p.b(j), s),
+            &|s, t, j| golden::matmul_nt(p.a(j), p.b(j), s, t),
         )
     }
 
     fn matmul_tn(&mut self, op: &str, a: &QMatrix, b: &QMatrix) -> Result<QMatrix, TrainError> {
-        let bound = max_abs(a) * max_abs(b) * a.rows as f64;
+        let p = Chunks::new((a, a.rows, rows_of), (b, b.rows, rows_of), 1).map_err(numeric(op))?;
         self.offload(
             op,
             a.frac + b.frac,
-            bound,
-            &|d, s| d.matmul_tn(a, b, s),
-            &|s, t| golden::matmul_tn(a, b, s, t),
+            max_abs(a) * max_abs(b) * p.k as f64,
+            p.len(),
+            &|d, s, j| d.matmul_tn(p.a(j), p.b(j), s),
+            &|s, t, j| golden::matmul_tn(p.a(j), p.b(j), s, t),
         )
     }
 
@@ -338,8 +338,9 @@ impl Arith for FixedArith {
             op,
             x.frac + w.frac,
             bound,
-            &|d, s| d.conv2d_forward(x, w, g, s),
-            &|s, t| golden::conv2d_forward(x, w, g, s, t),
+            1,
+            &|d, s, _| d.conv2d_forward(x, w, g, s),
+            &|s, t, _| golden::conv2d_forward(x, w, g, s, t),
         )
     }
 
@@ -355,8 +356,9 @@ impl Arith for FixedArith {
             op,
             dy.frac + w.frac,
             bound,
-            &|d, s| d.conv2d_backward_input(dy, w, g, s),
-            &|s, t| golden::conv2d_backward_input(dy, w, g, s, t),
+            1,
+            &|d, s, _| d.conv2d_backward_input(dy, w, g, s),
+            &|s, t, _| golden::conv2d_backward_input(dy, w, g, s, t),
         )
     }
 
@@ -367,13 +369,30 @@ impl Arith for FixedArith {
         dy: &QMatrix,
         g: &Conv2dGeom,
     ) -> Result<QMatrix, TrainError> {
-        let bound = max_abs(x) * max_abs(dy) * (g.batch * g.out_h() * g.out_w()) as f64;
+        // The reduction runs over every output pixel of the batch: split between images.
+        if x.rows != g.batch || dy.rows != g.batch {
+            return Err(TrainError::Shape {
+                op: op.into(),
+                msg: format!(
+                    "{} input and {} gradient rows for a batch of {}",
+                    x.rows, dy.rows, g.batch
+                ),
+            });
+        }
+        let pix = g.out_h() * g.out_w();
+        let p =
+            Chunks::new((x, g.batch, rows_of), (dy, g.batch, rows_of), pix).map_err(numeric(op))?;
+        let geom = |j: usize| Conv2dGeom {
+            batch: p.units(j),
+            ..*g
+        };
         self.offload(
             op,
             x.frac + dy.frac,
-            bound,
-            &|d, s| d.conv2d_backward_weights(x, dy, g, s),
-            &|s, t| golden::conv2d_backward_weights(x, dy, g, s, t),
+            max_abs(x) * max_abs(dy) * p.k as f64,
+            p.len(),
+            &|d, s, j| d.conv2d_backward_weights(p.a(j), p.b(j), &geom(j), s),
+            &|s, t, j| golden::conv2d_backward_weights(p.a(j), p.b(j), &geom(j), s, t),
         )
     }
 
@@ -527,6 +546,10 @@ impl Arith for FixedArith {
 
     fn set_state(&mut self, s: BTreeMap<String, u32>) {
         self.fracs = s;
+    }
+
+    fn saturation(&self) -> BTreeMap<String, SaturationCount> {
+        self.saturation.clone()
     }
 }
 

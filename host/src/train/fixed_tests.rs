@@ -71,3 +71,93 @@ fn sgd_moves_weights_by_lr_times_gradient_on_average() {
         "nearest rounding loses the update"
     );
 }
+
+#[test]
+fn forced_saturation_is_counted() {
+    let mut a = arith(Rounding::NearestEven);
+    // 1.0 * 1.0 at a remembered frac of 15 is 32768: one past the top, so one retry at 14.
+    a.fracs.insert("big".into(), 15);
+    let one = QMatrix::from_vec(1, 1, 14, vec![1 << 14]).unwrap();
+    assert_eq!(a.matmul("big", &one, &one).unwrap().to_f32(), vec![1.0]);
+    let want = SaturationCount {
+        ops: 2,
+        retries: 1,
+        saturated_words: 0,
+    };
+    assert_eq!(a.saturation()["big"], want);
+    // With no fractional bits to give up (0 + 0 in, 0 out), 32767 * 2 saturates and is kept.
+    let m = QMatrix::from_vec(1, 2, 0, vec![32767, 1]).unwrap();
+    let two = QMatrix::from_vec(2, 1, 0, vec![2, 0]).unwrap();
+    assert_eq!(a.matmul("kept", &m, &two).unwrap().data, vec![32767]);
+    let want = SaturationCount {
+        ops: 1,
+        retries: 0,
+        saturated_words: 1,
+    };
+    assert_eq!(a.saturation()["kept"], want);
+    assert_eq!(crate::train::saturation_totals(&a), (1, 1));
+}
+
+/// `Aᵀ·B` over `MAX_K + 5` rows, against the contract's "Long reductions" rule re-done here
+/// step by step with the golden model: chunks of `MAX_K` and 5 rows, chunk seeds, exact sum
+/// at 15 fractional bits, one sequential conversion.
+#[test]
+fn a_long_reduction_is_split_by_the_contract_rule() {
+    use crate::golden::split::{chunk_seed, rows_of};
+    use systole_core::numeric::MAX_K;
+    let k = MAX_K + 5;
+    let word = |i: usize, p: usize, m: usize| ((i * p) % m) as i16 - (m / 2) as i16;
+    let a = QMatrix::from_vec(k, 2, 12, (0..2 * k).map(|i| word(i, 7919, 4001)).collect());
+    let b = QMatrix::from_vec(
+        k,
+        3,
+        11,
+        (0..3 * k).map(|i| word(i, 104_729, 3001)).collect(),
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let mut ar = arith(Rounding::Stochastic);
+    ar.begin_step(5);
+    let f = 4;
+    ar.fracs.insert("dw".into(), f);
+    let got = ar.matmul_tn("dw", &a, &b).unwrap();
+    assert_eq!(
+        ar.saturation()["dw"].retries,
+        0,
+        "the test assumes no retry"
+    );
+    let seed = |i: u32| rng::op_seed(1, 5, i);
+    let mut sum = vec![0i64; 6];
+    for (j, r) in [0..MAX_K, MAX_K..k].into_iter().enumerate() {
+        let spec = OutputSpec {
+            frac: f,
+            rounding: Rounding::Stochastic,
+            seed: chunk_seed(seed(j as u32), j),
+        };
+        let part = golden::matmul_tn(&rows_of(&a, r.clone()), &rows_of(&b, r), &spec, 4).unwrap();
+        for (s, &w) in sum.iter_mut().zip(&part.data) {
+            *s += (w as i64) << (15 - f);
+        }
+    }
+    let m = sum.iter().map(|v| v.abs()).max().unwrap();
+    let out = (0..=15u32)
+        .rev()
+        .find(|&o| m >> (15 - o) < 32767)
+        .unwrap_or(0);
+    let want = convert_sequential(&sum, 15 - out, Rounding::Stochastic, seed(2));
+    assert_eq!((got.frac, got.data), (out, want));
+}
+
+#[test]
+fn an_op_error_names_its_cause_once() {
+    let e = TrainError::Numeric {
+        op: "layer 1 forward".into(),
+        source: NumericError::KTooLong(200_704),
+    };
+    // The CLI prints errors with their causes, as `{:#}` does.
+    let s = format!("{:#}", anyhow::Error::from(e));
+    assert!(
+        s.starts_with("layer 1 forward: dot product of length 200704"),
+        "{s}"
+    );
+    assert_eq!(s.matches("200704").count(), 1, "{s}");
+}

@@ -24,7 +24,7 @@ use systole_core::Rounding;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TrainError {
-    /// The device failed on an operation.
+    /// The device failed on an operation (the cause is the error's source).
     #[error("{op}")]
     Device {
         /// The operation, e.g. `layer 2 backward dW`.
@@ -32,7 +32,7 @@ pub enum TrainError {
         /// The cause.
         source: DeviceError,
     },
-    /// An operation broke the numeric contract.
+    /// An operation broke the numeric contract (the cause is the error's source).
     #[error("{op}")]
     Numeric {
         /// The operation.
@@ -62,7 +62,7 @@ pub enum TrainError {
     /// A checkpoint cannot be used.
     #[error("checkpoint: {0}")]
     Checkpoint(String),
-    /// A file could not be written or read (the cause follows in the error chain).
+    /// A file could not be written or read (the cause is the error's source).
     #[error("{path}")]
     Io {
         /// The file.
@@ -239,6 +239,20 @@ pub struct EpochRecord {
     pub test_loss: f32,
     /// Wall-clock seconds of the epoch (training and evaluation).
     pub seconds: f64,
+    /// Fixed point: device operations re-run because an output saturated, in this epoch
+    /// (training and evaluation; this process's operations).
+    #[serde(default)]
+    pub retries: u64,
+    /// Fixed point: saturated words in the device results kept, in this epoch.
+    #[serde(default)]
+    pub saturated_words: u64,
+}
+
+/// Total `(retries, saturated words)` of an arithmetic's saturation counters.
+pub fn saturation_totals(a: &impl Arith) -> (u64, u64) {
+    a.saturation()
+        .values()
+        .fold((0, 0), |(r, w), c| (r + c.retries, w + c.saturated_words))
 }
 
 /// Progress callbacks (the CLI draws progress bars with them).
@@ -378,6 +392,7 @@ impl<A: Arith> Trainer<A> {
         let batches = n.div_ceil(self.cfg.batch);
         obs.epoch_start(self.epoch + 1, batches);
         let (mut loss_sum, mut correct) = (0f64, 0usize);
+        let sat0 = saturation_totals(&self.arith);
         for idx in order.chunks(self.cfg.batch) {
             self.arith.begin_step(self.step);
             let (loss, ok, grads) = self.loss_and_grads(data, idx, idx.len())?;
@@ -399,6 +414,7 @@ impl<A: Arith> Trainer<A> {
         }
         self.epoch += 1;
         let (test_loss, test_acc) = self.evaluate(&data.test, features)?;
+        let sat = saturation_totals(&self.arith);
         let rec = EpochRecord {
             epoch: self.epoch,
             train_loss: (loss_sum / n as f64) as f32,
@@ -406,6 +422,8 @@ impl<A: Arith> Trainer<A> {
             test_acc,
             test_loss,
             seconds: t0.elapsed().as_secs_f64(),
+            retries: sat.0 - sat0.0,
+            saturated_words: sat.1 - sat0.1,
         };
         self.history.push(rec.clone());
         obs.epoch_end(&rec);

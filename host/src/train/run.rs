@@ -3,7 +3,7 @@
 //! summary the CLI turns into reports.
 
 use super::checkpoint::{self, Checkpoint};
-use super::fixed::FixedArith;
+use super::fixed::{FixedArith, SaturationCount};
 use super::float::{FloatArith, FloatFormat};
 use super::{
     arith::Arith, arith::TensorState, EpochRecord, MaybeDevice, Observer, Precision, TrainConfig,
@@ -13,6 +13,7 @@ use crate::data::Dataset;
 use crate::device::DeviceStats;
 use crate::dist::{Collective, Single};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::path::Path;
 use systole_core::ArrayConfig;
 
@@ -65,6 +66,9 @@ pub struct RunSummary {
     pub history: Vec<EpochRecord>,
     /// Device name and counters for the epochs run in this process.
     pub device: Option<(String, DeviceStatsReport)>,
+    /// Fixed point: saturation counters per operation name, for the epochs run in this process
+    /// (under MPI, this rank's shards); empty for the float formats.
+    pub saturation: BTreeMap<String, SaturationCount>,
     /// Final parameters.
     #[serde(skip)]
     pub params: Vec<TensorState>,
@@ -149,6 +153,7 @@ fn drive<A: Arith + MaybeDevice>(
         arithmetic: t.arith.describe(),
         history: t.history.clone(),
         device: t.arith.device_stats().map(|(n, s)| (n, s.into())),
+        saturation: t.arith.saturation(),
         params: t.param_states(),
     })
 }

@@ -10,14 +10,15 @@
 //! K ranks running S/K shards each end with identical weights.
 
 use super::arith::Arith;
-use super::fixed::{exact_at, shard_key, FixedArith};
+use super::fixed::{add_exact_at, shard_key, FixedArith};
 use super::model::{self, Layer};
 use super::{rng, EpochRecord, Observer, TrainError, Trainer};
 use crate::data::Dataset;
 use crate::dist::Collective;
 
-/// Common fractional bits of summed gradients: tensors never carry more than 15.
-pub const GRAD_FRAC: u32 = 15;
+/// Common fractional bits of summed gradients: the contract's common scale of exact partial
+/// sums (tensors never carry more than 15).
+pub const GRAD_FRAC: u32 = crate::golden::split::SUM_FRAC;
 
 /// Training losses travel as integers with this many fractional bits (exact sums).
 const LOSS_FRAC: u32 = 24;
@@ -64,9 +65,7 @@ impl Trainer<FixedArith> {
         self.arith.begin_shard(self.step, Some(k as u32));
         let (loss, ok, grads) = self.loss_and_grads(data, part, global)?;
         for (s, g) in sums.iter_mut().zip(&grads) {
-            for (a, b) in s.iter_mut().zip(exact_at(g, GRAD_FRAC)) {
-                *a += b;
-            }
+            add_exact_at(s, g, GRAD_FRAC);
         }
         let loss_q = (loss as f64 * part.len() as f64 * (1u64 << LOSS_FRAC) as f64).round();
         Ok((loss_q as i64, ok as i64))
@@ -91,6 +90,7 @@ impl Trainer<FixedArith> {
         obs.epoch_start(self.epoch + 1, n.div_ceil(self.cfg.batch));
         let shapes: Vec<(usize, usize)> = self.params.iter().map(|p| (p.rows, p.cols)).collect();
         let (mut loss_sum, mut correct) = (0i64, 0i64);
+        let sat0 = super::saturation_totals(&self.arith);
         for idx in order.chunks(self.cfg.batch) {
             let mut sums: Vec<Vec<i64>> = shapes.iter().map(|&(r, c)| vec![0; r * c]).collect();
             let (mut l, mut c) = (0, 0);
@@ -137,6 +137,8 @@ impl Trainer<FixedArith> {
             test_acc,
             test_loss,
             seconds: t0.elapsed().as_secs_f64(),
+            retries: super::saturation_totals(&self.arith).0 - sat0.0,
+            saturated_words: super::saturation_totals(&self.arith).1 - sat0.1,
         };
         self.history.push(rec.clone());
         obs.epoch_end(&rec);

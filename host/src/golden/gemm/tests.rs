@@ -95,8 +95,8 @@ fn worst_case_blocks_do_not_overflow() {
 
 #[test]
 fn longest_contract_dot_product_is_exact() {
-    // k = MAX_K with every pair of extremes: (-32768)^2 everywhere gives 2^47, the contract's
-    // largest accumulator magnitude; -1 * -1 has the largest low-byte product (255 * 255) at
+    // k = MAX_K with every pair of extremes: (-32768)^2 everywhere gives (2^17 - 1) * 2^30, the
+    // contract's largest accumulator magnitude; -1 * -1 has the largest low-byte product (255 * 255) at
     // every step, which overflows an i32 block longer than 33025 steps.
     let (m, k, n) = (2, MAX_K, 3);
     for &x in &EXTREMES {
