@@ -7,6 +7,7 @@
 //! * [`numeric`] — the scalar primitives of the numeric contract (rounding, saturation, the
 //!   stochastic-rounding LFSR). The contract itself is written down in the golden model's docs
 //!   (`systole::golden`), which is built from these primitives.
+//! * [`crc`] — the CRC-16 parameters of the firmware protocol and the board bridge.
 //! * [`bus::AcceleratorBus`] — the narrow interface to one accelerator instance (registers plus
 //!   row-wide buffer ports), implemented by the Verilator model and by the firmware's MMIO layer.
 #![no_std]
@@ -14,6 +15,7 @@
 
 pub mod bus;
 pub mod config;
+pub mod crc;
 pub mod gather;
 pub mod numeric;
 pub mod regmap;
