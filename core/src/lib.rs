@@ -8,6 +8,7 @@
 //!   stochastic-rounding LFSR). The contract itself is written down in docs/HARDWARE.md (section 6);
 //!   the golden model (`systole::golden`) is built from these primitives.
 //! * [`limits`] — the largest tensors, models and shard counts the host accepts.
+//! * [`crc`] — the CRC-16 parameters of the firmware protocol and the board bridge.
 //! * [`bus::AcceleratorBus`] — the narrow interface to one accelerator instance (registers plus
 //!   row-wide buffer ports), implemented by the Verilator model and by the firmware's MMIO layer.
 #![no_std]
@@ -15,6 +16,7 @@
 
 pub mod bus;
 pub mod config;
+pub mod crc;
 pub mod field;
 pub mod gather;
 pub mod limits;

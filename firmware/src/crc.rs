@@ -1,9 +1,7 @@
-//! CRC-16/CCITT-FALSE, the frame check of the protocol.
-//!
-//! Parameters: polynomial `0x1021`, initial value `0xFFFF`, no input or output reflection, no
-//! final XOR. The check value of the ASCII bytes `"123456789"` is `0x29B1`. A 16-bit CRC detects
-//! every error burst up to 16 bits and all odd bit-error counts (the polynomial has `x + 1` as
-//! a factor) in frames far longer than the protocol's largest.
+//! CRC-16/CCITT-FALSE (parameters in [`systole_core::crc`]), table-driven: the frame check of
+//! the protocol and the check of the board bridge's read replies. A 16-bit CRC detects every
+//! error burst up to 16 bits and all odd bit-error counts in frames far longer than the
+//! protocol's largest.
 
 /// One table entry per byte value, built at compile time so the firmware has no runtime setup.
 const TABLE: [u16; 256] = build_table();
@@ -12,24 +10,15 @@ const fn build_table() -> [u16; 256] {
     let mut table = [0u16; 256];
     let mut i = 0;
     while i < 256 {
-        let mut c = (i as u16) << 8;
-        let mut bit = 0;
-        while bit < 8 {
-            c = if c & 0x8000 != 0 {
-                (c << 1) ^ 0x1021
-            } else {
-                c << 1
-            };
-            bit += 1;
-        }
-        table[i] = c;
+        // The register after shifting in byte `i` from zero: its effect on any register.
+        table[i] = systole_core::crc::update_byte(0, i as u8);
         i += 1;
     }
     table
 }
 
 /// Initial register value.
-pub const INIT: u16 = 0xFFFF;
+pub const INIT: u16 = systole_core::crc::INIT;
 
 /// Continues a CRC over `data`, starting from `crc` (use [`INIT`] for a fresh one).
 pub fn update(mut crc: u16, data: &[u8]) -> u16 {
@@ -48,20 +37,9 @@ pub fn crc16(data: &[u8]) -> u16 {
 mod tests {
     use super::*;
 
-    /// Bit-by-bit reference, written from the parameter list, to check the table.
+    /// The bit-by-bit reference the hardware follows.
     fn reference(data: &[u8]) -> u16 {
-        let mut crc = 0xFFFFu16;
-        for &b in data {
-            crc ^= u16::from(b) << 8;
-            for _ in 0..8 {
-                crc = if crc & 0x8000 != 0 {
-                    (crc << 1) ^ 0x1021
-                } else {
-                    crc << 1
-                };
-            }
-        }
-        crc
+        systole_core::crc::crc16_bitwise(data)
     }
 
     #[test]

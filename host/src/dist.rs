@@ -6,6 +6,10 @@
 //! so every rank holds the very same result whatever the reduction tree, which is what makes a
 //! K-rank run match a 1-rank run bit for bit.
 
+mod agree;
+
+pub use agree::{agree, Disagreement, Fnv, Setting};
+
 /// Why the collective cannot be used.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

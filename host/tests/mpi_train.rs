@@ -1,10 +1,12 @@
 //! `mpirun -np 2 systole train --shards 2` ends with the same checkpoint weights, momentum and
 //! fractional-bit state as `systole train --shards 2` in one process (feature `mpi`; needs
-//! Open MPI's `mpirun`).
+//! Open MPI's `mpirun`). Ranks started with different options all end at once with one
+//! sentence naming the option.
 #![cfg(feature = "mpi")]
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 const ARGS: &[&str] = &[
     "train", "--device", "golden", "--array", "4", "--hidden", "16", "--limit", "251", "--epochs",
@@ -47,4 +49,83 @@ fn two_mpi_ranks_match_one_process_bit_for_bit() {
         assert_eq!(a[k], b[k], "{k} differs");
     }
     assert!(a["params"].as_array().is_some_and(|p| p.len() == 4));
+}
+
+/// A small run; the option under test is appended per rank.
+const SMALL: &[&str] = &[
+    "train", "--device", "golden", "--array", "4", "--limit", "64", "--epochs", "1",
+];
+
+/// Far above what a mismatch needs (MPI start-up, loading the digits): only a hang reaches it.
+const HANG: Duration = Duration::from_secs(60);
+
+/// Runs two ranks (`mpirun` MPMD syntax) that differ only in `option`, and returns the exit
+/// status and the combined output, or panics if the job did not end within [`HANG`].
+fn mismatched(option: &str, rank0: &str, rank1: &str) -> (std::process::ExitStatus, String) {
+    let bin = env!("CARGO_BIN_EXE_systole");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let out = std::fs::File::create(&log).unwrap();
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--allow-run-as-root", "--oversubscribe"]);
+    for (i, value) in [rank0, rank1].into_iter().enumerate() {
+        if i > 0 {
+            cmd.arg(":");
+        }
+        cmd.args(["-np", "1", bin])
+            .args(SMALL)
+            .args([option, value]);
+    }
+    let mut child = cmd
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + HANG;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > end {
+            // SIGTERM lets mpirun take its ranks down with it.
+            let _ = Command::new("kill").arg(child.id().to_string()).status();
+            std::thread::sleep(Duration::from_secs(5));
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "ranks with different {option} still ran after {HANG:?}:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    (status, std::fs::read_to_string(&log).unwrap())
+}
+
+/// Ranks differing in `option` end non-zero, and rank 0's one sentence names it and both values.
+fn refused(option: &str, rank0: &str, rank1: &str) {
+    let (status, log) = mismatched(option, rank0, rank1);
+    assert!(
+        !status.success(),
+        "different {option} ended with {status}:\n{log}"
+    );
+    let want = format!("disagree on {option}: rank 0 has {rank0} but rank 1 has {rank1}");
+    assert!(log.contains(&want), "no '{want}' in:\n{log}");
+    assert_eq!(log.matches("disagree on").count(), 1, "{log}");
+}
+
+#[test]
+fn ranks_with_different_hidden_widths_stop_at_once() {
+    refused("--hidden", "32", "16");
+}
+
+#[test]
+fn ranks_with_different_seeds_stop_at_once() {
+    refused("--seed", "1", "2");
+}
+
+#[test]
+fn ranks_with_different_rounding_stop_at_once() {
+    refused("--rounding", "stochastic", "nearest");
 }

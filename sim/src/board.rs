@@ -235,17 +235,30 @@ mod tests {
         assert_eq!(got, [0x53, 0x00, 0xFF, 0xA5]);
     }
 
-    /// The board image answers the bridge's register read of `ID` ("SYST") through its pins.
+    /// The board image answers the bridge's register read of `ID` ("SYST", then the CRC of
+    /// the request and the data) through its pins.
     #[test]
     fn the_board_image_answers_over_its_serial_pins() {
         let Ok(mut board) = VerilatedBoard::new() else {
             println!("no board model in this build: skipped");
             return;
         };
-        board.write_all(&[b'R', systole_core::regmap::ID]).unwrap();
+        let request = [b'R', systole_core::regmap::ID];
+        board.write_all(&request).unwrap();
+        let mut reply = [0u8; 6];
+        board.read_exact(&mut reply).unwrap();
+        let (id, crc) = reply.split_at(4);
+        assert_eq!(
+            u32::from_be_bytes(id.try_into().unwrap()),
+            systole_core::regmap::ID_VALUE
+        );
+        let checked = [&request[..], id].concat();
+        assert_eq!(
+            crc,
+            systole_core::crc::crc16_bitwise(&checked).to_be_bytes(),
+            "{reply:02x?}"
+        );
         let mut id = [0u8; 4];
-        board.read_exact(&mut id).unwrap();
-        assert_eq!(u32::from_be_bytes(id), systole_core::regmap::ID_VALUE);
         // Nothing more comes back: the next read times out.
         let e = board.read(&mut id).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::TimedOut);

@@ -1,4 +1,9 @@
 //! The byte-protocol bridge of the board top (protocol in the parent module's docs).
+//!
+//! The check of read replies is a bit-serial CRC-16 ([`systole_core::crc`]): each byte the
+//! CRC covers is shifted in one bit per clock, eight clocks per byte, while the UART takes at
+//! least 40 clocks per byte (4 clocks per bit at the least), so a 16-bit register, a byte
+//! shift register and a bit counter are all it costs.
 
 use rust_hdl_core::prelude::*;
 use rust_hdl_widgets::{dff::DFF, dff_setup};
@@ -35,6 +40,8 @@ enum BridgeState {
     Send,
     /// Sending the one-byte reply held in `op`.
     Ack,
+    /// Sending the CRC of a read reply, high byte first.
+    Check,
 }
 
 /// The byte-protocol bridge (see the `board_top` module docs) for an array of `n` lanes.
@@ -90,6 +97,14 @@ pub struct UartBridge {
     /// Row words: a shift chain (new words enter at the top, lane 0 leaves at the bottom),
     /// because rust-hdl kernels can only index with loop variables.
     lanes: Vec<DFF<Bits<16>>>,
+    /// CRC of the current read command's request and reply bytes so far.
+    crc: DFF<Bits<16>>,
+    /// Bits of the byte being shifted into `crc`, most significant first.
+    crc_byte: DFF<Bits<8>>,
+    /// Bits of `crc_byte` still to shift in (0: the CRC is up to date).
+    crc_bits_left: DFF<Bits<4>>,
+    crc_poly: Constant<Bits<16>>,
+    crc_init: Constant<Bits<16>>,
     n: Constant<Bits<8>>,
     /// Words of a feature-map row.
     fm_words: Constant<Bits<8>>,
@@ -132,6 +147,11 @@ impl UartBridge {
             high_byte: Default::default(),
             held: Default::default(),
             lanes: (0..lanes).map(|_| Default::default()).collect(),
+            crc: Default::default(),
+            crc_byte: Default::default(),
+            crc_bits_left: Default::default(),
+            crc_poly: Constant::new(u64::from(systole_core::crc::POLY).to_bits()),
+            crc_init: Constant::new(u64::from(systole_core::crc::INIT).to_bits()),
             n: Constant::new((lanes as u64).to_bits()),
             fm_words: Constant::new((fm_row_words as u64).to_bits()),
             _fm_base: lanes - fm_row_words,
@@ -156,7 +176,10 @@ impl Logic for UartBridge {
             args,
             words_left,
             high_byte,
-            held
+            held,
+            crc,
+            crc_byte,
+            crc_bits_left
         );
         for i in 0..self.lanes.len() {
             self.lanes[i].clock.next = self.clock.val();
@@ -184,10 +207,24 @@ impl Logic for UartBridge {
         } else {
             self.reg_addr.next = self.args.q.val().get_bits::<8>(0);
         }
+        // One CRC step per clock; a state that takes a new byte overrides this below.
+        if self.crc_bits_left.q.val().any() {
+            if self.crc.q.val().get_bit(15) ^ self.crc_byte.q.val().get_bit(7) {
+                self.crc.d.next = (self.crc.q.val() << 1) ^ self.crc_poly.val();
+            } else {
+                self.crc.d.next = self.crc.q.val() << 1;
+            }
+            self.crc_byte.d.next = self.crc_byte.q.val() << 1;
+            self.crc_bits_left.d.next = self.crc_bits_left.q.val() - 1;
+        }
         match self.state.q.val() {
             BridgeState::Idle => {
                 self.active.next = false;
                 if self.rx_valid.val() {
+                    // A new command: its CRC starts over with the opcode.
+                    self.crc.d.next = self.crc_init.val();
+                    self.crc_byte.d.next = self.rx_data.val();
+                    self.crc_bits_left.d.next = 8.into();
                     self.op.d.next = self.rx_data.val();
                     self.state.d.next = BridgeState::Header;
                     if self.rx_data.val() == 0x57 {
@@ -209,6 +246,8 @@ impl Logic for UartBridge {
             }
             BridgeState::Header => {
                 if self.rx_valid.val() {
+                    self.crc_byte.d.next = self.rx_data.val();
+                    self.crc_bits_left.d.next = 8.into();
                     self.args.d.next =
                         (self.args.q.val() << 8) | bit_cast::<40, 8>(self.rx_data.val());
                     self.header_left.d.next = self.header_left.q.val() - 1;
@@ -281,6 +320,7 @@ impl Logic for UartBridge {
                 self.state.d.next = BridgeState::Send;
             }
             BridgeState::Send => {
+                // Each byte sent goes into the CRC; the next waits until it is in.
                 for i in 0..1 {
                     if self.high_byte.q.val() {
                         self.tx_data.next = self.lanes[i].q.val().get_bits::<8>(8);
@@ -288,8 +328,16 @@ impl Logic for UartBridge {
                         self.tx_data.next = self.lanes[i].q.val().get_bits::<8>(0);
                     }
                 }
-                if !self.tx_busy.val() {
+                if !self.tx_busy.val() & !self.crc_bits_left.q.val().any() {
                     self.tx_start.next = true;
+                    for i in 0..1 {
+                        if self.high_byte.q.val() {
+                            self.crc_byte.d.next = self.lanes[i].q.val().get_bits::<8>(8);
+                        } else {
+                            self.crc_byte.d.next = self.lanes[i].q.val().get_bits::<8>(0);
+                        }
+                    }
+                    self.crc_bits_left.d.next = 8.into();
                     self.high_byte.d.next = !self.high_byte.q.val();
                     if !self.high_byte.q.val() {
                         for i in 0..(self.lanes.len() - 1) {
@@ -297,8 +345,23 @@ impl Logic for UartBridge {
                         }
                         self.words_left.d.next = self.words_left.q.val() - 1;
                         if self.words_left.q.val() == 1 {
-                            self.state.d.next = BridgeState::Idle;
+                            self.state.d.next = BridgeState::Check;
                         }
+                    }
+                }
+            }
+            BridgeState::Check => {
+                // `high_byte` is set again after the last data byte.
+                if self.high_byte.q.val() {
+                    self.tx_data.next = self.crc.q.val().get_bits::<8>(8);
+                } else {
+                    self.tx_data.next = self.crc.q.val().get_bits::<8>(0);
+                }
+                if !self.tx_busy.val() & !self.crc_bits_left.q.val().any() {
+                    self.tx_start.next = true;
+                    self.high_byte.d.next = !self.high_byte.q.val();
+                    if !self.high_byte.q.val() {
+                        self.state.d.next = BridgeState::Idle;
                     }
                 }
             }
@@ -333,8 +396,9 @@ mod tests {
         sent: Vec<u8>,
     }
 
-    /// Sends each command's bytes (one every fourth cycle, as a UART receiver would deliver
-    /// them) and waits for its reply of the given length before the next, as a host does.
+    /// Sends each command's bytes (one every tenth cycle, as a UART receiver of one clock per
+    /// bit would deliver them; real ones take at least 40) and waits for its reply of the given
+    /// length before the next, as a host does.
     fn run(commands: Vec<(Vec<u8>, usize)>) -> Seen {
         run_lanes(N, commands)
     }
@@ -343,7 +407,10 @@ mod tests {
     fn run_lanes(n: usize, commands: Vec<(Vec<u8>, usize)>) -> Seen {
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Seen::default()));
         let out = seen.clone();
-        let total: usize = commands.iter().map(|(c, r)| 4 * c.len() + 4 * r + 8).sum();
+        let total: usize = commands
+            .iter()
+            .map(|(c, r)| 10 * c.len() + 10 * r + 8)
+            .sum();
         let mut sim = simple_sim!(UartBridge, clock, 1_000_000, ep, {
             let mut x = ep.init()?;
             x.reset.next = true;
@@ -368,7 +435,7 @@ mod tests {
                         x.rx_valid.next = true;
                         wait_for += reply;
                     }
-                    gap = 3;
+                    gap = 9;
                 } else if gap > 0 {
                     gap -= 1;
                 }
@@ -431,15 +498,27 @@ mod tests {
             .unwrap()
     }
 
+    /// `data` followed by the CRC of `request` and `data`, high byte first: a read's reply.
+    fn checked(request: &[u8], data: &[u8]) -> Vec<u8> {
+        let all: Vec<u8> = request.iter().chain(data).copied().collect();
+        let crc = systole_core::crc::crc16_bitwise(&all);
+        data.iter().copied().chain(crc.to_be_bytes()).collect()
+    }
+
     #[test]
     fn register_write_and_read() {
         let s = run(vec![
             (vec![b'W', 0x0B, 0x00, 0x01, 0x02, 0x03], 1),
-            (vec![b'R', 0x00], 4),
-            (vec![b'R', 0x07], 4),
+            (vec![b'R', 0x00], 6),
+            (vec![b'R', 0x07], 6),
         ]);
         assert_eq!(s.reg_writes, vec![(0x0B, 0x0001_0203)]);
-        assert_eq!(s.sent, vec![b'W', 0x53, 0x59, 0x53, 0x54, 0, 0, 0, 7]);
+        let mut want = vec![b'W'];
+        want.extend(checked(&[b'R', 0], &[0x53, 0x59, 0x53, 0x54]));
+        want.extend(checked(&[b'R', 7], &[0, 0, 0, 7]));
+        assert_eq!(s.sent, want);
+        // The CRC of the first reply, computed outside the project from the parameters.
+        assert_eq!(s.sent[5..7], [0x9A, 0xE1]);
     }
 
     #[test]
@@ -455,15 +534,17 @@ mod tests {
         let s = run(vec![
             (a, 1),
             (b, 1),
-            (vec![b'C', 1, 0x00, 0x03], 2 * N),
+            (vec![b'C', 1, 0x00, 0x03], 2 * N + 2),
             (vec![b'x'], 1),
         ]);
         assert_eq!(s.a_rows, vec![(true, 0x105, vec![1, -2, 300, -32768])]);
         assert_eq!(s.b_rows, vec![(false, 2, vec![7, 8, 9, 32767])]);
         let mut want = vec![b'A', b'B'];
+        let mut row = vec![];
         for lane in 0..N as i16 {
-            want.extend((-(1000 + 30 + lane)).to_be_bytes());
+            row.extend((-(1000 + 30 + lane)).to_be_bytes());
         }
+        want.extend(checked(&[b'C', 1, 0x00, 0x03], &row));
         want.push(b'?');
         assert_eq!(s.sent, want);
     }

@@ -9,10 +9,10 @@
 //! | command | bytes sent | reply |
 //! |---------|-----------|-------|
 //! | write register | `'W'` addr data(4) | `'W'` once written |
-//! | read register | `'R'` addr | data(4) |
+//! | read register | `'R'` addr | data(4) crc(2) |
 //! | write A row | `'A'` bank row(2) then `n` words | `'A'` once written |
 //! | write B row | `'B'` bank row(2) then `n` words | `'B'` once written |
-//! | read C row | `'C'` bank row(2) | `n` words |
+//! | read C row | `'C'` bank row(2) | `n` words, crc(2) |
 //! | write feature-map row | `'F'` row(2) then `R` words | `'F'` once written |
 //! | anything else | one byte | `'?'` |
 //!
@@ -20,6 +20,13 @@
 //! words not above `n`); the row is the word address divided by `R`. A board built without
 //! the conv unit ([`BoardTopOptions::fm_depth`] 0, the default of the board flows) accepts
 //! `'F'` and ignores it; its `CONFIG` register says the unit is absent.
+//!
+//! `crc` is the CRC-16 of [`systole_core::crc`] over the read command's bytes as the bridge
+//! received them (opcode and header) followed by the reply's data bytes, sent big-endian.
+//! It covers both directions of a read: a flipped bit in the address or in the data makes the
+//! host's CRC of what it sent and got differ, and the host reads again (reads change nothing on
+//! the board) or stops with an error. A write's reply is its opcode echoed: a flipped echo
+//! is caught as a wrong echo (the write's own bytes are not checked).
 //!
 //! The host sends one command and waits for its reply before the next: bytes that arrive while
 //! a reply is still being sent are dropped. A register read takes no clock of its own (the
@@ -314,7 +321,7 @@ mod tests {
                             }
                         }
                     }
-                    for _ in 0..(8 * 10 * 5) {
+                    for _ in 0..(8 * 10 * 8) {
                         wait_clock_cycle!(ep, clock, x);
                         rec.push(x.uart_tx.val());
                     }
@@ -324,7 +331,13 @@ mod tests {
             });
             sim.run(Box::new(uut), 1_250_000 * 4_000).unwrap();
             let got = decode_uart(&line.lock().unwrap(), 8);
-            assert_eq!(got, b"SYSTW\0\0\0\x05", "halve_clock {halve_clock}");
+            let crc = |bytes: &[u8]| systole_core::crc::crc16_bitwise(bytes).to_be_bytes();
+            let mut want = b"SYST".to_vec();
+            want.extend(crc(b"R\0SYST"));
+            want.push(b'W');
+            want.extend(b"\0\0\0\x05");
+            want.extend(crc(b"R\x08\0\0\0\x05"));
+            assert_eq!(got, want, "halve_clock {halve_clock}");
         }
     }
 }

@@ -123,12 +123,32 @@ pub fn train(a: &TrainArgs) -> anyhow::Result<()> {
     if dist.size() == 1 {
         return train_on(a, &crate::dist::Single);
     }
-    // A failing rank ends the whole job instead of leaving the others blocked in a collective.
-    if let Err(e) = train_on(a, dist.as_ref()) {
-        eprintln!("rank {}: error: {}", dist.rank(), super::error_text(&e));
-        dist.abort(1);
+    match train_on(a, dist.as_ref()) {
+        Ok(()) => Ok(()),
+        // Every rank found the disagreement: rank 0 says why, then all end at once (after a
+        // last collective, as mpirun ends the job at the first non-zero exit).
+        Err(e) if is_disagreement(&e) => {
+            if dist.rank() == 0 {
+                eprintln!("error: {}", super::error_text(&e));
+            }
+            dist.all_reduce_sum_i64(&mut [0]);
+            drop(dist);
+            std::process::exit(1)
+        }
+        // A failing rank ends the whole job instead of leaving the others blocked in a
+        // collective.
+        Err(e) => {
+            eprintln!("rank {}: error: {}", dist.rank(), super::error_text(&e));
+            dist.abort(1)
+        }
     }
-    Ok(())
+}
+
+fn is_disagreement(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<crate::train::TrainError>(),
+        Some(crate::train::TrainError::Ranks(_))
+    )
 }
 
 fn train_on(a: &TrainArgs, dist: &dyn crate::dist::Collective) -> anyhow::Result<()> {

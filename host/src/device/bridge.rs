@@ -6,7 +6,11 @@
 //! next command as soon as it starts sending a one-byte echo, and the echoes are checked in
 //! order later. A read (`R`, `C`) waits for its whole reply before anything else is sent (the
 //! bridge drops bytes that arrive while it sends a longer reply), so only reads cost a round
-//! trip on the link. Idles send nothing: the board's clock runs freely and
+//! trip on the link. A read's reply ends with the board's CRC-16 over the request and the
+//! reply data: on a mismatch the bus drains the line and reads again (reads change nothing on
+//! the board), up to [`READ_TRIES`] times, then stops with [`BridgeError::Corrupt`]; a flipped
+//! write echo is a protocol error. So a noisy link costs retries or ends the run, and never
+//! returns a wrong word. Idles send nothing: the board's clock runs freely and
 //! the tile driver polls `STATUS`/`DONE_COUNT`, so wall-clock time is the only idle there is.
 //! A board built with the conv unit (`systole bitstream --fm-depth N`) takes feature-map rows
 //! with the `'F'` command and [`BridgeDevice`] runs convolutions on it, each map sent once;
@@ -21,7 +25,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 use systole_core::bus::Beat;
 use systole_core::{regmap, AcceleratorBus, ArrayConfig};
-use systole_firmware::driver;
+use systole_firmware::{crc, driver};
 use systole_hdl::board_top::{
     OP_READ_C, OP_READ_REG, OP_WRITE_A, OP_WRITE_B, OP_WRITE_FM, OP_WRITE_REG, REPLY_UNKNOWN,
 };
@@ -57,6 +61,14 @@ pub enum BridgeError {
     /// The reply (or the request) does not fit the protocol.
     #[error("bridge protocol error: {0}")]
     Protocol(String),
+    /// Every try of a read came back failing its CRC.
+    #[error("the reply to '{cmd}' failed its CRC check {tries} times in a row: the serial link corrupts data (check the cable and the ground, or use a lower baud rate)")]
+    Corrupt {
+        /// The command's opcode.
+        cmd: char,
+        /// Tries made.
+        tries: u32,
+    },
     /// A feature-map write that is not whole rows at a row boundary.
     #[error("feature-map write of {words} words at word {addr}: the bridge moves whole rows of {row} words at multiples of {row}")]
     FeatureMapRows {
@@ -78,7 +90,12 @@ pub struct BridgeCounters {
     pub bytes_in: u64,
     /// Commands that got their full reply.
     pub commands: u64,
+    /// Reads sent again because their reply failed the CRC check.
+    pub retries: u64,
 }
+
+/// Tries of one read whose replies fail the CRC check before the bus gives up.
+pub const READ_TRIES: u32 = 4;
 
 /// [`AcceleratorBus`] over a byte stream to the UART bridge of an array of `n` lanes.
 pub struct BridgeBus<T> {
@@ -121,11 +138,29 @@ impl<T: Read + Write> BridgeBus<T> {
     }
 
     /// Sends `request` (a register or C-row read) and fills `reply` with exactly
-    /// `reply.len()` bytes. The acknowledgements of the writes sent before it come first on the
-    /// line; they are read and checked here too.
+    /// `reply.len()` bytes whose CRC matches. The acknowledgements of the writes sent before
+    /// it come first on the line; they are read and checked here too.
     fn command(&mut self, request: &[u8], reply: &mut [u8]) -> Result<(), BridgeError> {
-        let r = self.exchange(request, reply);
-        self.settled(r)
+        let mut checked = vec![0u8; reply.len() + 2];
+        for _ in 0..READ_TRIES {
+            let r = self.exchange(request, &mut checked);
+            self.settled(r)?;
+            let (data, crc) = checked.split_at(reply.len());
+            let want = crc::update(crc::crc16(request), data);
+            if crc == want.to_be_bytes() {
+                reply.copy_from_slice(data);
+                self.counters.commands += 1;
+                return Ok(());
+            }
+            // Bytes may have been added or lost, not only flipped: start the retry on a
+            // quiet line.
+            self.counters.retries += 1;
+            self.stale = true;
+        }
+        Err(BridgeError::Corrupt {
+            cmd: char::from(request[0]),
+            tries: READ_TRIES,
+        })
     }
 
     fn exchange(&mut self, request: &[u8], reply: &mut [u8]) -> Result<(), BridgeError> {
@@ -139,7 +174,6 @@ impl<T: Read + Write> BridgeBus<T> {
         self.receive(char::from(request[0]), &mut buf, end)?;
         self.check_acks(&buf[..acks])?;
         reply.copy_from_slice(&buf[acks..]);
-        self.counters.commands += 1;
         Ok(())
     }
 
@@ -557,5 +591,7 @@ impl Device for BridgeDevice {
     }
 }
 
+#[cfg(test)]
+mod faults;
 #[cfg(test)]
 mod tests;

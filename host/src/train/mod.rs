@@ -3,6 +3,7 @@
 //! the forward and backward passes is offloaded) or in f32 / f16 / bf16 on the host as
 //! baselines. Runs are seeded and deterministic, and resume bit for bit from checkpoints.
 
+pub mod agreement;
 pub mod arith;
 pub mod checkpoint;
 pub mod fixed;
@@ -62,6 +63,9 @@ pub enum TrainError {
     /// A checkpoint cannot be used.
     #[error("checkpoint: {0}")]
     Checkpoint(String),
+    /// The MPI ranks were started with different options or data (every rank finds it).
+    #[error(transparent)]
+    Ranks(#[from] crate::dist::Disagreement),
     /// A file could not be written or read (the cause is the error's source).
     #[error("{path}")]
     Io {

@@ -2,6 +2,7 @@
 //! chosen precision, resumes if asked, trains, checkpoints after every epoch and returns a
 //! summary the CLI turns into reports.
 
+use super::agreement;
 use super::checkpoint::{self, Checkpoint};
 use super::fixed::{FixedArith, SaturationCount};
 use super::float::{FloatArith, FloatFormat};
@@ -114,9 +115,10 @@ fn drive<A: Arith + MaybeDevice>(
     arith: A,
     opts: &RunOptions,
     obs: &mut dyn Observer,
-    lead: bool,
+    dist: &dyn Collective,
     epoch: &mut EpochFn<'_, A>,
 ) -> Result<RunSummary, TrainError> {
+    let lead = dist.rank() == 0;
     let mut t = Trainer::new(cfg.clone(), data, arith)?;
     let ck_path = opts.out.as_ref().map(|d| d.join(checkpoint::FILE_NAME));
     if opts.resume {
@@ -130,6 +132,10 @@ fn drive<A: Arith + MaybeDevice>(
             )));
         }
         t.restore(Checkpoint::load(p)?)?;
+    }
+    if dist.size() > 1 {
+        let settings = agreement::run_settings(cfg, &opts.device, data, &t.checkpoint());
+        crate::dist::agree(dist, &settings)?;
     }
     if let Some(d) = opts.out.as_ref().filter(|_| lead) {
         // Room for the checkpoint twice (the old file stays until the new one replaces it) and
@@ -184,7 +190,6 @@ pub fn run_dist(
             "a run over several MPI ranks needs --shards".into(),
         ));
     }
-    let lead = dist.rank() == 0;
     let mut float = |f| -> Result<RunSummary, TrainError> {
         drive(
             cfg,
@@ -192,7 +197,7 @@ pub fn run_dist(
             FloatArith::new(f),
             opts,
             obs,
-            lead,
+            dist,
             &mut |t, d, o| t.train_epoch(d, o),
         )
     };
@@ -216,7 +221,7 @@ pub fn run_dist(
                 FixedArith::new(dev, cfg.rounding, cfg.seed, opts.check),
                 opts,
                 obs,
-                lead,
+                dist,
                 &mut |t, d, o| {
                     if sharded {
                         t.train_epoch_sharded(d, o, dist)

@@ -85,6 +85,12 @@ fn cfg(size: usize) -> ArrayConfig {
     ArrayConfig::square(size)
 }
 
+/// A read's reply as the board sends it: `data`, then the CRC of `request` and `data`.
+fn checked(request: &[u8], data: &[u8]) -> Vec<u8> {
+    let crc = crc::update(crc::crc16(request), data);
+    data.iter().copied().chain(crc.to_be_bytes()).collect()
+}
+
 #[test]
 fn write_reg_sends_opcode_addr_and_big_endian_data() {
     let (mut b, w) = bus(&[(6, b"W")], 2);
@@ -96,7 +102,8 @@ fn write_reg_sends_opcode_addr_and_big_endian_data() {
         BridgeCounters {
             bytes_out: 6,
             bytes_in: 0,
-            commands: 0
+            commands: 0,
+            retries: 0
         }
     );
     b.settle().unwrap();
@@ -105,17 +112,61 @@ fn write_reg_sends_opcode_addr_and_big_endian_data() {
         BridgeCounters {
             bytes_out: 6,
             bytes_in: 1,
-            commands: 1
+            commands: 1,
+            retries: 0
         }
     );
 }
 
 #[test]
-fn read_reg_parses_big_endian() {
-    let (mut b, w) = bus(&[(2, &[0x53, 0x59, 0x53, 0x54]), (2, &[0x80, 0, 0, 1])], 2);
+fn read_reg_parses_big_endian_and_checks_the_crc() {
+    // The CRC of 'R' 0x00 0x53 0x59 0x53 0x54, computed outside the project.
+    let second = checked(&[b'R', 0x02], &[0x80, 0, 0, 1]);
+    let (mut b, w) = bus(
+        &[(2, &[0x53, 0x59, 0x53, 0x54, 0x9A, 0xE1]), (2, &second)],
+        2,
+    );
     assert_eq!(b.read_reg(regmap::ID).unwrap(), 0x5359_5354);
     assert_eq!(b.read_reg(regmap::STATUS).unwrap(), 0x8000_0001);
     assert_eq!(*w.lock().unwrap(), [b'R', 0x00, b'R', 0x02]);
+    assert_eq!(b.counters().retries, 0);
+}
+
+/// One flipped bit in a reply's data, or in its CRC, or in the address on the way to the
+/// board: the read is sent again and the good reply taken.
+#[test]
+fn a_reply_failing_its_crc_is_read_again() {
+    let good = checked(&[b'R', 9], &[0, 0, 0, 7]);
+    for flip in [(3, 0x01), (4, 0x80), (5, 0x10)] {
+        let mut bad = good.clone();
+        bad[flip.0] ^= flip.1;
+        let (mut b, w) = bus(&[(2, &bad), (2, &good)], 2);
+        assert_eq!(b.read_reg(9).unwrap(), 7);
+        assert_eq!(*w.lock().unwrap(), [b'R', 9, b'R', 9]);
+        assert_eq!(b.counters().retries, 1);
+        assert_eq!(b.counters().commands, 1);
+    }
+    // The board answered register 8 (the address byte flipped on the way): its CRC covers
+    // the address it saw, so the host's check over the address it sent fails.
+    let wrong_reg = checked(&[b'R', 8], &[0, 0, 0, 7]);
+    let (mut b, _) = bus(&[(2, &wrong_reg), (2, &good)], 2);
+    assert_eq!(b.read_reg(9).unwrap(), 7);
+    assert_eq!(b.counters().retries, 1);
+}
+
+#[test]
+fn a_link_that_keeps_corrupting_replies_stops_with_an_error() {
+    let mut bad = checked(&[b'C', 0, 0, 1], &[0, 1, 0, 2]);
+    bad[1] ^= 4;
+    let steps: Vec<(usize, &[u8])> = (0..READ_TRIES).map(|_| (4, &bad[..])).collect();
+    let (mut b, w) = bus(&steps, 2);
+    let e = b.read_c_row(0, 1, &mut [0; 2]).unwrap_err();
+    assert!(
+        matches!(e, BridgeError::Corrupt { cmd: 'C', tries } if tries == READ_TRIES),
+        "{e}"
+    );
+    assert!(e.to_string().contains("CRC"), "{e}");
+    assert_eq!(w.lock().unwrap().len(), 4 * READ_TRIES as usize);
 }
 
 #[test]
@@ -149,7 +200,8 @@ fn row_writes_send_bank_row_and_big_endian_words() {
 
 #[test]
 fn c_read_decodes_words_lane_zero_first() {
-    let (mut b, w) = bus(&[(4, &[0xFF, 0xFF, 0x00, 0x2A, 0x80, 0x00])], 3);
+    let reply = checked(&[b'C', 1, 0, 2], &[0xFF, 0xFF, 0x00, 0x2A, 0x80, 0x00]);
+    let (mut b, w) = bus(&[(4, &reply)], 3);
     let mut out = [0i16; 3];
     b.read_c_row(1, 2, &mut out).unwrap();
     assert_eq!(out, [-1, 42, -32768]);
@@ -188,7 +240,8 @@ fn unknown_opcode_reply_is_a_protocol_error() {
 /// and after `MAX_UNACKED` writes the echoes are read anyway.
 #[test]
 fn writes_stream_and_their_echoes_are_checked_in_order() {
-    let (mut b, w) = bus(&[(6, b"W"), (8, b"A"), (6, b"W"), (2, &[0, 0, 0, 7])], 2);
+    let reply = checked(&[b'R', 9], &[0, 0, 0, 7]);
+    let (mut b, w) = bus(&[(6, b"W"), (8, b"A"), (6, b"W"), (2, &reply)], 2);
     b.write_reg(1, 2).unwrap();
     b.write_a_row(1, 3, &[4, 5]).unwrap();
     b.write_reg(6, 7).unwrap();
@@ -274,8 +327,9 @@ fn spec_parsing() {
 
 #[test]
 fn open_checks_id_and_config() {
-    let id = regmap::ID_VALUE.to_be_bytes();
-    let wrong = 0x1234_5678u32.to_be_bytes();
+    let read = |reg: u8, v: u32| checked(&[b'R', reg], &v.to_be_bytes());
+    let id = read(regmap::ID, regmap::ID_VALUE);
+    let wrong = read(regmap::ID, 0x1234_5678);
     let e = BridgeDevice::over(Box::new(Script::new(&[(2, &wrong)])), "fake", cfg(4))
         .err()
         .unwrap();
@@ -288,7 +342,7 @@ fn open_checks_id_and_config() {
         fm_depth: 0,
         ..cfg(8)
     };
-    let word = board.config_word().to_be_bytes();
+    let word = read(regmap::CONFIG, board.config_word());
     let e = BridgeDevice::over(
         Box::new(Script::new(&[(2, &id), (2, &word)])),
         "fake",
@@ -308,7 +362,7 @@ fn open_checks_id_and_config() {
         fm_depth: 4096,
         ..cfg(8)
     };
-    let word = conv.config_word().to_be_bytes();
+    let word = read(regmap::CONFIG, conv.config_word());
     let dev = BridgeDevice::over(
         Box::new(Script::new(&[(2, &id), (2, &word)])),
         "fake",

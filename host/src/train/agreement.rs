@@ -1,0 +1,133 @@
+//! What the ranks of a data-parallel run must share before the first step ([`crate::dist::agree`]):
+//! every option that changes the result, the data, and the state training starts from.
+
+use super::checkpoint::Checkpoint;
+use super::model::ModelSpec;
+use super::TrainConfig;
+use crate::data::{Dataset, Split};
+use crate::dist::{Fnv, Setting};
+
+/// The settings of a run, in the order a mismatch is reported (options first, in the order of
+/// `systole train --help`, then the data, then the starting state). `device` is the `--device`
+/// value: only its kind counts (each rank may drive its own port), `start` the state the run
+/// starts from (fresh or resumed).
+pub fn run_settings(
+    cfg: &TrainConfig,
+    device: &str,
+    data: &Dataset,
+    start: &Checkpoint,
+) -> Vec<Setting> {
+    let list = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+    let (hidden, channels) = match &cfg.model {
+        ModelSpec::Mlp { hidden } => (list(hidden), "none (mlp)".to_string()),
+        ModelSpec::Cnn { channels } => ("none (cnn)".to_string(), list(channels)),
+    };
+    let model = match cfg.model {
+        ModelSpec::Mlp { .. } => "mlp",
+        ModelSpec::Cnn { .. } => "cnn",
+    };
+    let or_all = |v: Option<usize>, none: &str| v.map_or(none.to_string(), |x| x.to_string());
+    vec![
+        Setting::new("--device (its kind)", device_kind(device)),
+        Setting::new("--array", cfg.array),
+        Setting::new("--model", model),
+        Setting::new("--hidden", hidden),
+        Setting::new("--channels", channels),
+        Setting::new("--dataset", &cfg.dataset),
+        Setting::new("--limit", or_all(cfg.train_limit, "none")),
+        Setting::new("--precision", cfg.precision.name()),
+        Setting::new("--rounding", cfg.rounding.name()),
+        Setting::new("--epochs", cfg.epochs),
+        Setting::new("--batch", cfg.batch),
+        // `Display` of a float is the shortest text that reads back to the same value.
+        Setting::new("--lr", cfg.lr),
+        Setting::new("--momentum", cfg.momentum),
+        Setting::new("--seed", cfg.seed),
+        Setting::new("--shards", or_all(cfg.shards, "none")),
+        Setting::new(
+            "the data set's contents",
+            format!(
+                "{} with {}+{} images, digest {:016x}",
+                data.name,
+                data.train.len(),
+                data.test.len(),
+                data_digest(data)
+            ),
+        ),
+        Setting::new(
+            "the starting state (--resume and checkpoint.json)",
+            format!(
+                "epoch {} step {}, digest {:016x}",
+                start.epoch,
+                start.step,
+                state_digest(start)
+            ),
+        ),
+    ]
+}
+
+/// `golden`, `verilator`, `serial` or `bridge` of a `--device` value.
+fn device_kind(device: &str) -> &str {
+    device.split_once(':').map_or(device, |(kind, _)| kind)
+}
+
+/// A digest of a data set's shape, images and labels.
+pub fn data_digest(data: &Dataset) -> u64 {
+    let mut h = Fnv::default();
+    for n in [data.channels, data.height, data.width, data.classes] {
+        h.write(&(n as u64).to_le_bytes());
+    }
+    for split in [&data.train, &data.test] {
+        digest_split(&mut h, split);
+    }
+    h.0
+}
+
+fn digest_split(h: &mut Fnv, s: &Split) {
+    h.write(&(s.len() as u64).to_le_bytes());
+    h.write(&s.labels);
+    for x in &s.images {
+        h.write(&x.to_bits().to_le_bytes());
+    }
+}
+
+/// A digest of the trained state in a checkpoint (not its options or its history, whose
+/// wall-clock times differ from rank to rank).
+fn state_digest(ck: &Checkpoint) -> u64 {
+    let mut h = Fnv::default();
+    let state = (ck.epoch, ck.step, &ck.params, &ck.velocity, &ck.fracs);
+    // Serialising plain numbers and strings cannot fail; an empty digest input would only
+    // make a mismatch go unnoticed, never a match fail.
+    h.write(&serde_json::to_vec(&state).unwrap_or_default());
+    h.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_kind_ignores_the_port() {
+        assert_eq!(device_kind("bridge:/dev/ttyUSB1@115200"), "bridge");
+        assert_eq!(device_kind("golden"), "golden");
+    }
+
+    #[test]
+    fn one_changed_pixel_changes_the_data_digest() {
+        let split = |x: f32| Split {
+            images: vec![0.0, x, 1.0, 0.5],
+            labels: vec![3, 7],
+        };
+        let set = |x| Dataset {
+            name: "t".into(),
+            channels: 1,
+            height: 1,
+            width: 2,
+            classes: 10,
+            train: split(x),
+            test: split(0.25),
+        };
+        assert_eq!(data_digest(&set(0.125)), data_digest(&set(0.125)));
+        assert_ne!(data_digest(&set(0.125)), data_digest(&set(0.1251)));
+    }
+}
