@@ -258,7 +258,10 @@ mod tests {
                 },
             );
             let close = |got: u32, want: u32| got.abs_diff(want) * 100 <= 2 * want;
-            assert!(close(e.luts, luts) && close(e.ffs, ffs), "{n} {fm_depth}: {e:?}");
+            assert!(
+                close(e.luts, luts) && close(e.ffs, ffs),
+                "{n} {fm_depth}: {e:?}"
+            );
             // 512 words in rows of 4: half a RAMB18's bits, but a 64-bit row takes two.
             assert_eq!(e.brams, brams, "{n} {fm_depth}");
         }
