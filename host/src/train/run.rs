@@ -190,6 +190,11 @@ pub fn run_dist(
             "a run over several MPI ranks needs --shards".into(),
         ));
     }
+    // Before the ranks compare their settings: a count that cannot be spread is every rank's
+    // own error, found without a collective.
+    if dist.size() > 1 {
+        super::shard::check_shards(cfg.shards, dist.size())?;
+    }
     let mut float = |f| -> Result<RunSummary, TrainError> {
         drive(
             cfg,

@@ -40,18 +40,18 @@ fn offloaded_ops(layers: &[Layer]) -> Vec<String> {
         .collect()
 }
 
-impl Trainer<FixedArith> {
-    fn check_shards(&self, dist: &dyn Collective) -> Result<usize, TrainError> {
-        let s = self.cfg.shards.unwrap_or(1);
-        if s == 0 || !s.is_multiple_of(dist.size()) {
-            return Err(TrainError::Config(format!(
-                "--shards {s} must be a positive multiple of the {} MPI ranks",
-                dist.size()
-            )));
-        }
-        Ok(s)
+/// The shard count `shards` (1 when not given), if it spreads evenly over `ranks` MPI ranks.
+pub fn check_shards(shards: Option<usize>, ranks: usize) -> Result<usize, TrainError> {
+    let s = shards.unwrap_or(1);
+    if s == 0 || !s.is_multiple_of(ranks) {
+        return Err(TrainError::Config(format!(
+            "--shards {s} must be a positive multiple of the {ranks} MPI ranks"
+        )));
     }
+    Ok(s)
+}
 
+impl Trainer<FixedArith> {
     /// Gradients (exact, at [`GRAD_FRAC`]) of shard `k` of the batch `idx`, plus its loss sum
     /// (at `LOSS_FRAC`) and correct count.
     fn shard_grads(
@@ -80,7 +80,7 @@ impl Trainer<FixedArith> {
         dist: &dyn Collective,
     ) -> Result<EpochRecord, TrainError> {
         let t0 = std::time::Instant::now();
-        let shards = self.check_shards(dist)?;
+        let shards = check_shards(self.cfg.shards, dist.size())?;
         let n = data
             .train
             .len()
