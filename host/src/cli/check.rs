@@ -166,8 +166,9 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<()> {
     let max_batch = systole_core::numeric::MAX_K / (one.out_h() * one.out_w());
     if a.conv_batch > max_batch {
         anyhow::bail!(
-            "--conv-batch {}: the weight gradient would sum over more than the contract's 2^17 products; use at most {max_batch}",
-            a.conv_batch
+            "--conv-batch {}: the weight gradient would sum over more than the contract's {} (MAX_K) products; use at most {max_batch}",
+            a.conv_batch,
+            systole_core::numeric::MAX_K
         );
     }
     let shapes: Vec<(usize, usize, usize)> = a.sizes.iter().map(|&s| (s, s, s)).collect();
