@@ -8,7 +8,6 @@ use crate::golden::conv::{self, Conv2dGeom};
 use crate::golden::{NumericError, OutputSpec};
 use crate::tensor::QMatrix;
 use core::fmt::Display;
-use systole_core::gather::ConvGeom;
 use systole_core::{AcceleratorBus, ArrayConfig};
 use systole_firmware::conv::{conv2d, ConvJob, ConvOp};
 use systole_firmware::driver::DriverStats;
@@ -19,19 +18,6 @@ pub(crate) struct ConvOperands<'a> {
     pub x: Option<&'a QMatrix>,
     pub dy: Option<&'a QMatrix>,
     pub w: Option<&'a QMatrix>,
-}
-
-/// The conv unit's view of a convolution (no batch: images stream through its ring).
-fn core_geom(g: &Conv2dGeom) -> ConvGeom {
-    ConvGeom {
-        in_ch: g.in_ch,
-        in_h: g.in_h,
-        in_w: g.in_w,
-        out_ch: g.out_ch,
-        kernel: g.kernel,
-        stride: g.stride,
-        pad: g.pad,
-    }
 }
 
 fn check(m: &QMatrix, what: &str, rows: usize, cols: usize) -> Result<(), DeviceError> {
@@ -61,7 +47,7 @@ where
     B::Error: Display,
 {
     g.validate()?;
-    let geom = core_geom(g);
+    let geom = g.unit_geom();
     let empty: &[i16] = &[];
     let mut frac = 0;
     let mut data = [empty; 3];
@@ -124,7 +110,7 @@ pub(crate) fn runs_on_unit(cfg: &ArrayConfig, g: &Conv2dGeom, op: ConvOp) -> boo
     }
     let job = ConvJob {
         op,
-        geom: core_geom(g),
+        geom: g.unit_geom(),
         batch: g.batch,
         x: &[],
         dy: &[],

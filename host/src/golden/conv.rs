@@ -57,6 +57,20 @@ impl std::fmt::Display for Conv2dGeom {
 }
 
 impl Conv2dGeom {
+    /// The conv unit's view of this convolution (`systole_core::gather::ConvGeom`: no batch,
+    /// images stream through the unit's ring).
+    pub fn unit_geom(&self) -> systole_core::gather::ConvGeom {
+        systole_core::gather::ConvGeom {
+            in_ch: self.in_ch,
+            in_h: self.in_h,
+            in_w: self.in_w,
+            out_ch: self.out_ch,
+            kernel: self.kernel,
+            stride: self.stride,
+            pad: self.pad,
+        }
+    }
+
     /// Output height.
     pub fn out_h(&self) -> usize {
         (self.in_h + 2 * self.pad - self.kernel) / self.stride + 1

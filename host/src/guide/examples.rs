@@ -6,7 +6,7 @@ use super::GuideError;
 use crate::golden::{self, Conv2dGeom, OutputSpec};
 use crate::tensor::QMatrix;
 use std::fmt::Write;
-use systole_core::gather::{ConvGeom, GatherConfig};
+use systole_core::gather::GatherConfig;
 use systole_core::numeric::{convert, lane_seed, tile_seed, Lfsr32};
 use systole_core::regmap::{self, gather_command, LaneMode};
 use systole_core::{ArrayConfig, Rounding};
@@ -175,25 +175,13 @@ pub(crate) const FORWARD: Conv2dGeom = Conv2dGeom {
     pad: 1,
 };
 
-pub(crate) fn conv_geom(g: &Conv2dGeom) -> ConvGeom {
-    ConvGeom {
-        in_ch: g.in_ch,
-        in_h: g.in_h,
-        in_w: g.in_w,
-        out_ch: g.out_ch,
-        kernel: g.kernel,
-        stride: g.stride,
-        pad: g.pad,
-    }
-}
-
 /// The forward pass of a small convolution, gathered on chip.
 pub(super) fn conv_forward() -> Result<String, GuideError> {
     let g = FORWARD;
     let fm_depth = ArrayConfig::square(N).fm_depth;
     let slot = (g.in_ch * g.in_h * g.in_w).next_multiple_of(N);
     let slots = fm_depth / slot;
-    let cfg = conv_geom(&g).forward_a(slots, slot);
+    let cfg = g.unit_geom().forward_a(slots, slot);
     let x = q(
         g.batch,
         g.in_ch * g.in_h * g.in_w,
@@ -252,7 +240,7 @@ pub(super) fn conv_backward() -> Result<String, GuideError> {
         stride: 2,
         pad: 1,
     };
-    let c = conv_geom(&g);
+    let c = g.unit_geom();
     let fm_depth = ArrayConfig::square(N).fm_depth;
     let (oh, ow) = (g.out_h(), g.out_w());
     let dy_slot = (g.out_ch * oh * ow).next_multiple_of(N);
