@@ -9,6 +9,7 @@
 //!   the golden model (`systole::golden`) is built from these primitives.
 //! * [`limits`] — the largest tensors, models and shard counts the host accepts.
 //! * [`crc`] — the CRC-16 parameters of the firmware protocol and the board bridge.
+//! * [`soc`] — the memory map of the SoC (the RISC-V CPU that runs the firmware beside the array).
 //! * [`bus::AcceleratorBus`] — the narrow interface to one accelerator instance (registers plus
 //!   row-wide buffer ports), implemented by the Verilator model and by the firmware's MMIO layer.
 #![no_std]
@@ -22,6 +23,7 @@ pub mod gather;
 pub mod limits;
 pub mod numeric;
 pub mod regmap;
+pub mod soc;
 
 pub use bus::AcceleratorBus;
 pub use config::{ArrayConfig, ConfigError};

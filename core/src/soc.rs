@@ -1,0 +1,130 @@
+//! Memory map of the SoC: a soft RISC-V CPU (VexRiscv, RV32IMAC) beside the accelerator on one
+//! board, the firmware running on the CPU. The one definition of every address the SoC's bus
+//! decodes; the SoC's HDL, the firmware's MMIO layer and the hardware guide all read it.
+//!
+//! * On-chip RAM from [`RAM_BASE`]: holds the firmware image (code, data, stack) and the
+//!   CPU resets to [`RESET_VECTOR`]. Its size is a build parameter of the SoC, readable at
+//!   [`SYS_RAM_BYTES`].
+//! * Peripherals at or above [`MMIO_BASE`] (address bit 31 set): VexRiscv's data cache passes
+//!   such accesses straight to the bus, so every read and write reaches the device. Every
+//!   address in the MMIO range answers (unmapped reads return 0, unmapped writes are ignored):
+//!   the core ignores bus errors, so an address that never answered would hang it.
+//! * Registers are 32-bit words; firmware uses 32-bit loads and stores only.
+//!
+//! Moving rows: the accelerator's buffer ports move one row of `size` 16-bit words per clock.
+//! The CPU fills the row stage ([`ROW_STAGE`], two words per 32-bit register, lane `2i` in bits
+//! 15:0 and lane `2i + 1` in bits 31:16), then writes [`ROW_CMD`] to commit it into an A or B
+//! bank row or a feature-map row in one clock. A C row read is a [`ROW_CMD`] with
+//! [`ROW_KIND_READ_C`]; the bus holds that write until the row is captured, and the row is then
+//! readable at [`C_STAGE`] in the same packing.
+
+use crate::field::Field;
+
+/// First byte of on-chip RAM.
+pub const RAM_BASE: u32 = 0x0000_0000;
+/// Where the CPU starts after reset (`externalResetVector`).
+pub const RESET_VECTOR: u32 = RAM_BASE;
+/// RAM size of the default SoC build, in bytes.
+pub const DEFAULT_RAM_BYTES: u32 = 64 * 1024;
+
+/// First MMIO address: bit 31 set bypasses the CPU's data cache.
+pub const MMIO_BASE: u32 = 0x8000_0000;
+
+/// UART data: a write sends the low byte (only when [`UART_TX_READY`] is set); a read returns the
+/// oldest received byte in bits 7:0 and removes it (only meaningful when [`UART_RX_VALID`] is set).
+pub const UART_DATA: u32 = 0x8000_0000;
+/// UART status (read-only): [`UART_TX_READY`], [`UART_RX_VALID`], [`UART_RX_OVERRUN`].
+pub const UART_STATUS: u32 = 0x8000_0004;
+/// The transmitter takes a byte now.
+pub const UART_TX_READY: Field = Field::new("TX_READY", 0, 1, "a write to UART_DATA is taken now");
+/// A received byte waits in [`UART_DATA`].
+pub const UART_RX_VALID: Field = Field::new("RX_VALID", 1, 1, "a received byte waits in UART_DATA");
+/// A received byte was lost since the last status read (sticky, cleared by reading status).
+pub const UART_RX_OVERRUN: Field = Field::new(
+    "RX_OVERRUN",
+    2,
+    1,
+    "a received byte was lost (cleared by this read)",
+);
+
+/// Cycle counter, low word (read-only). Reading it latches the high word into [`TIMER_HI`].
+pub const TIMER_LO: u32 = 0x8000_1000;
+/// Cycle counter, high word as latched by the last read of [`TIMER_LO`].
+pub const TIMER_HI: u32 = 0x8000_1004;
+
+/// SoC identification (read-only): [`SOC_ID_VALUE`].
+pub const SYS_ID: u32 = 0x8000_2000;
+/// On-chip RAM size in bytes (read-only).
+pub const SYS_RAM_BYTES: u32 = 0x8000_2004;
+/// Clock frequency in Hz (read-only).
+pub const SYS_CLOCK_HZ: u32 = 0x8000_2008;
+/// Writing [`SYS_RESET_KEY`] resets the CPU (the firmware's panic handler does this after
+/// reporting the reason over the UART); any other value is ignored.
+pub const SYS_RESET: u32 = 0x8000_200C;
+/// Value of [`SYS_ID`]: ASCII "SSOC".
+pub const SOC_ID_VALUE: u32 = 0x5353_4F43;
+/// The value that [`SYS_RESET`] acts on.
+pub const SYS_RESET_KEY: u32 = 0x5245_5354;
+
+/// Accelerator register `r` (see [`crate::regmap`]) is at `ACC_REGS + 4 * r`.
+pub const ACC_REGS: u32 = 0x8001_0000;
+/// Row stage, written by the CPU: `MAX_SIZE / 2` 32-bit words, word `i` holding lanes `2i`
+/// (bits 15:0) and `2i + 1` (bits 31:16).
+pub const ROW_STAGE: u32 = 0x8002_0000;
+/// Row command (write-only): [`ROW_CMD_ROW`], [`ROW_CMD_BANK`], [`ROW_CMD_KIND`].
+pub const ROW_CMD: u32 = 0x8002_0100;
+/// C stage, read by the CPU after a [`ROW_KIND_READ_C`] command, packed as [`ROW_STAGE`].
+pub const C_STAGE: u32 = 0x8002_0200;
+
+/// Row within the bank (A/B: `< buffer_depth`; C: `< size`; feature map: word address / row width).
+pub const ROW_CMD_ROW: Field = Field::new(
+    "ROW",
+    0,
+    16,
+    "row index (feature map: word address / row width)",
+);
+/// Bank 0 or 1 (ignored for feature-map rows).
+pub const ROW_CMD_BANK: Field = Field::new("BANK", 16, 1, "bank 0 or 1");
+/// What the command does: one of the `ROW_KIND_*` values.
+pub const ROW_CMD_KIND: Field = Field::new(
+    "KIND",
+    20,
+    2,
+    "0 write A, 1 write B, 2 read C, 3 write feature map",
+);
+/// [`ROW_CMD_KIND`]: write the row stage into an A bank row.
+pub const ROW_KIND_WRITE_A: u32 = 0;
+/// [`ROW_CMD_KIND`]: write the row stage into a B bank row.
+pub const ROW_KIND_WRITE_B: u32 = 1;
+/// [`ROW_CMD_KIND`]: read a C row into the C stage.
+pub const ROW_KIND_READ_C: u32 = 2;
+/// [`ROW_CMD_KIND`]: write the first `fm_row_words` lanes of the row stage into a feature-map row.
+pub const ROW_KIND_WRITE_FM: u32 = 3;
+
+/// Number of 32-bit words of the row and C stages.
+pub const STAGE_WORDS: u32 = (crate::config::MAX_SIZE as u32).div_ceil(2);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regions_do_not_overlap_and_mmio_bypasses_the_cache() {
+        let regions = [
+            (UART_DATA, 8),
+            (TIMER_LO, 8),
+            (SYS_ID, 16),
+            (ACC_REGS, 4 * 256),
+            (ROW_STAGE, 4 * STAGE_WORDS),
+            (ROW_CMD, 4),
+            (C_STAGE, 4 * STAGE_WORDS),
+        ];
+        for (i, &(a, la)) in regions.iter().enumerate() {
+            assert!(a >= MMIO_BASE, "{a:#x} is below MMIO_BASE");
+            for &(b, lb) in &regions[i + 1..] {
+                assert!(a + la <= b || b + lb <= a, "{a:#x} overlaps {b:#x}");
+            }
+        }
+        assert!(RAM_BASE + DEFAULT_RAM_BYTES <= MMIO_BASE);
+    }
+}
