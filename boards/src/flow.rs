@@ -1,36 +1,13 @@
 //! The flows the CLI runs: `systole boards`, `systole bitstream`, `systole program`.
 
-use super::tools::{self, Fmax, ResourceReport};
+use super::tools::{self, files, Fmax, ResourceReport};
 use super::{generate, model, Board, BoardError, Family};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use systole_core::bridge::BAUD;
 use systole_core::ArrayConfig;
 use systole_hdl::board_top::{generate_board_verilog_with, BoardTopOptions};
-
-/// UART speed of the board top's bridge.
-pub const BAUD: u32 = 115_200;
-
-/// Names of the files in the build folder. Every tool runs inside that folder and is handed
-/// these names, never paths relative to the caller's folder (which the tool does not run in).
-pub mod files {
-    /// The board top's Verilog.
-    pub const VERILOG: &str = "board_top.v";
-    /// 7-series constraints.
-    pub const XDC: &str = "board.xdc";
-    /// iCE40 constraints.
-    pub const PCF: &str = "board.pcf";
-    /// Vivado batch script.
-    pub const VIVADO_TCL: &str = "vivado.tcl";
-    /// Yosys netlist for nextpnr-ice40.
-    pub const JSON: &str = "top.json";
-    /// nextpnr-ice40's placed and routed design.
-    pub const ASC: &str = "top.asc";
-    /// 7-series bitstream (Vivado's `write_bitstream`).
-    pub const BIT: &str = "top.bit";
-    /// iCE40 bitstream (icepack).
-    pub const BIN: &str = "top.bin";
-}
 
 /// What [`bitstream`] produced.
 #[derive(Debug, Clone)]

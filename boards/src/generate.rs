@@ -112,7 +112,7 @@ mod tests {
     /// Compares `text` with the checked-in snapshot; `SYSTOLE_UPDATE_SNAPSHOTS=1` rewrites it.
     fn snapshot(name: &str, text: &str) {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("src/boards/snapshots")
+            .join("src/snapshots")
             .join(name);
         if std::env::var_os("SYSTOLE_UPDATE_SNAPSHOTS").is_some_and(|v| v == "1") {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -7,6 +7,7 @@
 //! CLI: [`bitstream`] and [`program`].
 //!
 //! Adding a board is one entry in the table (`table.rs`).
+#![deny(missing_docs)]
 
 pub mod flow;
 pub mod generate;

@@ -6,6 +6,27 @@ use super::{Board, BoardError, Family};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Names of the files in the build folder. Every tool runs inside that folder and is handed
+/// these names, never paths relative to the caller's folder (which the tool does not run in).
+pub mod files {
+    /// The board top's Verilog.
+    pub const VERILOG: &str = "board_top.v";
+    /// 7-series constraints.
+    pub const XDC: &str = "board.xdc";
+    /// iCE40 constraints.
+    pub const PCF: &str = "board.pcf";
+    /// Vivado batch script.
+    pub const VIVADO_TCL: &str = "vivado.tcl";
+    /// Yosys netlist for nextpnr-ice40.
+    pub const JSON: &str = "top.json";
+    /// nextpnr-ice40's placed and routed design.
+    pub const ASC: &str = "top.asc";
+    /// 7-series bitstream (Vivado's `write_bitstream`).
+    pub const BIT: &str = "top.bit";
+    /// iCE40 bitstream (icepack).
+    pub const BIN: &str = "top.bin";
+}
+
 /// Cells of a synthesized netlist, from Yosys `stat` (and nextpnr's utilization for iCE40).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ResourceReport {
@@ -91,7 +112,7 @@ pub fn require(tool: &'static str) -> Result<PathBuf, BoardError> {
 
 /// Runs `cmd` in `dir`, writing stdout and stderr to `dir/log_name`; returns the log text.
 /// `cmd` runs inside `dir`, so the files it names must be names in `dir` (see
-/// [`super::flow::files`]), not paths relative to the caller's folder.
+/// [`files`]), not paths relative to the caller's folder.
 pub fn run_logged(
     tool: &'static str,
     mut cmd: Command,
@@ -176,7 +197,7 @@ pub fn parse_yosys_stat(text: &str) -> Result<ResourceReport, BoardError> {
 pub fn yosys_synth(board: &Board, verilog: &str, dir: &Path) -> Result<ResourceReport, BoardError> {
     let yosys = require("yosys")?;
     let v = verilog;
-    let json = super::flow::files::JSON;
+    let json = files::JSON;
     let script = match board.family {
         Family::Xc7 => format!(
             "read_verilog {v}; synth_xilinx -flatten -family xc7 -top top; tee -q -o yosys_stat.txt stat"

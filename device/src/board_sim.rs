@@ -4,7 +4,7 @@
 //! tested end to end without hardware. [`SimBoard::spawn_bridge_image`] serves the CPU-less
 //! board image instead (the UART bridge, simulated through its pins) for the bridge backend.
 
-use crate::device::DeviceError;
+use crate::DeviceError;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
 use nix::sys::termios;
 use std::fs::File;

@@ -19,19 +19,19 @@
 
 use super::conv_unit::{self, ConvOperands};
 use super::{Device, DeviceError, DeviceStats};
-use crate::golden::{Conv2dGeom, OutputSpec};
-use crate::tensor::QMatrix;
 use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 use systole_core::bus::Beat;
 use systole_core::{regmap, AcceleratorBus, ArrayConfig};
 use systole_firmware::{crc, driver};
+use systole_golden::tensor::QMatrix;
+use systole_golden::{Conv2dGeom, OutputSpec};
 use systole_hdl::board_top::{
     OP_READ_C, OP_READ_REG, OP_WRITE_A, OP_WRITE_B, OP_WRITE_FM, OP_WRITE_REG, REPLY_UNKNOWN,
 };
 
 /// Line rate of the bridge: the one `systole bitstream` builds the board's UART for.
-pub use crate::boards::flow::BAUD as DEFAULT_BAUD;
+pub use systole_core::bridge::BAUD as DEFAULT_BAUD;
 
 /// How long one command may take from its first byte sent to its last reply byte received.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(2);

@@ -4,13 +4,13 @@
 //! turns the lowered output back into NCHW.
 
 use super::{DeviceError, DeviceStats};
-use crate::golden::conv::{self, Conv2dGeom};
-use crate::golden::{NumericError, OutputSpec};
-use crate::tensor::QMatrix;
 use core::fmt::Display;
 use systole_core::{AcceleratorBus, ArrayConfig};
 use systole_firmware::conv::{conv2d, ConvJob, ConvOp};
 use systole_firmware::driver::DriverStats;
+use systole_golden::conv::{self, Conv2dGeom};
+use systole_golden::tensor::QMatrix;
+use systole_golden::{NumericError, OutputSpec};
 
 /// The operands of one op (unused ones empty).
 pub(crate) struct ConvOperands<'a> {
@@ -76,7 +76,7 @@ where
         x: data[0],
         dy: data[1],
         w: data[2],
-        shift: crate::golden::output_shift(frac, out.frac)?,
+        shift: systole_golden::output_shift(frac, out.frac)?,
         rounding: out.rounding,
         seed: out.seed,
     };

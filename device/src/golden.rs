@@ -1,9 +1,9 @@
 //! The golden model as a [`Device`]: the reference every other backend is compared with.
 
 use super::{Device, DeviceError, DeviceStats};
-use crate::golden::{self, OutputSpec};
-use crate::tensor::QMatrix;
 use systole_core::ArrayConfig;
+use systole_golden::tensor::QMatrix;
+use systole_golden::{self as golden, OutputSpec};
 
 /// Runs every operation in the golden model on the host CPU.
 #[derive(Debug, Clone)]

@@ -7,18 +7,21 @@
 //! one that was not built returns
 //! [`DeviceError::NotBuilt`] saying how to get it. All of them must return results that equal
 //! the golden model bit for bit; the shared test body in `tests/tests/device_conformance.rs`
-//! runs on each.
+//! runs on each. [`board_sim`] is the simulated board the `serial` backend can talk to over a
+//! pty.
+#![deny(missing_docs)]
 
+pub mod board_sim;
 pub mod bridge;
 mod conv_unit;
 pub mod golden;
 pub mod serial;
 pub mod verilator;
 
-use crate::golden::conv::{self, Conv2dGeom};
-use crate::golden::{NumericError, OutputSpec};
-use crate::tensor::QMatrix;
 use systole_core::ArrayConfig;
+use systole_golden::conv::{self, Conv2dGeom};
+use systole_golden::tensor::QMatrix;
+use systole_golden::{NumericError, OutputSpec};
 
 /// Counters a device keeps across operations (since creation or [`Device::reset_stats`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -243,7 +246,7 @@ pub(crate) fn driver_job<'a>(
         m: a.rows,
         k: a.cols,
         n: b.cols,
-        shift: crate::golden::output_shift(a.frac + b.frac, out.frac)?,
+        shift: systole_golden::output_shift(a.frac + b.frac, out.frac)?,
         rounding: out.rounding,
         seed: out.seed,
     })

@@ -18,9 +18,6 @@
 
 use super::conv_unit::{self, ConvOperands};
 use super::{Device, DeviceError, DeviceStats};
-use crate::golden::conv::Conv2dGeom;
-use crate::golden::OutputSpec;
-use crate::tensor::QMatrix;
 use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 use systole_core::{regmap, AcceleratorBus, ArrayConfig};
@@ -30,6 +27,9 @@ use systole_firmware::protocol::{
     cmd, Buffer, ErrorCode, RemoteError, Request, Words, BATCH_ENTRY_HEADER, ERROR, RESPONSE,
     WRITE_FM_HEADER, WRITE_ROWS_HEADER,
 };
+use systole_golden::conv::Conv2dGeom;
+use systole_golden::tensor::QMatrix;
+use systole_golden::OutputSpec;
 
 /// Line rate used to open a port (the simulated board ignores it).
 pub const DEFAULT_BAUD: u32 = 3_000_000;

@@ -3,12 +3,12 @@
 
 use super::conv_unit::{self, ConvOperands};
 use super::{Device, DeviceError, DeviceStats};
-use crate::golden::conv::Conv2dGeom;
-use crate::golden::OutputSpec;
-use crate::tensor::QMatrix;
 use std::path::Path;
 use systole_core::ArrayConfig;
 use systole_firmware::driver;
+use systole_golden::conv::Conv2dGeom;
+use systole_golden::tensor::QMatrix;
+use systole_golden::OutputSpec;
 use systole_sim::{SimError, VerilatedArray};
 
 /// A Verilated accelerator of one array size.

@@ -5,14 +5,14 @@
 //! order.
 
 use std::sync::{Arc, Mutex};
-use systole::board_sim::SimBoard;
-use systole::device::serial::{LinkError, SerialBus, SerialDevice};
-use systole::device::{Device, DeviceError};
-use systole::golden::{self, OutputSpec};
-use systole::QMatrix;
 use systole_core::bus::Beat;
 use systole_core::numeric::{convert, lane_seed, Lfsr32};
 use systole_core::{regmap, AcceleratorBus, ArrayConfig, Rounding};
+use systole_device::board_sim::SimBoard;
+use systole_device::serial::{LinkError, SerialBus, SerialDevice};
+use systole_device::{Device, DeviceError};
+use systole_golden::QMatrix;
+use systole_golden::{self as golden, OutputSpec};
 
 /// A write as it reached the model.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -321,7 +321,7 @@ fn long_write_fm_arrives_in_order_around_other_writes() {
 
 #[test]
 fn missing_port_is_a_clear_error() {
-    let r = systole::device::open("serial:/dev/does-not-exist-systole", ArrayConfig::square(4));
+    let r = systole_device::open("serial:/dev/does-not-exist-systole", ArrayConfig::square(4));
     let e = r.err().expect("opened a missing port");
     assert!(e.to_string().contains("/dev/does-not-exist-systole"), "{e}");
 }

@@ -2,8 +2,9 @@
 //! the `matrixmultiply` crate, 256x256x256, in the same run. Prints the ratio.
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use std::time::Instant;
-use systole::golden::{matmul, OutputSpec};
-use systole::{QMatrix, Rounding};
+use systole_core::Rounding;
+use systole_golden::QMatrix;
+use systole_golden::{matmul, OutputSpec};
 
 fn operands(n: usize) -> (QMatrix, QMatrix, Vec<f32>, Vec<f32>) {
     let mut s = 0x1234_5678u32;

@@ -9,8 +9,12 @@
 //! written out with their constants and check values, which command's seed a split tile uses,
 //! the convolutions' lowering, the host-side elementwise ops and the rule by which the host
 //! splits a reduction longer than `MAX_K` into exact partial sums ([`split`]). The HDL, the firmware and
-//! every [`crate::device::Device`] follow it; this module is its reference implementation and
+//! every `Device` (crate systole-device) follow it; this module is its reference implementation and
 //! the tests hold the others to it bit for bit.
+//!
+//! Operands are [`QMatrix`] ([`tensor`]). This crate depends on `systole-core` alone: it serves
+//! without the trainer, the simulator or the EDA tools.
+#![deny(missing_docs)]
 
 pub mod conv;
 mod convert;
@@ -18,12 +22,14 @@ pub mod elementwise;
 pub mod gemm;
 mod matmul;
 pub mod split;
+pub mod tensor;
 
 pub use conv::{conv2d_backward_input, conv2d_backward_weights, conv2d_forward, Conv2dGeom};
 pub use convert::{convert_sequential, convert_tiled, TiledConverter};
 pub use elementwise::{bias_add, relu, relu_backward};
 pub use matmul::{matmul, matmul_acc, matmul_nt, matmul_tn, OutputSpec};
 use systole_core::numeric::MAX_K;
+pub use tensor::QMatrix;
 
 /// Why a golden-model operation was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,7 +1,7 @@
 //! [`QMatrix`]: a row-major matrix of fixed-point words with its own fractional bits
 //! (dynamic fixed point: each tensor has its own scale).
 
-use crate::golden::NumericError;
+use crate::NumericError;
 
 /// A `rows x cols` matrix of signed 16-bit words, value of each = `word / 2^frac`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -6,13 +6,13 @@
 //! iverilog`).
 
 use std::fmt::Write as _;
-use systole::golden::{matmul, OutputSpec};
-use systole::QMatrix;
 use systole_core::numeric::tile_seed;
 use systole_core::regmap::{
     command, DONE_COUNT, K_LEN, ROUNDING, SEED, SHIFT, STATUS, STATUS_BUSY, STATUS_ERROR,
 };
 use systole_core::{ArrayConfig, Rounding};
+use systole_golden::QMatrix;
+use systole_golden::{matmul, OutputSpec};
 
 /// Small deterministic generator (splitmix64).
 fn next(s: &mut u64) -> u64 {

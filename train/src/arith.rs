@@ -1,11 +1,23 @@
 //! [`Arith`]: the operations a model needs, implemented once in 16-bit fixed point on a
-//! [`crate::device::Device`] ([`super::fixed::FixedArith`]) and once in floating point on the
-//! host ([`super::float::FloatArith`]: f32, or f16/bf16 storage). The model code is written
+//! [`systole_device::Device`] (`fixed::FixedArith`) and once in floating point on the host
+//! (`float::FloatArith`: f32, or f16/bf16 storage). The model code is written
 //! once, generic over it, so every precision trains the very same network.
 
 use super::TrainError;
-use crate::golden::Conv2dGeom;
 use serde::{Deserialize, Serialize};
+use systole_golden::Conv2dGeom;
+
+/// Saturation counters of one tensor (one operation name, summed over shards).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SaturationCount {
+    /// Device operations run (a split reduction counts each chunk).
+    pub ops: u64,
+    /// Re-runs with one fractional bit fewer because an output word saturated.
+    pub retries: u64,
+    /// Saturated words (`-32768` or `32767`) in the results kept: those of an operation already
+    /// at its fewest fractional bits, where no retry is possible.
+    pub saturated_words: u64,
+}
 
 /// A tensor as stored in a checkpoint.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -135,7 +147,7 @@ pub trait Arith {
 
     /// Saturation counters per operation name since creation (empty where nothing saturates:
     /// the float formats).
-    fn saturation(&self) -> std::collections::BTreeMap<String, super::fixed::SaturationCount> {
+    fn saturation(&self) -> std::collections::BTreeMap<String, SaturationCount> {
         Default::default()
     }
 }

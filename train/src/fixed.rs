@@ -15,7 +15,7 @@
 //!   `[2^13, 2^14)`, leaving one bit of headroom for growth.
 //!
 //! A reduction longer than the device limit runs as chunks (the contract's "Long reductions"
-//! rule, `crate::golden`): each chunk starts at the operation's remembered `frac` and retries on
+//! rule, `systole_golden`): each chunk starts at the operation's remembered `frac` and retries on
 //! its own; the operation remembers the smallest `frac` its chunks would use next. Retries and
 //! the saturated words of kept results are counted per operation name
 //! ([`SaturationCount`], reported in `run.json` and after each epoch).
@@ -27,17 +27,18 @@
 
 use super::arith::{max_pool2_backward_slice, max_pool2_slice, Arith, TensorState};
 use super::{rng, TrainError};
-use crate::device::Device;
-use crate::golden::split::{cols_of, reduction_chunks, rows_of};
-use crate::golden::{self, convert_sequential, Conv2dGeom, NumericError, OutputSpec};
-use crate::tensor::QMatrix;
 use std::collections::BTreeMap;
 use std::ops::Range;
 use systole_core::Rounding;
+use systole_device::Device;
+use systole_golden::split::{cols_of, reduction_chunks, rows_of};
+use systole_golden::tensor::QMatrix;
+use systole_golden::{self as golden, convert_sequential, Conv2dGeom, NumericError, OutputSpec};
 
 #[path = "fixed_offload.rs"]
 mod offload;
-pub use offload::{compare, SaturationCount};
+pub use crate::arith::SaturationCount;
+pub use offload::compare;
 
 /// Largest `frac` in `0..=15` at which `max_abs` fits a word (15 for zero).
 pub fn frac_for_max(max_abs: f64) -> u32 {

@@ -1,26 +1,13 @@
 //! One offloaded operation of [`FixedArith`]: the fractional-bit rule with its saturation
 //! retries, the split of a reduction longer than the device limit into chunks (the contract's
-//! "Long reductions" rule, `crate::golden::split`), `--check`, and the saturation counters.
+//! "Long reductions" rule, `systole_golden::split`), `--check`, and the saturation counters.
 
 use super::{add_exact_at, FixedArith};
-use crate::device::{Device, DeviceError};
-use crate::golden::split::{chunk_seed, SUM_FRAC};
-use crate::golden::{NumericError, OutputSpec};
-use crate::tensor::QMatrix;
-use crate::train::TrainError;
-use serde::{Deserialize, Serialize};
-
-/// Saturation counters of one tensor (one operation name, summed over shards).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SaturationCount {
-    /// Device operations run (a split reduction counts each chunk).
-    pub ops: u64,
-    /// Re-runs with one fractional bit fewer because an output word saturated.
-    pub retries: u64,
-    /// Saturated words (`-32768` or `32767`) in the results kept: those of an operation already
-    /// at its fewest fractional bits, where no retry is possible.
-    pub saturated_words: u64,
-}
+use crate::TrainError;
+use systole_device::{Device, DeviceError};
+use systole_golden::split::{chunk_seed, SUM_FRAC};
+use systole_golden::tensor::QMatrix;
+use systole_golden::{NumericError, OutputSpec};
 
 /// Runs chunk `j` of an operation on a device.
 pub(super) type RunChunk<'a> =

@@ -1,7 +1,7 @@
 //! Tests of `train::fixed`.
 use super::*;
-use crate::device::golden::GoldenDevice;
 use systole_core::ArrayConfig;
+use systole_device::golden::GoldenDevice;
 
 fn arith(rounding: Rounding) -> FixedArith {
     FixedArith::new(
@@ -95,7 +95,7 @@ fn forced_saturation_is_counted() {
         saturated_words: 1,
     };
     assert_eq!(a.saturation()["kept"], want);
-    assert_eq!(crate::train::saturation_totals(&a), (1, 1));
+    assert_eq!(crate::saturation_totals(&a), (1, 1));
 }
 
 /// `Aᵀ·B` over `MAX_K + 5` rows, against the contract's "Long reductions" rule re-done here
@@ -103,8 +103,8 @@ fn forced_saturation_is_counted() {
 /// at 15 fractional bits, one sequential conversion.
 #[test]
 fn a_long_reduction_is_split_by_the_contract_rule() {
-    use crate::golden::split::{chunk_seed, rows_of};
     use systole_core::numeric::MAX_K;
+    use systole_golden::split::{chunk_seed, rows_of};
     let k = MAX_K + 5;
     let word = |i: usize, p: usize, m: usize| ((i * p) % m) as i16 - (m / 2) as i16;
     let a = QMatrix::from_vec(k, 2, 12, (0..2 * k).map(|i| word(i, 7919, 4001)).collect());

@@ -3,8 +3,8 @@
 
 use super::arith::{max_pool2_backward_slice, max_pool2_slice, Arith, TensorState};
 use super::TrainError;
-use crate::golden::Conv2dGeom;
 use std::collections::BTreeMap;
+use systole_golden::Conv2dGeom;
 
 /// A row-major f32 matrix.
 #[derive(Clone, Debug, PartialEq)]

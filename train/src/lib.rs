@@ -1,25 +1,32 @@
 //! The trainer: trains an MLP or a small CNN with softmax cross-entropy and SGD with momentum,
-//! in 16-bit fixed point on a [`crate::device::Device`] (every matrix product and convolution of
+//! in 16-bit fixed point on a [`systole_device::Device`] (every matrix product and convolution of
 //! the forward and backward passes is offloaded) or in f32 / f16 / bf16 on the host as
 //! baselines. Runs are seeded and deterministic, and resume bit for bit from checkpoints.
+//!
+//! Beside it: the data sets ([`data`]), data-parallel shards and their collective ([`dist`],
+//! MPI with the `mpi` feature) and the output files that lose nothing ([`outfile`]).
+#![deny(missing_docs)]
 
 pub mod agreement;
 pub mod arith;
 pub mod checkpoint;
+pub mod data;
+pub mod dist;
 pub mod fixed;
 pub mod float;
 pub mod model;
+pub mod outfile;
 pub mod rng;
 pub mod run;
 pub mod shard;
 
 use crate::data::{Dataset, Split};
-use crate::device::{DeviceError, DeviceStats};
-use crate::golden::NumericError;
 use arith::{Arith, TensorState};
 use model::{Cache, Layer, ModelSpec};
 use serde::{Deserialize, Serialize};
 use systole_core::Rounding;
+use systole_device::{DeviceError, DeviceStats};
+use systole_golden::NumericError;
 
 /// Why training stopped.
 #[derive(Debug, thiserror::Error)]

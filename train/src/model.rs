@@ -4,8 +4,8 @@
 use super::arith::Arith;
 use super::rng::SplitMix64;
 use super::TrainError;
-use crate::golden::Conv2dGeom;
 use serde::{Deserialize, Serialize};
+use systole_golden::Conv2dGeom;
 
 /// Which network to train.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

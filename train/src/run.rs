@@ -11,12 +11,12 @@ use super::{
     TrainError, Trainer,
 };
 use crate::data::Dataset;
-use crate::device::DeviceStats;
 use crate::dist::{Collective, Single};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 use systole_core::ArrayConfig;
+use systole_device::DeviceStats;
 
 /// Where and how a run executes (none of this changes its results).
 #[derive(Clone, Debug)]
@@ -215,7 +215,7 @@ pub fn run_dist(
             )
             .map_err(|e| TrainError::Config(e.to_string()))?;
             let dev =
-                crate::device::open(&opts.device, ac).map_err(|source| TrainError::Device {
+                systole_device::open(&opts.device, ac).map_err(|source| TrainError::Device {
                     op: "opening the device".into(),
                     source,
                 })?;

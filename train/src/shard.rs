@@ -18,7 +18,7 @@ use crate::dist::Collective;
 
 /// Common fractional bits of summed gradients: the contract's common scale of exact partial
 /// sums (tensors never carry more than 15).
-pub const GRAD_FRAC: u32 = crate::golden::split::SUM_FRAC;
+pub const GRAD_FRAC: u32 = systole_golden::split::SUM_FRAC;
 
 /// Training losses travel as integers with this many fractional bits (exact sums).
 const LOSS_FRAC: u32 = 24;

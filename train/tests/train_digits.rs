@@ -2,14 +2,15 @@
 //! threshold, runs repeat bit for bit, resume continues bit for bit, and `--check` catches a
 //! device that computes one element wrong.
 
-use systole::data::{self, Dataset};
-use systole::device::{golden::GoldenDevice, Device, DeviceError, DeviceStats};
-use systole::golden::OutputSpec;
-use systole::train::fixed::FixedArith;
-use systole::train::model::ModelSpec;
-use systole::train::run::{run, RunOptions};
-use systole::train::{Precision, Quiet, TrainConfig, TrainError, Trainer};
-use systole::{ArrayConfig, QMatrix, Rounding};
+use systole_core::{ArrayConfig, Rounding};
+use systole_device::{golden::GoldenDevice, Device, DeviceError, DeviceStats};
+use systole_golden::OutputSpec;
+use systole_golden::QMatrix;
+use systole_train::data::{self, Dataset};
+use systole_train::fixed::FixedArith;
+use systole_train::model::ModelSpec;
+use systole_train::run::{run, RunOptions};
+use systole_train::{Precision, Quiet, TrainConfig, TrainError, Trainer};
 
 fn digits() -> Dataset {
     data::load("digits").unwrap()

@@ -5,12 +5,12 @@
 //! output) is split into chunks by the contract's rule. The golden model and the Verilated
 //! array give the same weights bit for bit, with every chunk checked against the golden model.
 
-use systole::data::{Dataset, Split};
-use systole::train::model::ModelSpec;
-use systole::train::run::{run, RunOptions, RunSummary};
-use systole::train::{Precision, Quiet, TrainConfig};
-use systole::Rounding;
 use systole_core::numeric::MAX_K;
+use systole_core::Rounding;
+use systole_train::data::{Dataset, Split};
+use systole_train::model::ModelSpec;
+use systole_train::run::{run, RunOptions, RunSummary};
+use systole_train::{Precision, Quiet, TrainConfig};
 
 const SIDE: usize = 32;
 const BATCH: usize = 130;

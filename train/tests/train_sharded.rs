@@ -3,12 +3,12 @@
 //! must continue bit for bit whatever the rank count, and sharded training still learns.
 
 use std::sync::{Arc, Barrier, Mutex};
-use systole::data::{self, Dataset};
-use systole::dist::{Collective, Single};
-use systole::train::model::ModelSpec;
-use systole::train::run::{run, run_dist, RunOptions, RunSummary};
-use systole::train::{EpochRecord, Precision, Quiet, TrainConfig};
-use systole::Rounding;
+use systole_core::Rounding;
+use systole_train::data::{self, Dataset};
+use systole_train::dist::{Collective, Single};
+use systole_train::model::ModelSpec;
+use systole_train::run::{run, run_dist, RunOptions, RunSummary};
+use systole_train::{EpochRecord, Precision, Quiet, TrainConfig};
 
 fn digits() -> Dataset {
     data::load("digits").unwrap()
@@ -207,21 +207,4 @@ fn bad_shard_options_are_clear_errors() {
     )
     .unwrap_err();
     assert!(e.to_string().contains("needs --shards"), "{e}");
-}
-
-/// Without the `mpi` feature a launch under mpirun must fail instead of training K copies.
-#[cfg(not(feature = "mpi"))]
-#[test]
-fn mpirun_without_mpi_feature_is_a_clear_error() {
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_systole"))
-        .args(["train", "--epochs", "1"])
-        .env("OMPI_COMM_WORLD_SIZE", "2")
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("built without MPI: rebuild with --features mpi"),
-        "{err}"
-    );
 }

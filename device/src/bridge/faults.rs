@@ -3,7 +3,7 @@
 //! CRC mismatch) or the operation fails, never a wrong result.
 
 use super::*;
-use crate::device::golden::GoldenDevice;
+use crate::golden::GoldenDevice;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! binary so it runs from any folder, with a fixed stratified 80/20 split.
 
 use super::{DataError, Dataset, Split};
-use crate::train::rng;
+use crate::rng;
 use std::io::Read;
 
 /// The file as shipped (copied unchanged from scikit-learn; see `data/README.md`).
