@@ -288,7 +288,7 @@ impl Testbench {
             let w = u64::from(unsafe { base.add(k).read() });
             out[k / 2] |= w << (32 * (k % 2));
         }
-        if p.width % 64 != 0 {
+        if !p.width.is_multiple_of(64) {
             let last = out.len() - 1;
             out[last] &= (1u64 << (p.width % 64)) - 1;
         }

@@ -36,8 +36,6 @@ pub use ports::{Dir, PortInfo};
 pub use verilate::default_cache_dir;
 
 use rust_hdl_core::prelude::Block;
-#[cfg(test)]
-use std::path::Path;
 use std::path::PathBuf;
 
 /// What to install when the tools are missing.

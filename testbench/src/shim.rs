@@ -42,7 +42,7 @@ pub(crate) fn shim_cpp(
             format!(
                 "    tb_trace_close(s);\n    s->tfp = new {writer};\n    s->m->trace(s->tfp, 99);\n    \
                  s->tfp->open(path);\n    if (!s->tfp->isOpen()) {{ delete s->tfp; s->tfp = nullptr; return 1; }}\n    \
-                 s->tfp->dump(s->t);\n    return 0;\n"
+                 return 0;\n"
             ),
         )
     } else {
