@@ -78,6 +78,12 @@ impl Testbench {
         block.accept("top", &mut defines);
         let verilog = defines.defines();
         let ports = ports_of(block);
+        if let Some(p) = ports.iter().find(|p| p.dir == Dir::InOut) {
+            return Err(TestbenchError::InOut {
+                name: p.name.clone(),
+            });
+        }
+        // The first clock input drives every `clock()`; a second clock is an ordinary input.
         let clock = ports.iter().find(|p| p.clock && p.dir == Dir::Input);
         let shim = crate::shim::shim_cpp(&ports, clock, opts.trace);
         let cache = opts

@@ -130,6 +130,14 @@ pub enum TestbenchError {
         /// Every port, with direction and width.
         ports: String,
     },
+    /// A tristate port, which a Verilated model cannot drive from outside.
+    #[error(
+        "the block has the inout port `{name}`: Verilator testbenches need ports of one direction; wrap the block with the tristate buffer inside"
+    )]
+    InOut {
+        /// The port.
+        name: String,
+    },
     /// A write to an output.
     #[error("`{name}` is an output of the block: only inputs can be written")]
     NotAnInput {

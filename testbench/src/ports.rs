@@ -11,6 +11,8 @@ pub enum Dir {
     Input,
     /// Driven by the block.
     Output,
+    /// A tristate port (`Signal<InOut, _>`): not supported by the testbench.
+    InOut,
 }
 
 /// One port of the block under test.
@@ -56,6 +58,7 @@ impl Probe for PortProbe {
         let dir = match signal.kind() {
             AtomKind::InputParameter => Dir::Input,
             AtomKind::OutputParameter | AtomKind::OutputPassthrough => Dir::Output,
+            AtomKind::InOutParameter => Dir::InOut,
             _ => return,
         };
         if self.depth == 1 {

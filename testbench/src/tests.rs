@@ -7,7 +7,7 @@ use rust_hdl_widgets::prelude::*;
 use std::path::Path;
 
 /// A multiply-accumulator with a signed accumulator, an 80-bit shift register of past inputs
-/// (a port wider than 64 bits) and a combinational output.
+/// that can also be loaded (ports wider than 64 bits both ways) and a combinational output.
 #[derive(LogicBlock, Default)]
 struct MacHistory {
     clock: Signal<In, Clock>,
@@ -16,6 +16,8 @@ struct MacHistory {
     b: Signal<In, Signed<16>>,
     en: Signal<In, Bit>,
     x: Signal<In, Bits<16>>,
+    load: Signal<In, Bits<80>>,
+    load_en: Signal<In, Bit>,
     acc: Signal<Out, Signed<40>>,
     hist: Signal<Out, Bits<80>>,
     next_x: Signal<Out, Bits<16>>,
@@ -36,6 +38,9 @@ impl Logic for MacHistory {
             self.acc_q.d.next = 0.into();
         }
         self.hist_q.d.next = (self.hist_q.q.val() << 16) | bit_cast::<80, 16>(self.x.val());
+        if self.load_en.val() {
+            self.hist_q.d.next = self.load.val();
+        }
         self.acc.next = self.acc_q.q.val();
         self.hist.next = self.hist_q.q.val();
         self.next_x.next = self.x.val() + 1;
@@ -85,6 +90,7 @@ fn verilated_block_matches_rust_hdl_simulation_every_cycle() {
         tb.port("x").unwrap(),
         tb.port("reset").unwrap(),
     );
+    let (load, load_en) = (tb.port("load").unwrap(), tb.port("load_en").unwrap());
     let mut s = 7;
     for cycle in 0..2000 {
         // Extreme operands half the time (the largest products), a reset about every 50 cycles.
@@ -105,6 +111,15 @@ fn verilated_block_matches_rust_hdl_simulation_every_cycle() {
         tb.write(en, ven.into()).unwrap();
         tb.write(x, vx.into()).unwrap();
         tb.write(reset, vr.into()).unwrap();
+        let (vl, vle) = (
+            [rng(&mut s), rng(&mut s) & 0xffff],
+            rng(&mut s).is_multiple_of(10),
+        );
+        tb.write_words(load, &vl).unwrap();
+        tb.write(load_en, vle.into()).unwrap();
+        m.load.next =
+            (bit_cast::<80, 16>(bits::<16>(vl[1])) << 64) | bit_cast::<80, 64>(bits::<64>(vl[0]));
+        m.load_en.next = vle;
         m.a.next = signed(va);
         m.b.next = signed(vb);
         m.en.next = ven;
@@ -183,6 +198,11 @@ fn bad_port_accesses_are_errors_naming_the_port_and_the_fix() {
     assert!(e.contains("32768 does not fit the 16-bit port `a`"), "{e}");
     let e = tb.read("hist").unwrap_err().to_string();
     assert!(e.contains("`hist` is 80 bits wide: use read_words"), "{e}");
+    let e = tb
+        .write_words("load", &[0, 1 << 16])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("does not fit the 80-bit port `load`"), "{e}");
     let e = tb.write_words("x", &[1, 2]).unwrap_err().to_string();
     assert!(e.contains("takes 1 64-bit words, not 2"), "{e}");
     let e = tb.trace(Path::new("t.vcd")).unwrap_err().to_string();

@@ -124,6 +124,7 @@ pub(crate) fn build(
         move |cause| TestbenchError::Io { what, path, cause }
     };
     std::fs::create_dir_all(cache).map_err(io("creating the model cache", cache))?;
+    remove_abandoned_builds(cache);
     let tmp = cache.join(format!("{key:016x}.tmp-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).map_err(io("creating the build folder", &tmp))?;
@@ -352,5 +353,19 @@ fn runtime(
             path: dir,
             cause: std::io::Error::other("the folder exists without the archive"),
         })
+    }
+}
+
+/// Removes the build folders (`*.tmp-PID`) of processes that no longer run: builds that failed
+/// (kept for their log) or were killed. A running process's folder is left alone.
+fn remove_abandoned_builds(cache: &Path) {
+    for e in std::fs::read_dir(cache).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let pid = name.rsplit_once(".tmp-").map(|(_, pid)| pid.to_string());
+        if let Some(pid) = pid.filter(|p| p.parse::<u32>().is_ok()) {
+            if !Path::new("/proc").join(&pid).exists() {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
     }
 }
