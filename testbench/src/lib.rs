@@ -29,6 +29,7 @@
 mod handle;
 mod ports;
 mod shim;
+mod toolchain;
 mod verilate;
 
 pub use handle::{IntoPort, Port, Testbench};

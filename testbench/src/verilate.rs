@@ -6,6 +6,7 @@
 //! renamed into place when complete, so concurrent test processes never load a half-written
 //! library, and a failed build leaves nothing the next run would trust.
 
+use crate::toolchain::{cxx, cxx_name, include_dir, runtime};
 use crate::{TestbenchError, TraceFormat, INSTALL};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,7 +40,7 @@ pub(crate) struct Built {
 }
 
 /// FNV-1a, 64 bits: a stable hash (the cache must mean the same across Rust versions).
-fn fnv1a(parts: &[&str]) -> u64 {
+pub(crate) fn fnv1a(parts: &[&str]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for p in parts {
         for b in p.bytes().chain([0xff]) {
@@ -51,7 +52,7 @@ fn fnv1a(parts: &[&str]) -> u64 {
 }
 
 /// Verilator's version line, which also proves it can be started.
-fn verilator_version() -> Result<String, TestbenchError> {
+pub(crate) fn verilator_version() -> Result<String, TestbenchError> {
     version_of("verilator")
 }
 
@@ -242,118 +243,6 @@ fn compile(
         });
     }
     Ok(())
-}
-
-/// Verilator's C++ headers and runtime sources.
-fn include_dir() -> Result<PathBuf, TestbenchError> {
-    let root = Command::new("verilator")
-        .args(["--getenv", "VERILATOR_ROOT"])
-        .output()
-        .map_err(|cause| TestbenchError::VerilatorMissing { cause })?;
-    Ok(PathBuf::from(String::from_utf8_lossy(&root.stdout).trim()).join("include"))
-}
-
-/// The C++ compiler: `CXX`, else `c++`.
-fn cxx_name() -> String {
-    std::env::var("CXX").unwrap_or_else(|_| "c++".into())
-}
-
-/// A compiler command with the flags every part of a model is built with: position
-/// independent, hidden symbols, and the trace defines Verilator's headers expect.
-fn cxx(include: &Path, trace: Option<TraceFormat>) -> Command {
-    let defs = match trace {
-        Some(TraceFormat::Vcd) => ["-DVM_TRACE=1", "-DVM_TRACE_VCD=1", "-DVM_TRACE_FST=0"],
-        Some(TraceFormat::Fst) => ["-DVM_TRACE=1", "-DVM_TRACE_VCD=0", "-DVM_TRACE_FST=1"],
-        None => ["-DVM_TRACE=0", "-DVM_TRACE_VCD=0", "-DVM_TRACE_FST=0"],
-    };
-    let mut c = Command::new(cxx_name());
-    c.args([
-        "-O2",
-        "-fPIC",
-        "-fvisibility=hidden",
-        "-std=c++17",
-        "-faligned-new",
-    ])
-    .args(["-DVM_COVERAGE=0", "-DVM_SC=0"])
-    .args(defs)
-    .arg(format!("-I{}", include.display()))
-    .arg(format!("-I{}", include.join("vltstd").display()));
-    c
-}
-
-/// Verilator's runtime (`verilated.cpp`, its threads and the trace writer) as one archive,
-/// compiled once per Verilator version and trace format and shared by every model: it is
-/// most of a small block's compile time.
-fn runtime(
-    cache: &Path,
-    include: &Path,
-    trace: Option<TraceFormat>,
-) -> Result<PathBuf, TestbenchError> {
-    let version = verilator_version()?;
-    let flags = format!("{:?}", cxx(include, trace));
-    let key = fnv1a(&[&version, &flags, env!("CARGO_PKG_VERSION")]);
-    let dir = cache.join(format!("runtime-{key:016x}"));
-    let lib = dir.join("libverilated.a");
-    if lib.is_file() {
-        return Ok(lib);
-    }
-    let tmp = cache.join(format!("runtime-{key:016x}.tmp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    let io = |what: &str| {
-        let (what, path) = (what.to_string(), tmp.clone());
-        move |cause| TestbenchError::Io { what, path, cause }
-    };
-    std::fs::create_dir_all(&tmp).map_err(io("creating the runtime's build folder"))?;
-    let mut sources = vec!["verilated.cpp", "verilated_threads.cpp"];
-    match trace {
-        Some(TraceFormat::Vcd) => sources.push("verilated_vcd_c.cpp"),
-        Some(TraceFormat::Fst) => sources.push("verilated_fst_c.cpp"),
-        None => {}
-    }
-    // One compiler per source, all at once: they are independent.
-    let mut children = Vec::new();
-    for src in &sources {
-        let mut c = cxx(include, trace);
-        c.current_dir(&tmp)
-            .arg("-c")
-            .arg(include.join(src))
-            .stderr(std::process::Stdio::piped());
-        children.push(c.spawn().map_err(io("running the C++ compiler"))?);
-    }
-    let mut log = String::new();
-    let mut ok = true;
-    for child in children {
-        let o = child
-            .wait_with_output()
-            .map_err(io("waiting for the C++ compiler"))?;
-        ok &= o.status.success();
-        log.push_str(&String::from_utf8_lossy(&o.stderr));
-    }
-    let objects: Vec<String> = sources.iter().map(|s| s.replace(".cpp", ".o")).collect();
-    let archived = ok
-        && Command::new("ar")
-            .current_dir(&tmp)
-            .arg("rcs")
-            .arg("libverilated.a")
-            .args(&objects)
-            .status()
-            .is_ok_and(|s| s.success());
-    if !archived {
-        return Err(TestbenchError::Compile { dir: tmp, log });
-    }
-    // Another process may have finished first: then theirs is used.
-    if std::fs::rename(&tmp, &dir).is_err() {
-        let _ = std::fs::remove_dir_all(&tmp);
-    }
-    if lib.is_file() {
-        Ok(lib)
-    } else {
-        Err(TestbenchError::Io {
-            what: "moving Verilator's runtime into the cache".into(),
-            path: dir,
-            cause: std::io::Error::other("the folder exists without the archive"),
-        })
-    }
 }
 
 /// Removes the build folders (`*.tmp-PID`) of processes that no longer run: builds that failed
