@@ -15,6 +15,7 @@
 pub mod array;
 pub mod board_top;
 pub mod buffers;
+pub mod cocotb;
 mod comb_split;
 pub mod controller;
 pub mod converter;
