@@ -131,12 +131,18 @@ pub fn source_paths() -> Vec<PathBuf> {
 }
 
 /// Builds the firmware (with the given cargo `features` of `soc-firmware`), checks it and
-/// writes its flat image. The flat image is named after the features, so a test image never
-/// replaces the real one.
+/// writes its flat image. A build with features has its own target dir under
+/// [`target_dir`] and its image is named after them, so a test image never replaces the real
+/// one.
 pub fn build(features: &[&str]) -> Result<Image, ImageError> {
     check_target_installed()?;
     let root = workspace_root();
-    let target_dir = target_dir();
+    // Each feature set in its own target dir: builds of two variants never replace each
+    // other's ELF between a build and its read, nor rebuild each other.
+    let target_dir = match features {
+        [] => target_dir(),
+        f => target_dir().join(format!("features-{}", f.join("-"))),
+    };
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root.join("soc-firmware"))
