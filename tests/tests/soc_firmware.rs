@@ -1,6 +1,7 @@
 //! The firmware image (`soc-firmware/`, built by `systole-soc-image`) on the Verilated SoC,
-//! spoken to only through the UART pins: it boots and answers `PING`, serves requests, reports
-//! a panic and comes back after its reset; and the CPU cycles each operation costs. Skipped
+//! spoken to only through the UART pins: it boots and answers `PING`, reports a panic and comes
+//! back after its reset, runs a matmul through the host's serial link bit for bit equal to the
+//! golden model; and the CPU cycles each request costs. Skipped
 //! with a note when this build has no SoC model (no Verilator or no VexRiscv in `.venv`).
 
 use std::io::{Read, Write};
@@ -186,4 +187,59 @@ fn cpu_cycles_per_operation() {
         "IDLE {idle}"
     );
     assert!(all_rows > one_row && read_all > read_one);
+}
+
+#[test]
+fn a_matmul_through_the_firmware_equals_the_golden_model() {
+    use systole_core::Rounding;
+    use systole_device::serial::SerialBus;
+    use systole_firmware::driver::{self, MatmulJob};
+    use systole_golden::{OutputSpec, QMatrix};
+    let Some(soc) = soc(&[]) else { return };
+    let cfg = soc.config();
+    // Not multiples of the array size: edge tiles are padded, K spans several rows.
+    let (m, k, n) = (2 * cfg.size + 1, 3 * cfg.size - 1, cfg.size + 2);
+    let mut x = 0x1234_5677u32;
+    let mut words = |len: usize| -> Vec<i16> {
+        (0..len)
+            .map(|_| {
+                x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                // Within +-512 (2.0 in Q8): sums stay below saturation, so every output
+                // word carries its own rounding.
+                ((x >> 16) as i16) >> 6
+            })
+            .collect()
+    };
+    let a = QMatrix::from_vec(m, k, 8, words(m * k)).unwrap();
+    let b = QMatrix::from_vec(k, n, 8, words(k * n)).unwrap();
+    let spec = OutputSpec {
+        frac: 8,
+        rounding: Rounding::Stochastic,
+        seed: 0xC0FFEE,
+    };
+    let expect = systole_golden::matmul(&a, &b, &spec, cfg.size).unwrap();
+    let job = MatmulJob {
+        a: &a.data,
+        b: &b.data,
+        m,
+        k,
+        n,
+        shift: 8,
+        rounding: spec.rounding,
+        seed: spec.seed,
+    };
+    let mut bus = SerialBus::new(soc, cfg.size);
+    let mut c = vec![0i16; m * n];
+    driver::matmul(&mut bus, &cfg, &job, &mut c).unwrap();
+    bus.flush().unwrap();
+    let saturated = expect
+        .data
+        .iter()
+        .filter(|&&w| w == i16::MAX || w == i16::MIN);
+    assert_eq!(
+        saturated.count(),
+        0,
+        "a test of rounding, not of saturation"
+    );
+    assert_eq!(c, expect.data, "bit for bit");
 }
