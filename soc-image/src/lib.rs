@@ -249,3 +249,15 @@ fn check_target_installed() -> Result<(), ImageError> {
         Err(ImageError::TargetMissing)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_missing_target_says_how_to_install_it() {
+        let text = super::ImageError::TargetMissing.to_string();
+        assert!(
+            text.contains("rustup target add riscv32imac-unknown-none-elf (./x does this)"),
+            "{text}"
+        );
+    }
+}
