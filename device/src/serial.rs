@@ -24,8 +24,8 @@ use systole_core::{regmap, AcceleratorBus, ArrayConfig};
 use systole_firmware::driver;
 use systole_firmware::frame::{self, Decoder, FRAME_CAPACITY, MAX_PAYLOAD};
 use systole_firmware::protocol::{
-    cmd, Buffer, ErrorCode, RemoteError, Request, Words, BATCH_ENTRY_HEADER, ERROR, RESPONSE,
-    WRITE_FM_HEADER, WRITE_ROWS_HEADER,
+    cmd, panic, Buffer, ErrorCode, RemoteError, Request, Words, BATCH_ENTRY_HEADER, ERROR,
+    RESPONSE, WRITE_FM_HEADER, WRITE_ROWS_HEADER,
 };
 use systole_golden::conv::Conv2dGeom;
 use systole_golden::tensor::QMatrix;
@@ -66,6 +66,9 @@ pub enum LinkError {
     /// The board's answer does not fit the request.
     #[error("unexpected answer from the board: {0}")]
     Protocol(String),
+    /// The board's firmware reported a panic and reset: the operation in progress is lost.
+    #[error("the board's firmware panicked and reset ({0}); the operation in progress was lost")]
+    BoardPanicked(String),
 }
 
 /// Byte and frame counters of a [`SerialBus`].
@@ -367,8 +370,16 @@ impl<T: Read + Write> SerialBus<T> {
         loop {
             while let Some(r) = self.decoder.next_frame() {
                 match r {
-                    Ok(f) if f.seq == seq => return Ok(Some((f.cmd, f.payload.to_vec()))),
-                    Ok(_) => {}
+                    Ok(f) => {
+                        // Unsolicited, so recognised whatever `seq` it carries.
+                        if let Some(m) = panic::parse_panic(f.cmd, f.payload) {
+                            let m = String::from_utf8_lossy(m).into_owned();
+                            return Err(LinkError::BoardPanicked(m));
+                        }
+                        if f.seq == seq {
+                            return Ok(Some((f.cmd, f.payload.to_vec())));
+                        }
+                    }
                     Err(_) => return Ok(None),
                 }
             }

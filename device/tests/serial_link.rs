@@ -395,3 +395,59 @@ fn measure_digits_mlp_step_traffic() {
         bytes as f64 / dt
     );
 }
+
+/// A port on a board whose firmware panics: the first request is answered by `report`,
+/// after that the line is silent.
+struct PanickingBoard {
+    report: Vec<u8>,
+    asked: bool,
+}
+
+impl std::io::Read for PanickingBoard {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if !self.asked || self.report.is_empty() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        let n = buf.len().min(self.report.len());
+        buf[..n].copy_from_slice(&self.report[..n]);
+        self.report.drain(..n);
+        Ok(n)
+    }
+}
+
+impl std::io::Write for PanickingBoard {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.asked = true;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_firmware_panic_report_is_a_clear_error_and_no_result() {
+    use std::fmt::Write as _;
+    use systole_firmware::protocol::panic::{PanicMessage, PANIC_FRAME_CAPACITY};
+    let mut message = PanicMessage::new();
+    write!(message, "index out of bounds at src/board.rs:7").unwrap();
+    let mut frame = [0u8; PANIC_FRAME_CAPACITY];
+    let n = message.encode(&mut frame);
+    let port = PanickingBoard {
+        report: frame[..n].to_vec(),
+        asked: false,
+    };
+    let mut bus = SerialBus::new(port, 4);
+    bus.set_retry_policy(std::time::Duration::from_millis(20), 1);
+    match bus.read_reg(regmap::STATUS) {
+        Err(e @ LinkError::BoardPanicked(_)) => {
+            let text = e.to_string();
+            assert!(text.contains("panicked"), "{text}");
+            assert!(
+                text.contains("index out of bounds at src/board.rs:7"),
+                "{text}"
+            );
+        }
+        other => panic!("expected the panic report, got {other:?}"),
+    }
+}

@@ -27,6 +27,7 @@ pub mod icarus;
 pub mod pe;
 mod prune;
 pub mod regfile;
+pub mod soc;
 pub mod top;
 pub mod uart;
 pub mod walker;
