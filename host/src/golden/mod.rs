@@ -17,6 +17,7 @@ mod convert;
 pub mod elementwise;
 pub mod gemm;
 mod matmul;
+pub mod schedule;
 pub mod split;
 
 pub use conv::{conv2d_backward_input, conv2d_backward_weights, conv2d_forward, Conv2dGeom};

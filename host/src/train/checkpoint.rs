@@ -69,6 +69,11 @@ impl TrainConfig {
             ("--batch", self.batch.to_string(), other.batch.to_string()),
             ("--lr", self.lr.to_string(), other.lr.to_string()),
             (
+                "--lr-decay",
+                self.lr_decay.to_string(),
+                other.lr_decay.to_string(),
+            ),
+            (
                 "--momentum",
                 self.momentum.to_string(),
                 other.momentum.to_string(),
