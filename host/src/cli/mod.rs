@@ -173,10 +173,10 @@ pub struct RecipeArgs {
     #[arg(long, value_parser = whole, default_value_t = 32)]
     pub batch: usize,
     /// Learning rate of the first epoch (rounded to 16 fractional bits on every precision).
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = 0.02)]
     pub lr: f32,
     /// Factor the learning rate is multiplied by after each epoch (1: constant).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 0.85)]
     pub lr_decay: f32,
     /// Momentum.
     #[arg(long, default_value_t = 0.9)]
