@@ -26,7 +26,14 @@ fn compare(out: &std::path::Path, extra: &[&str]) -> std::process::Output {
 fn compare_trains_the_formats_and_seeds_it_is_given_and_reports_each_run() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("cmp");
-    let args = ["--formats", "f32,fixed16-nearest", "--seed", "5", "--seeds", "2"];
+    let args = [
+        "--formats",
+        "f32,fixed16-nearest",
+        "--seed",
+        "5",
+        "--seeds",
+        "2",
+    ];
     let o = compare(&out, &args);
     assert!(o.status.success(), "{}", stderr(&o));
     let csv = std::fs::read_to_string(out.join("compare.csv")).unwrap();
@@ -89,7 +96,10 @@ fn options_that_would_change_nothing_are_refused() {
         let o = systole(args);
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(&format!("unexpected argument '{}'", args[1])), "{err}");
+        assert!(
+            err.contains(&format!("unexpected argument '{}'", args[1])),
+            "{err}"
+        );
     }
     fails_with(
         &systole(&["compare", "--formats", "f32,fixed16"]),

@@ -154,7 +154,12 @@ fn one_epoch(c: &TrainConfig, d: &Dataset, start: Option<&Checkpoint>) -> Checkp
     match c.precision {
         Precision::Fixed16 => {
             let dev = GoldenDevice::new(ArrayConfig::square(c.array)).unwrap();
-            go(c, d, FixedArith::new(Box::new(dev), c.rounding, c.seed, false), start)
+            go(
+                c,
+                d,
+                FixedArith::new(Box::new(dev), c.rounding, c.seed, false),
+                start,
+            )
         }
         _ => go(c, d, FloatArith::new(FloatFormat::F32), start),
     }
@@ -181,7 +186,10 @@ fn the_second_epoch_trains_at_the_decayed_rate() {
         let decayed = one_epoch(&decaying, &d, Some(&first));
         let constant = one_epoch(&halved, &d, Some(&first));
         assert_eq!(decaying.lr_at(1), 1639.0 / 65536.0);
-        assert!(decayed.params == constant.params, "{p:?}: epoch 2 is not at the decayed rate");
+        assert!(
+            decayed.params == constant.params,
+            "{p:?}: epoch 2 is not at the decayed rate"
+        );
         assert!(first.params != decayed.params, "{p:?}");
     }
 }

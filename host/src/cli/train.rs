@@ -265,10 +265,7 @@ fn parse_format(name: &str) -> anyhow::Result<(Precision, Rounding)> {
         )
     };
     match name.split_once('-') {
-        Some(("fixed16", r)) => Ok((
-            Precision::Fixed16,
-            Rounding::parse(r).ok_or_else(bad)?,
-        )),
+        Some(("fixed16", r)) => Ok((Precision::Fixed16, Rounding::parse(r).ok_or_else(bad)?)),
         None if name != "fixed16" => Ok((
             Precision::parse(name).ok_or_else(bad)?,
             Rounding::NearestEven,
@@ -325,12 +322,13 @@ pub fn compare(c: &CompareArgs) -> anyhow::Result<()> {
     };
     let mut csv = String::from("format,seed,test_acc\n");
     let mut first_mean = None;
+    let vs = format!("vs {}", modes[0].0);
+    let w = vs.len().max(8);
     outln!(
-        "{:18} {:>24} {:>7} {:>8}",
+        "{:18} {:>24} {:>7} {vs:>w$}",
         "format",
         "test accuracy per seed",
-        "mean",
-        format!("vs {}", modes[0].0)
+        "mean"
     );
     for &(name, m) in &modes {
         let mut accs = Vec::new();
@@ -355,9 +353,9 @@ pub fn compare(c: &CompareArgs) -> anyhow::Result<()> {
         let f = *first_mean.get_or_insert(mean);
         let shown: Vec<String> = accs.iter().map(|x| format!("{x:.2}")).collect();
         outln!(
-            "{name:18} {:>24} {mean:7.2} {:+8.2}",
+            "{name:18} {:>24} {mean:7.2} {:>w$}",
             shown.join(" "),
-            mean - f
+            format!("{:+.2}", mean - f)
         );
     }
     if let Some(dir) = &c.out {

@@ -64,10 +64,7 @@ mod tests {
     fn every_step_is_the_rounded_exact_product() {
         for lr_units in [1i64, 2, 7, 100, 3277, 65536, 1 << 20] {
             for d_units in [1i64, 32768, 52429, 58982, 65535, 65536] {
-                let (lr, d) = (
-                    lr_units as f32 / 65536.0,
-                    d_units as f32 / 65536.0,
-                );
+                let (lr, d) = (lr_units as f32 / 65536.0, d_units as f32 / 65536.0);
                 let mut q = lr_units as i128;
                 for e in 0..40 {
                     assert_eq!(lr_q(lr, d, e) as i128, q, "lr {lr_units} d {d_units} e {e}");

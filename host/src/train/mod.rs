@@ -169,10 +169,16 @@ impl TrainConfig {
         if self.batch == 0 {
             return bad("--batch must be at least 1");
         }
-        if !(self.lr.is_finite() && self.lr < 16.0 && crate::golden::schedule::quantize(self.lr) >= 1) {
+        if !(self.lr.is_finite()
+            && self.lr < 16.0
+            && crate::golden::schedule::quantize(self.lr) >= 1)
+        {
             return bad("--lr must be a positive number below 16, at least 2^-17 (it is rounded to 16 fractional bits)");
         }
-        if !(self.lr_decay.is_finite() && self.lr_decay <= 1.0 && crate::golden::schedule::quantize(self.lr_decay) >= 1) {
+        if !(self.lr_decay.is_finite()
+            && self.lr_decay <= 1.0
+            && crate::golden::schedule::quantize(self.lr_decay) >= 1)
+        {
             return bad("--lr-decay must be in (0, 1] (at least 2^-17; 1 keeps the rate constant)");
         }
         if !(0.0..1.0).contains(&self.momentum) {
