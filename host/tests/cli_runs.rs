@@ -87,7 +87,7 @@ fn resuming_under_other_options_names_them_in_a_sentence() {
     one_epoch(dir.path());
     let err = fails_with(
         &train(dir.path(), &["--resume", "--epochs", "2", "--lr", "0.1"]),
-        &["--lr 0.1 here, 0.02 in the checkpoint"],
+        &["--lr 0.1 here, 0.05 in the checkpoint"],
     );
     assert!(
         !err.contains("TrainConfig") && !err.contains("Mlp {"),

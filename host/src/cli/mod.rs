@@ -172,12 +172,14 @@ pub struct RecipeArgs {
     /// Mini-batch size.
     #[arg(long, value_parser = whole, default_value_t = 32)]
     pub batch: usize,
-    /// Learning rate of the first epoch (rounded to 16 fractional bits on every precision).
-    #[arg(long, default_value_t = 0.02)]
-    pub lr: f32,
-    /// Factor the learning rate is multiplied by after each epoch (1: constant).
-    #[arg(long, default_value_t = 0.85)]
-    pub lr_decay: f32,
+    /// Learning rate of the first epoch (rounded to 16 fractional bits on every precision)
+    /// [default: 0.02 on fashion-mnist, 0.05 on digits].
+    #[arg(long)]
+    pub lr: Option<f32>,
+    /// Factor the learning rate is multiplied by after each epoch (1: constant) [default: 0.85
+    /// on fashion-mnist, 1 on digits].
+    #[arg(long)]
+    pub lr_decay: Option<f32>,
     /// Momentum.
     #[arg(long, default_value_t = 0.9)]
     pub momentum: f32,

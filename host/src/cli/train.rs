@@ -52,14 +52,15 @@ fn recipe_config(
     if r.epochs == 0 {
         bail!("--epochs must be at least 1");
     }
+    let (lr, lr_decay) = data::default_rate(&r.dataset);
     let cfg = TrainConfig {
         model,
         dataset: r.dataset.clone(),
         train_limit: r.limit,
         epochs: r.epochs,
         batch: r.batch,
-        lr: r.lr,
-        lr_decay: r.lr_decay,
+        lr: r.lr.unwrap_or(lr),
+        lr_decay: r.lr_decay.unwrap_or(lr_decay),
         momentum: r.momentum,
         seed: 1,
         precision,
@@ -385,4 +386,32 @@ fn claim_compare_dir(
         );
     }
     Ok(lock)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Cli, Command};
+    use clap::Parser;
+
+    fn rate(args: &[&str]) -> (f32, f32) {
+        let cli = Cli::try_parse_from([&["systole", "train"], args].concat()).unwrap();
+        let Command::Train(a) = cli.command else {
+            unreachable!()
+        };
+        let c = super::config(&a).unwrap();
+        (c.lr, c.lr_decay)
+    }
+
+    /// Each data set trains at its measured rate unless told otherwise.
+    #[test]
+    fn the_default_rate_is_the_data_sets_own() {
+        assert_eq!(rate(&[]), (0.05, 1.0));
+        assert_eq!(rate(&["--dataset", "fashion-mnist"]), (0.02, 0.85));
+        assert_eq!(rate(&["--dataset", "fashion"]), (0.02, 0.85));
+        assert_eq!(
+            rate(&["--dataset", "fashion-mnist", "--lr", "0.1"]),
+            (0.1, 0.85)
+        );
+        assert_eq!(rate(&["--lr-decay", "0.5"]), (0.05, 0.5));
+    }
 }
