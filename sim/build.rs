@@ -57,7 +57,7 @@ fn main() {
                 "cargo::warning=systole-sim: {why}; the Verilator backend is disabled: {INSTALL}"
             );
             println!("cargo::rustc-cfg=systole_no_verilator");
-            write_models(&out, &[], None);
+            write_models(&out, &[], None, Err(why));
             return;
         }
     };
@@ -80,10 +80,24 @@ fn main() {
         build_board(&out, &include, n);
         println!("cargo::rustc-link-lib=static=systole_board");
     }
+    // The SoC image (CPU, UART, RAM and the smallest array built), when the CPU is installed.
+    let soc = match (board, systole_hdl::soc::vexriscv_verilog()) {
+        (Some(n), Ok(cpu)) => {
+            println!("cargo::rerun-if-changed={}", cpu.display());
+            build_soc(&out, &include, n, &cpu);
+            println!("cargo::rustc-link-lib=static=systole_soc");
+            Ok(n)
+        }
+        (None, _) => Err("no array size was built".to_string()),
+        (_, Err(e)) => {
+            println!("cargo::warning=systole-sim: no SoC model: {e}");
+            Err(e.to_string())
+        }
+    };
     println!("cargo::rustc-link-lib=static=systole_verilated");
     println!("cargo::rustc-link-search=native={}", out.display());
     println!("cargo::rustc-link-lib=dylib=stdc++");
-    write_models(&out, &models, board);
+    write_models(&out, &models, board, soc);
 }
 
 /// Oscillator and baud rate of the simulated board image: 8 clocks per UART bit, as fast as
@@ -137,6 +151,66 @@ fn build_board(out: &Path, include: &Path, n: usize) {
             b.file(f);
         }
         b.compile("systole_board");
+    });
+}
+
+/// Clock of the simulated SoC image: 16 clocks per UART bit, so the CPU has 160 clocks per
+/// received byte.
+pub const SOC_CLOCK_HZ: u32 = 16_000_000;
+/// Baud rate of the simulated SoC image.
+pub const SOC_BAUD: u32 = 1_000_000;
+
+/// The SoC build of the simulation: the default RAM, the board image's conv unit, and the
+/// backdoor loader.
+fn soc_options() -> systole_hdl::soc::SocOptions {
+    systole_hdl::soc::SocOptions {
+        clock_hz: SOC_CLOCK_HZ,
+        baud: SOC_BAUD,
+        reset_active_low: true,
+        led_active_low: false,
+        ram_bytes: systole_core::soc::DEFAULT_RAM_BYTES,
+        fm_depth: BOARD_FM_DEPTH,
+        ram_init: None,
+        backdoor: true,
+    }
+}
+
+/// Verilates the SoC (`systole_hdl::soc`, CPU from `cpu`) of an `n x n` array as `Vsoc` with
+/// the serial-pin shim and the RAM loader, into `libsystole_soc.a`.
+fn build_soc(out: &Path, include: &Path, n: usize, cpu: &Path) {
+    let verilog = systole_hdl::soc::generate_soc_verilog(&ArrayConfig::square(n), &soc_options())
+        .unwrap_or_else(|e| panic!("systole-hdl could not generate the {n}x{n} SoC: {e}"));
+    let cpu_text = std::fs::read_to_string(cpu)
+        .unwrap_or_else(|e| panic!("cannot read the SoC's CPU {}: {e}", cpu.display()));
+    let key = format!(
+        "{verilog}\n{cpu_text}\n// soc {n} {} {:x}",
+        tool_version(),
+        script_hash()
+    );
+    cached(out, "systole_soc", &key, || {
+        let dir = out.join("soc");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create SoC model dir");
+        std::fs::write(dir.join("soc.v"), &verilog).expect("write SoC Verilog");
+        let o = verilator_cc("Vsoc", &dir, &dir.join("soc.v"))
+            .arg(cpu)
+            .output()
+            .expect("run verilator");
+        if !o.status.success() {
+            panic!(
+                "verilator failed on the generated {n}x{n} SoC ({}):\n{}",
+                dir.join("soc.v").display(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        let shim = dir.join("shim_soc.cpp");
+        std::fs::write(&shim, ports::soc_shim_cpp()).expect("write SoC shim");
+        let mut b = cxx_build(include, false);
+        b.include(&dir).file(&shim);
+        for f in classes(&dir, "soc") {
+            b.file(f);
+        }
+        b.compile("systole_soc");
     });
 }
 
@@ -397,7 +471,7 @@ fn script_hash() -> u64 {
     h.finish()
 }
 
-fn write_models(out: &Path, models: &[Model], board: Option<usize>) {
+fn write_models(out: &Path, models: &[Model], board: Option<usize>, soc: Result<usize, String>) {
     let mut decls = String::new();
     let mut entries = String::new();
     for m in models {
@@ -408,14 +482,25 @@ fn write_models(out: &Path, models: &[Model], board: Option<usize>) {
     let board = match board {
         Some(n) => {
             decls.push_str(&ports::board_rust_decls());
-            format!("Some(BoardFns {{ size: {n}, clock_hz: {BOARD_CLOCK_HZ}, baud: {BOARD_BAUD}, new: systole_board_new, delete: systole_board_delete, run: systole_board_run }})")
+            format!("Some(BoardFns {{ size: {n}, clock_hz: {BOARD_CLOCK_HZ}, baud: {BOARD_BAUD}, new: systole_board_new, delete: systole_board_delete, run: systole_board_run, load: None }})")
         }
         None => "None".into(),
+    };
+    let soc = match soc {
+        Ok(n) => {
+            decls.push_str(&ports::soc_rust_decls());
+            format!(
+                "Ok(BoardFns {{ size: {n}, clock_hz: {SOC_CLOCK_HZ}, baud: {SOC_BAUD}, new: systole_soc_new, delete: systole_soc_delete, run: systole_soc_run, load: Some(Loader {{ ram_bytes: {}, fm_depth: {BOARD_FM_DEPTH}, load: systole_soc_load }}) }})",
+                systole_core::soc::DEFAULT_RAM_BYTES
+            )
+        }
+        Err(why) => format!("Err({why:?})"),
     };
     let text = format!(
         "// Generated by build.rs: the Verilated models compiled into this build.\n{decls}\n\
          /// One entry per compiled model (a fast and maybe a traced one per size).\npub static MODELS: &[ModelFns] = &[\n{entries}];\n\
-         /// The board image's model, when one was built.\npub static BOARD: Option<BoardFns> = {board};\n"
+         /// The board image's model, when one was built.\npub static BOARD: Option<BoardFns> = {board};\n\
+         /// The SoC image's model, or why this build has none.\npub static SOC: Result<BoardFns, &str> = {soc};\n"
     );
     std::fs::write(out.join("models.rs"), text).expect("write models.rs");
 }

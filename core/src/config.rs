@@ -56,6 +56,8 @@ pub enum ConfigError {
     FmDepth(usize),
 }
 
+impl core::error::Error for ConfigError {}
+
 impl core::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {

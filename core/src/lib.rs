@@ -6,8 +6,9 @@
 //! * [`regmap`] — the accelerator's register addresses and bit fields ([`field::Field`]).
 //! * [`numeric`] — the scalar primitives of the numeric contract (rounding, saturation, the
 //!   stochastic-rounding LFSR). The contract itself is written down in docs/HARDWARE.md (section 6);
-//!   the golden model (`systole::golden`) is built from these primitives.
+//!   the golden model (`systole-golden`) is built from these primitives.
 //! * [`limits`] — the largest tensors, models and shard counts the host accepts.
+//! * [`bridge`] — the baud rate of the board bridge's UART.
 //! * [`crc`] — the CRC-16 parameters of the firmware protocol and the board bridge.
 //! * [`soc`] — the memory map of the SoC (the RISC-V CPU that runs the firmware beside the array).
 //! * [`bus::AcceleratorBus`] — the narrow interface to one accelerator instance (registers plus
@@ -15,6 +16,7 @@
 #![no_std]
 #![deny(missing_docs, unsafe_code)]
 
+pub mod bridge;
 pub mod bus;
 pub mod config;
 pub mod crc;

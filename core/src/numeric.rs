@@ -21,7 +21,7 @@ pub const ACC_BITS: u32 = 48;
 pub const PRODUCT_MAX: i64 = 1 << 30;
 /// Longest dot product the contract accepts: the largest `K` with `K * PRODUCT_MAX <= ACC_MAX`,
 /// i.e. `2^17 - 1` (`(2^17 - 1) * 2^30 = 2^47 - 2^30`), so no accepted sum can wrap the 48-bit
-/// accumulator. Longer reductions are split on the host (see `systole::golden`).
+/// accumulator. Longer reductions are split on the host (see `systole_golden`).
 pub const MAX_K: usize = (ACC_MAX / PRODUCT_MAX) as usize;
 /// Largest right shift an output conversion accepts (the LFSR supplies 32 random bits).
 pub const MAX_SHIFT: u32 = 32;

@@ -1,6 +1,6 @@
 //! The conv driver: the three training ops of a 2-D convolution on the conv unit, with no
 //! im2col matrix on the bus. Each op is the product of the golden model's lowering
-//! (`systole::golden::conv`), tiled by the matmul driver, so the output tiles, their seeds
+//! (`systole_golden::conv`), tiled by the matmul driver, so the output tiles, their seeds
 //! and their rounding are the same as the golden model's, bit for bit:
 //!
 //! | op | A (lanes = rows) | B (lanes = columns) | output |
@@ -15,6 +15,7 @@
 //! whole batch for every output tile, so its maps are sent once only when the batch fits the
 //! ring; otherwise they are sent again for each tile (the driver's stats count every word).
 
+use crate::driver::hook::{Gathers, Started};
 use crate::driver::{Command, Conversion, DriverError, DriverStats, Feed, Res, Run, MAX_LANES};
 use systole_core::gather::{advance, ConvGeom, GatherConfig};
 use systole_core::numeric::{MAX_K, MAX_SHIFT};
@@ -112,30 +113,6 @@ impl Feed for ConvJob<'_> {
             ConvOp::BackwardWeights => 0,
         }
     }
-}
-
-/// What the gather hook did for one command.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Started {
-    /// A is gathered (the host writes no A rows).
-    pub a: bool,
-    /// B is gathered (the host writes no B rows).
-    pub b: bool,
-    /// `STATUS` bits to wait on before queuing the command.
-    pub busy_bits: u32,
-}
-
-/// The hook the matmul driver calls before writing a command's rows.
-pub(crate) trait Gathers<B: AcceleratorBus> {
-    /// Starts the gathers `cmd` needs into `bank` (`need_*`: the bank does not hold them yet).
-    fn start(
-        &mut self,
-        run: &mut Run<'_, '_, B>,
-        cmd: &Command,
-        bank: usize,
-        need_a: bool,
-        need_b: bool,
-    ) -> Res<Started, B::Error>;
 }
 
 /// One gather engine as the driver tracks it.

@@ -143,11 +143,11 @@ pub(crate) struct Run<'b, 'j, B: AcceleratorBus> {
     k: usize,
     n: usize,
     /// The conv unit's operand sources, when A or B is gathered on chip.
-    pub(crate) gather: Option<&'j mut dyn crate::conv::Gathers<B>>,
+    pub(crate) gather: Option<&'j mut dyn hook::Gathers<B>>,
     /// Tile order: column blocks outer (else row blocks outer).
     pub(crate) columns_outer: bool,
     /// Fills already started for the command `(i0, j0, k0)`.
-    prestarted: Option<((usize, usize, usize), crate::conv::Started)>,
+    prestarted: Option<((usize, usize, usize), hook::Started)>,
     size: usize,
     pub(crate) stats: DriverStats,
     /// `DONE_COUNT` when the run started.
@@ -233,7 +233,7 @@ impl<'b, 'j, B: AcceleratorBus> Run<'b, 'j, B> {
         cfg: &ArrayConfig,
         feed: &'j dyn Feed,
         conversion: Conversion,
-        gather: Option<&'j mut dyn crate::conv::Gathers<B>>,
+        gather: Option<&'j mut dyn hook::Gathers<B>>,
         stats: DriverStats,
     ) -> Self {
         let (m, k, n) = feed.shape();
@@ -458,7 +458,7 @@ impl<'b, 'j, B: AcceleratorBus> Run<'b, 'j, B> {
         bank: usize,
         need_a: bool,
         need_b: bool,
-    ) -> Res<Option<crate::conv::Started>, B::Error> {
+    ) -> Res<Option<hook::Started>, B::Error> {
         let Some(g) = self.gather.take() else {
             return Ok(None);
         };
@@ -521,6 +521,7 @@ impl<'b, 'j, B: AcceleratorBus> Run<'b, 'j, B> {
 }
 
 mod error;
+pub(crate) mod hook;
 mod readout;
 pub use error::DriverError;
 

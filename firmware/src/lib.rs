@@ -8,6 +8,8 @@
 //! * `driver` — the tile driver (tiled matmul over any `AcceleratorBus`), used by the host for
 //!   every backend; [`conv`] — the conv driver on top of it (feature maps sent once, im2col
 //!   gathered on chip).
+//! * [`mmio`] and [`soc`] — the SoC build: register access (the crate's only `unsafe`) and the
+//!   drivers for its accelerator windows, UART and timer.
 #![no_std]
 #![deny(unsafe_code, missing_docs)]
 
@@ -16,4 +18,6 @@ pub mod conv;
 pub mod crc;
 pub mod driver;
 pub mod frame;
+pub mod mmio;
 pub mod protocol;
+pub mod soc;

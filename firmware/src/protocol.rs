@@ -4,7 +4,8 @@
 //! The host sends one request frame and waits for the response frame with the same `SEQ`.
 //! A successful response has `CMD = request CMD | 0x80` ([`RESPONSE`]); a failed one has
 //! `CMD = 0xFF` ([`ERROR`]) and the payload `[code, request CMD, detail (u16)]` (see
-//! [`ErrorCode`]; `detail` is the index of the failing entry of a batch, else 0).
+//! [`ErrorCode`]; `detail` is the index of the failing entry of a batch, else 0). A board whose
+//! firmware panics sends one unsolicited error frame, the [`panic`] report, and resets.
 //!
 //! | CMD | name | request payload | response payload | action |
 //! |-----|------|-----------------|------------------|--------|
@@ -30,6 +31,8 @@
 //! the same `SEQ` after a timeout or a CRC error, and uses a new `SEQ` for every new request.
 
 use crate::frame::MAX_PAYLOAD;
+
+pub mod panic;
 
 /// Protocol version reported by `PING`.
 pub const VERSION: u8 = 1;
@@ -90,6 +93,8 @@ pub enum ErrorCode {
     Bus = 7,
     /// A command that may not appear inside `BATCH`.
     NotBatchable = 8,
+    /// The board's firmware panicked and reset ([`panic`]: an unsolicited report).
+    Panic = 9,
 }
 
 impl ErrorCode {
@@ -104,6 +109,7 @@ impl ErrorCode {
             6 => ErrorCode::RowLength,
             7 => ErrorCode::Bus,
             8 => ErrorCode::NotBatchable,
+            9 => ErrorCode::Panic,
             _ => return None,
         })
     }
@@ -125,6 +131,7 @@ impl core::fmt::Display for ErrorCode {
             ErrorCode::RowLength => "row length differs from the array size",
             ErrorCode::Bus => "accelerator bus fault on the board",
             ErrorCode::NotBatchable => "command not allowed inside a batch",
+            ErrorCode::Panic => "the board's firmware panicked and reset",
         })
     }
 }

@@ -15,6 +15,7 @@
 pub mod array;
 pub mod board_top;
 pub mod buffers;
+pub mod cocotb;
 mod comb_split;
 pub mod controller;
 pub mod converter;
@@ -26,6 +27,7 @@ pub mod icarus;
 pub mod pe;
 mod prune;
 pub mod regfile;
+pub mod soc;
 pub mod top;
 pub mod uart;
 pub mod walker;

@@ -1,13 +1,13 @@
 //! Measurements of the Verilated accelerator: simulated cycles against the ideal, PE
 //! utilization, and simulation speed (the `systole bench` command prints [`BenchTable`]).
 
-use crate::device::verilator::VerilatorDevice;
-use crate::device::{Device, DeviceError};
-use crate::golden::{self, OutputSpec};
-use crate::tensor::QMatrix;
 use std::fmt;
 use std::time::Instant;
 use systole_core::{ArrayConfig, Rounding};
+use systole_device::verilator::VerilatorDevice;
+use systole_device::{Device, DeviceError};
+use systole_golden::tensor::QMatrix;
+use systole_golden::{self as golden, OutputSpec};
 
 /// One matrix product on one array size.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -5,12 +5,12 @@
 //! model; `systole bench` prints [`ConvTable`].
 
 use crate::bench::operand;
-use crate::device::verilator::VerilatorDevice;
-use crate::device::{self, Device, DeviceError};
-use crate::golden::conv::{self, Conv2dGeom};
-use crate::golden::OutputSpec;
 use std::fmt;
 use systole_core::{ArrayConfig, Rounding};
+use systole_device::verilator::VerilatorDevice;
+use systole_device::{self as device, Device, DeviceError};
+use systole_golden::conv::{self, Conv2dGeom};
+use systole_golden::OutputSpec;
 
 /// The LeNet layer of the issue, for `batch` images.
 pub fn lenet_layer(batch: usize) -> Conv2dGeom {

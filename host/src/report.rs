@@ -2,13 +2,13 @@
 //! saturation counters per tensor)
 //! and `history.csv` (one line per epoch), both written atomically.
 
-use crate::outfile::write_atomic;
-use crate::train::fixed::SaturationCount;
-use crate::train::run::RunSummary;
-use crate::train::{EpochRecord, TrainError};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
+use systole_train::fixed::SaturationCount;
+use systole_train::outfile::write_atomic;
+use systole_train::run::RunSummary;
+use systole_train::{EpochRecord, TrainError};
 
 /// The CSV header of [`history_csv`].
 pub const CSV_HEADER: &str = "epoch,train_loss,train_acc,test_loss,test_acc,seconds";

@@ -79,3 +79,20 @@ fn check_passes_on_golden() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).contains("24 operations agree"));
 }
+
+/// Without the `mpi` feature a launch under mpirun must fail instead of training K copies.
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn mpirun_without_mpi_feature_is_a_clear_error() {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_systole"))
+        .args(["train", "--epochs", "1"])
+        .env("OMPI_COMM_WORLD_SIZE", "2")
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("built without MPI: rebuild with --features mpi"),
+        "{err}"
+    );
+}

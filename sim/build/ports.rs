@@ -426,3 +426,43 @@ pub fn board_rust_decls() -> String {
 "#
     .to_string()
 }
+
+/// C++ source of the SoC image's shim (model class `Vsoc`, functions `systole_soc_*`): the
+/// board shim's serial pins plus the RAM loader.
+pub fn soc_shim_cpp() -> String {
+    board_shim_cpp()
+        .replace("Vboard", "Vsoc")
+        .replace("systole_board", "systole_soc")
+        .replace(
+            "the simulated board's serial pins",
+            "the simulated SoC's serial pins",
+        )
+        + r#"
+// Writes `n` RAM words from word `addr` through the loader port, the reset button held (the
+// CPU stays in reset; the button is released by the next run).
+extern "C" void systole_soc_load(State* s, uint32_t addr, const uint32_t* words, uint32_t n) {
+    Vsoc* m = s->m;
+    m->reset_pin = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        m->load_we = 1;
+        m->load_addr = addr + i;
+        m->load_data = words[i];
+        m->clock = 1;
+        m->eval();
+        m->clock = 0;
+        m->eval();
+    }
+    m->load_we = 0;
+    m->eval();
+}
+"#
+}
+
+/// Rust declarations of the SoC shim's functions (for `models.rs`).
+pub fn soc_rust_decls() -> String {
+    board_rust_decls().replace("systole_board", "systole_soc")
+        + r#"extern "C" {
+    fn systole_soc_load(s: *mut c_void, addr: u32, words: *const u32, n: u32);
+}
+"#
+}

@@ -42,10 +42,22 @@ impl VerilatedBoard {
     /// serial line idle for a few bit times.
     pub fn new() -> Result<Self, SimError> {
         let fns = ffi::BOARD.as_ref().ok_or(SimError::NotBuilt)?;
+        let mut board = Self::from_fns(fns)?;
+        // The button is active low: pressed, then released; the synchronizer needs two clocks.
+        board.run_bit(false, false);
+        board.run_bit(true, true);
+        for _ in 0..4 {
+            board.run_bit(true, true);
+        }
+        Ok(board)
+    }
+
+    /// A fresh model of `fns` with its clock not yet run.
+    pub(crate) fn from_fns(fns: &'static ffi::BoardFns) -> Result<Self, SimError> {
         // SAFETY: the shim allocates a fresh model; a null pointer means it could not.
         let state = NonNull::new(unsafe { (fns.new)() }).ok_or(SimError::NotBuilt)?;
         let clocks_per_bit = fns.clock_hz.div_ceil(fns.baud);
-        let mut board = VerilatedBoard {
+        Ok(VerilatedBoard {
             fns,
             state,
             clocks_per_bit,
@@ -55,14 +67,12 @@ impl VerilatedBoard {
             tx_levels: vec![0; clocks_per_bit as usize],
             cycles: 0,
             read_bit_times: Self::READ_BIT_TIMES,
-        };
-        // The button is active low: pressed, then released; the synchronizer needs two clocks.
-        board.run_bit(false, false);
-        board.run_bit(true, true);
-        for _ in 0..4 {
-            board.run_bit(true, true);
-        }
-        Ok(board)
+        })
+    }
+
+    /// The model's shim functions and its live state (for the SoC's RAM loader).
+    pub(crate) fn model(&self) -> (&'static ffi::BoardFns, *mut c_void) {
+        (self.fns, self.state.as_ptr())
     }
 
     /// Array size of the board's accelerator.
@@ -81,7 +91,7 @@ impl VerilatedBoard {
     }
 
     /// One bit time with the button and the receive line held, decoding the transmit line.
-    fn run_bit(&mut self, reset_released: bool, rx: bool) {
+    pub(crate) fn run_bit(&mut self, reset_released: bool, rx: bool) {
         // SAFETY: `state` is the live model this value owns; `tx_levels` holds one byte per
         // cycle run.
         unsafe {
@@ -102,7 +112,7 @@ impl VerilatedBoard {
     }
 
     /// One bit time of the line towards the board: the next queued bit, or idle (high).
-    fn step(&mut self) {
+    pub(crate) fn step(&mut self) {
         let rx = self.rx_bits.pop_front().unwrap_or(true);
         self.run_bit(true, rx);
     }

@@ -78,6 +78,18 @@ pub(crate) struct BoardFns {
     pub delete: unsafe extern "C" fn(*mut c_void),
     /// `(state, reset_pin, rx, cycles, tx_out)`: runs `cycles` clocks, one tx level per clock.
     pub run: unsafe extern "C" fn(*mut c_void, u32, u32, u32, *mut u8),
+    /// The RAM loader of an image with a CPU (the SoC), `None` for the bridge board.
+    pub load: Option<Loader>,
+}
+
+/// The SoC image's RAM loader.
+pub(crate) struct Loader {
+    /// RAM size in bytes.
+    pub ram_bytes: u32,
+    /// Feature-map words of the accelerator's conv unit.
+    pub fm_depth: usize,
+    /// `(state, word address, words, count)`: writes RAM words with the CPU held in reset.
+    pub load: unsafe extern "C" fn(*mut c_void, u32, *const u32, u32),
 }
 
 include!(concat!(env!("OUT_DIR"), "/models.rs"));

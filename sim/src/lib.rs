@@ -18,8 +18,10 @@
 
 pub mod board;
 mod ffi;
+pub mod soc;
 
 pub use board::VerilatedBoard;
+pub use soc::VerilatedSoc;
 
 use core::ffi::c_void;
 use core::ptr::NonNull;
@@ -39,6 +41,12 @@ pub enum SimError {
     /// This build has no Verilated models at all.
     #[error("this build has no Verilator models: {INSTALL_HINT}")]
     NotBuilt,
+    /// This build has no SoC model (the reason names what to install).
+    #[error("this build has no SoC model: {0}")]
+    SocNotBuilt(String),
+    /// A program image the SoC cannot take.
+    #[error("bad SoC program image: {0}")]
+    Image(String),
     /// This configuration was not compiled in.
     #[error(
         "no Verilated model of a {size}x{size} array with {depth}-row buffers in this build \

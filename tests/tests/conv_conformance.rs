@@ -5,10 +5,11 @@
 //!
 //! Backends that were not built (no Verilator on this machine) are skipped with a message.
 
-use systole::device::{self, Device, DeviceError};
-use systole::golden::conv::{self, Conv2dGeom};
-use systole::golden::OutputSpec;
-use systole::{ArrayConfig, QMatrix, Rounding};
+use systole_core::{ArrayConfig, Rounding};
+use systole_device::{self as device, Device, DeviceError};
+use systole_golden::conv::{self, Conv2dGeom};
+use systole_golden::OutputSpec;
+use systole_golden::QMatrix;
 
 mod common;
 use common::Rng;
@@ -196,7 +197,7 @@ fn the_conv_body_catches_a_one_bit_error() {
 #[test]
 fn serial_conv_sim_board_4x4() {
     let config = ArrayConfig::square(4);
-    let board = match systole::board_sim::SimBoard::spawn_verilated(config) {
+    let board = match systole_device::board_sim::SimBoard::spawn_verilated(config) {
         Ok(b) => b,
         Err(e @ DeviceError::NotBuilt { .. }) => {
             eprintln!("SKIPPED serial 4x4 (simulated board): {e}");

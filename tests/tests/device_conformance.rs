@@ -4,9 +4,10 @@
 //!
 //! Backends that were not built (no Verilator on this machine) are skipped with a message.
 
-use systole::device::{self, Device, DeviceError};
-use systole::golden::{self, OutputSpec};
-use systole::{ArrayConfig, QMatrix, Rounding};
+use systole_core::{ArrayConfig, Rounding};
+use systole_device::{self as device, Device, DeviceError};
+use systole_golden::QMatrix;
+use systole_golden::{self as golden, OutputSpec};
 
 mod common;
 use common::Rng;
@@ -213,7 +214,7 @@ fn the_body_catches_a_one_bit_error() {
 #[test]
 fn serial_sim_board_4x4() {
     let config = ArrayConfig::square(4);
-    let board = match systole::board_sim::SimBoard::spawn_verilated(config) {
+    let board = match systole_device::board_sim::SimBoard::spawn_verilated(config) {
         Ok(b) => b,
         Err(e @ DeviceError::NotBuilt { .. }) => {
             eprintln!("SKIPPED serial 4x4 (simulated board): {e}");

@@ -17,9 +17,10 @@ use bench::Bench;
 use common::Rng;
 use contract::Contract;
 use doc::Guide;
-use systole::golden::{self, Conv2dGeom, OutputSpec};
-use systole::{ArrayConfig, QMatrix, Rounding};
 use systole_core::AcceleratorBus;
+use systole_core::{ArrayConfig, Rounding};
+use systole_golden::QMatrix;
+use systole_golden::{self as golden, Conv2dGeom, OutputSpec};
 use systole_sim::{SimError, VerilatedArray};
 
 /// The 4x4 top, or `None` (with a message) when this build has no Verilated model.

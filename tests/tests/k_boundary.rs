@@ -5,10 +5,11 @@
 //! `MAX_K` extreme products `(-32768)^2 = 2^30` sum to `MAX_K * 2^30`, the largest accumulator
 //! value the contract admits; one more would be `2^47`, which a signed 48-bit accumulator wraps.
 
-use systole::device::{self, Device, DeviceError};
-use systole::golden::{self, Conv2dGeom, NumericError, OutputSpec};
-use systole::{ArrayConfig, QMatrix, Rounding};
 use systole_core::numeric::MAX_K;
+use systole_core::{ArrayConfig, Rounding};
+use systole_device::{self as device, Device, DeviceError};
+use systole_golden::QMatrix;
+use systole_golden::{self as golden, Conv2dGeom, NumericError, OutputSpec};
 
 mod common;
 

@@ -5,7 +5,7 @@ use core::fmt;
 use systole_core::numeric::{MAX_K, MAX_SHIFT};
 use systole_core::ConfigError;
 
-/// Why [`super::matmul`] or [`crate::conv::conv2d`] failed.
+/// Why [`super::matmul`] or the conv driver's `conv2d` failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DriverError<E> {

@@ -122,7 +122,7 @@ fn error_payload_round_trip() {
         (e.code, e.cmd, e.detail),
         (Some(ErrorCode::OutOfRange), 4, 0x0203)
     );
-    assert_eq!(RemoteError::parse(&[9, 1, 0, 0]).unwrap().code, None);
+    assert_eq!(RemoteError::parse(&[0xEE, 1, 0, 0]).unwrap().code, None);
     assert!(RemoteError::parse(&[1, 2]).is_none());
 }
 

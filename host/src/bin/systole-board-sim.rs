@@ -5,8 +5,8 @@
 //! `systole-board-sim --bridge`: the board image of a CPU-less board (UART bridge and array, as
 //! `systole bitstream` builds it) simulated through its serial pins; use `--device bridge:PATH`.
 
-use systole::board_sim::{run_board_sim, run_bridge_image_sim};
-use systole::ArrayConfig;
+use systole_core::ArrayConfig;
+use systole_device::board_sim::{run_board_sim, run_bridge_image_sim};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -1,13 +1,13 @@
 //! `systole check` (a device against the golden model) and `systole info`.
 
 use super::{BenchArgs, BitstreamArgs, CheckArgs, DeviceArgs, EmitArgs};
-use crate::device;
-use crate::golden::{self, Conv2dGeom, OutputSpec};
-use crate::tensor::QMatrix;
-use crate::train::fixed::compare;
-use crate::train::rng::{self, SplitMix64};
 use anyhow::Context;
 use systole_core::{ArrayConfig, Rounding};
+use systole_device as device;
+use systole_golden::tensor::QMatrix;
+use systole_golden::{self as golden, Conv2dGeom, OutputSpec};
+use systole_train::fixed::compare;
+use systole_train::rng::{self, SplitMix64};
 
 fn array_config(d: &DeviceArgs) -> anyhow::Result<ArrayConfig> {
     ArrayConfig::new(d.array, 8, 512).map_err(|e| anyhow::anyhow!("--array: {e}"))
@@ -123,7 +123,7 @@ pub fn emit_verilog(a: &EmitArgs) -> anyhow::Result<()> {
     let v = systole_hdl::generate_verilog(&cfg)?;
     match &a.out {
         Some(p) => {
-            crate::outfile::write_atomic(p, v.as_bytes())?;
+            systole_train::outfile::write_atomic(p, v.as_bytes())?;
             let conv = if cfg.has_conv_unit() {
                 format!("conv unit of {} feature-map words", cfg.fm_depth)
             } else {
@@ -194,10 +194,10 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<()> {
 
 /// `systole bitstream`.
 pub fn bitstream(a: &BitstreamArgs) -> anyhow::Result<()> {
-    let board = crate::boards::find(&a.board)?;
+    let board = systole_boards::find(&a.board)?;
     let cfg = match a.array {
         Some(n) => ArrayConfig::new(n, 8, 512).map_err(|e| anyhow::anyhow!("--array: {e}"))?,
-        None => crate::boards::largest_array(board)
+        None => systole_boards::largest_array(board)
             .with_context(|| format!("no array size fits the {} board", a.board))?,
     };
     let cfg = ArrayConfig {
@@ -207,7 +207,7 @@ pub fn bitstream(a: &BitstreamArgs) -> anyhow::Result<()> {
     cfg.validate()
         .map_err(|e| anyhow::anyhow!("--fm-depth {}: {e}", a.fm_depth))?;
     refuse_before_the_flow(board, &cfg, &a.out)?;
-    let r = crate::boards::bitstream(board, &cfg, &a.out)?;
+    let r = systole_boards::bitstream(board, &cfg, &a.out)?;
     outln!(
         "{}: {}x{} array, files in {}",
         r.board,
@@ -236,12 +236,12 @@ pub fn bitstream(a: &BitstreamArgs) -> anyhow::Result<()> {
 /// instead of after minutes of Yosys), and a build folder that is not a folder or holds a
 /// link, device or FIFO the flow would write through.
 fn refuse_before_the_flow(
-    board: &'static crate::boards::Board,
+    board: &'static systole_boards::Board,
     cfg: &ArrayConfig,
     out: &std::path::Path,
 ) -> anyhow::Result<()> {
-    if let Some(what) = crate::boards::model::clearly_too_big(board, cfg) {
-        return Err(crate::boards::BoardError::DoesNotFit {
+    if let Some(what) = systole_boards::model::clearly_too_big(board, cfg) {
+        return Err(systole_boards::BoardError::DoesNotFit {
             board: board.name,
             what,
         }
@@ -262,7 +262,7 @@ fn refuse_before_the_flow(
             .with_context(|| format!("cannot list {}", out.display()))?
             .path();
         if !path.is_dir() || path.is_symlink() {
-            crate::outfile::check_target(&path)?;
+            systole_train::outfile::check_target(&path)?;
         }
     }
     Ok(())
@@ -289,7 +289,7 @@ pub fn info(d: &DeviceArgs) -> anyhow::Result<()> {
         }
     }
     outln!("device serial:PATH: a board (or the simulated board) behind a serial port");
-    match crate::data::digits::load() {
+    match systole_train::data::digits::load() {
         Ok(ds) => outln!(
             "data digits: shipped, {} train / {} test images",
             ds.train.len(),
@@ -297,7 +297,7 @@ pub fn info(d: &DeviceArgs) -> anyhow::Result<()> {
         ),
         Err(e) => outln!("data digits: {:#}", anyhow::Error::from(e)),
     }
-    let fdir = crate::data::fashion::default_dir();
+    let fdir = systole_train::data::fashion::default_dir();
     if fdir.join("train-images-idx3-ubyte.gz").exists() {
         outln!("data fashion-mnist: installed in {}", fdir.display());
     } else {

@@ -304,11 +304,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::EmitVerilog(a) => check::emit_verilog(&a),
         Command::Guide(a) => guide(&a),
         Command::Bench(a) => check::bench(&a),
-        Command::Boards => write_stdout(crate::boards::boards_table().as_bytes()),
+        Command::Boards => write_stdout(systole_boards::boards_table().as_bytes()),
         Command::Bitstream(a) => check::bitstream(&a),
         Command::Program(a) => {
-            let board = crate::boards::find(&a.board)?;
-            crate::boards::program(board, &a.out)?;
+            let board = systole_boards::find(&a.board)?;
+            systole_boards::program(board, &a.out)?;
             outln!("programmed {} from {}", a.board, a.out.display());
             Ok(())
         }
@@ -361,7 +361,7 @@ fn guide(a: &GuideArgs) -> anyhow::Result<()> {
         if fresh == doc {
             outln!("{} is current", a.doc.display());
         } else {
-            crate::outfile::write_atomic(&a.doc, fresh.as_bytes())?;
+            systole_train::outfile::write_atomic(&a.doc, fresh.as_bytes())?;
             outln!("rewrote the generated parts of {}", a.doc.display());
         }
     } else {

@@ -1,15 +1,15 @@
 //! `systole train` and `systole compare`.
 
 use super::{CompareArgs, RecipeArgs, TrainArgs};
-use crate::data;
 use crate::plot::{self, PlotText};
 use crate::report;
-use crate::train::model::ModelSpec;
-use crate::train::run::{claim_out_dir, run, run_dist, RunOptions, RunSummary};
-use crate::train::{EpochRecord, Observer, Precision, Quiet, TrainConfig};
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use systole_core::Rounding;
+use systole_train::data;
+use systole_train::model::ModelSpec;
+use systole_train::run::{claim_out_dir, run, run_dist, RunOptions, RunSummary};
+use systole_train::{EpochRecord, Observer, Precision, Quiet, TrainConfig};
 
 /// Turns command-line options into a run configuration, rejecting bad values with one sentence.
 pub fn config(a: &TrainArgs) -> anyhow::Result<TrainConfig> {
@@ -130,11 +130,11 @@ fn options(a: &TrainArgs) -> RunOptions {
     }
 }
 
-/// `systole train` (under `mpirun`, every rank runs this; see [`crate::dist`]).
+/// `systole train` (under `mpirun`, every rank runs this; see [`systole_train::dist`]).
 pub fn train(a: &TrainArgs) -> anyhow::Result<()> {
-    let dist = crate::dist::init()?;
+    let dist = systole_train::dist::init()?;
     if dist.size() == 1 {
-        return train_on(a, &crate::dist::Single);
+        return train_on(a, &systole_train::dist::Single);
     }
     match train_on(a, dist.as_ref()) {
         Ok(()) => Ok(()),
@@ -159,12 +159,12 @@ pub fn train(a: &TrainArgs) -> anyhow::Result<()> {
 
 fn is_disagreement(e: &anyhow::Error) -> bool {
     matches!(
-        e.downcast_ref::<crate::train::TrainError>(),
-        Some(crate::train::TrainError::Ranks(_))
+        e.downcast_ref::<systole_train::TrainError>(),
+        Some(systole_train::TrainError::Ranks(_))
     )
 }
 
-fn train_on(a: &TrainArgs, dist: &dyn crate::dist::Collective) -> anyhow::Result<()> {
+fn train_on(a: &TrainArgs, dist: &dyn systole_train::dist::Collective) -> anyhow::Result<()> {
     let mut cfg = config(a)?;
     if dist.size() > 1 && cfg.shards.is_none() {
         cfg.shards = Some(dist.size());
@@ -360,7 +360,7 @@ pub fn compare(c: &CompareArgs) -> anyhow::Result<()> {
         );
     }
     if let Some(dir) = &c.out {
-        crate::outfile::write_atomic(&dir.join(COMPARE_CSV), csv.as_bytes())?;
+        systole_train::outfile::write_atomic(&dir.join(COMPARE_CSV), csv.as_bytes())?;
         outln!(
             "wrote {0}/{COMPARE_CSV} and each run's run.json, history.csv and loss.png in {0}/FORMAT-seedN",
             dir.display()
@@ -376,7 +376,7 @@ const COMPARE_CSV: &str = "compare.csv";
 fn claim_compare_dir(
     dir: &std::path::Path,
     overwrite: bool,
-) -> anyhow::Result<crate::outfile::RunLock> {
+) -> anyhow::Result<systole_train::outfile::RunLock> {
     let lock = claim_out_dir(dir)?;
     let csv = dir.join(COMPARE_CSV);
     if !overwrite && std::fs::symlink_metadata(&csv).is_ok() {

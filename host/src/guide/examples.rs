@@ -3,13 +3,13 @@
 //! the step-by-step arithmetic shown has been checked to give the same words.
 
 use super::GuideError;
-use crate::golden::{self, Conv2dGeom, OutputSpec};
-use crate::tensor::QMatrix;
 use std::fmt::Write;
 use systole_core::gather::GatherConfig;
 use systole_core::numeric::{convert, lane_seed, tile_seed, Lfsr32};
 use systole_core::regmap::{self, gather_command, LaneMode};
 use systole_core::{ArrayConfig, Rounding};
+use systole_golden::tensor::QMatrix;
+use systole_golden::{self as golden, Conv2dGeom, OutputSpec};
 
 /// The examples' array: 4x4, default buffers and conv unit.
 pub(crate) const N: usize = 4;

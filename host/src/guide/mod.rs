@@ -56,7 +56,7 @@ pub enum GuideError {
         name: &'static str,
         /// The golden model's error.
         #[source]
-        source: crate::golden::NumericError,
+        source: systole_golden::NumericError,
     },
 }
 

@@ -477,9 +477,9 @@ pub(super) fn contract_checks() -> String {
     table(&["expression", "value"], &rows)
 }
 
-/// Check values of the learning-rate schedule ([`crate::golden::schedule`]).
+/// Check values of the learning-rate schedule ([`systole_golden::schedule`]).
 pub(super) fn lr_schedule() -> String {
-    use crate::golden::schedule::{lr_q, quantize};
+    use systole_golden::schedule::{lr_q, quantize};
     let mut rows = Vec::new();
     for (lr, decay) in [(0.05f32, 0.8f32), (0.05, 1.0), (0.001, 0.5)] {
         let rates: Vec<String> = (0..5).map(|e| lr_q(lr, decay, e).to_string()).collect();

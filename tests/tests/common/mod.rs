@@ -2,9 +2,10 @@
 //! board image opened through the bridge backend.
 #![allow(dead_code)]
 
-use systole::board_sim::SimBoard;
-use systole::device::{self, Device, DeviceError};
-use systole::{ArrayConfig, QMatrix};
+use systole_core::ArrayConfig;
+use systole_device::board_sim::SimBoard;
+use systole_device::{self as device, Device, DeviceError};
+use systole_golden::QMatrix;
 
 /// The simulated board image (UART bridge, 4x4 array) on a pty and the bridge device opened on
 /// it, or `None` (with a message) when this build has no board model.

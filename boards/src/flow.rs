@@ -1,0 +1,303 @@
+//! The flows the CLI runs: `systole boards`, `systole bitstream`, `systole program`.
+
+use super::tools::{self, files, Fmax, ResourceReport};
+use super::{generate, model, Board, BoardError, Family};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use systole_core::bridge::BAUD;
+use systole_core::ArrayConfig;
+use systole_hdl::board_top::{generate_board_verilog_with, BoardTopOptions};
+
+/// What [`bitstream`] produced.
+#[derive(Debug, Clone)]
+pub struct BitstreamReport {
+    /// Board short name.
+    pub board: &'static str,
+    /// The array that was built.
+    pub config: ArrayConfig,
+    /// Build folder holding every generated file, log and report.
+    pub out_dir: PathBuf,
+    /// Generated Verilog of the board top (`board_top.v`).
+    pub verilog: PathBuf,
+    /// Constraints (`board.xdc` or `board.pcf`).
+    pub constraints: PathBuf,
+    /// Vivado batch script (7-series only).
+    pub vivado_script: Option<PathBuf>,
+    /// Yosys cell counts (for iCE40 with nextpnr's placed logic cells filled in).
+    pub resources: ResourceReport,
+    /// Maximum frequency from place and route, when it ran (nextpnr-ice40).
+    pub fmax: Option<Fmax>,
+    /// The bitstream (`top.bit` or `top.bin`), when a vendor or open flow produced one.
+    pub bitstream: Option<PathBuf>,
+    /// What the user has to do to get the bitstream, when it could not be built here.
+    pub next_step: Option<String>,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> BoardError + '_ {
+    move |source| BoardError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn write(path: PathBuf, text: &str) -> Result<PathBuf, BoardError> {
+    std::fs::write(&path, text).map_err(io_err(&path))?;
+    Ok(path)
+}
+
+/// One line per board: part, budget, clock, and the largest array and the largest conv unit
+/// (array, feature-map words) the resource model fits (`model`: estimates, not synthesis).
+pub fn boards_table() -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<13} {:<19} {:>7} {:>7} {:>4} {:>8} {:>9}  largest array; with conv unit (estimated)",
+        "board", "part", "LUTs", "FFs", "DSP", "BRAM", "logic clk"
+    );
+    for b in super::list() {
+        let mut largest = match model::largest_array(b) {
+            Some(c) => format!("{0}x{0} (buffers {1} rows)", c.size, c.buffer_depth),
+            None => "none".to_string(),
+        };
+        match model::largest_conv_unit(b) {
+            Some(c) => {
+                let _ = write!(largest, "; {0}x{0} with {1} words", c.size, c.fm_depth);
+            }
+            None => largest.push_str("; none"),
+        }
+        let bram = match b.family {
+            Family::Xc7 => format!("{}x18k", b.budget.bram_blocks),
+            Family::Ice40Up => format!("{}x4k", b.budget.bram_blocks),
+        };
+        let _ = writeln!(
+            s,
+            "{:<13} {:<19} {:>7} {:>7} {:>4} {:>8} {:>6}MHz  {}",
+            b.name,
+            b.part,
+            b.budget.luts,
+            b.budget.ffs,
+            b.budget.dsps,
+            bram,
+            b.logic_clock_hz() / 1_000_000,
+            largest
+        );
+    }
+    s
+}
+
+/// Writes the board top's Verilog and the constraints into `out_dir` (with the conv unit when
+/// `cfg.fm_depth` is not 0: conv ops then run on the board, their maps sent over the UART
+/// bridge's `'F'` command), runs the Yosys estimate
+/// (failing if the design does not fit), then builds the bitstream: the full open flow
+/// (nextpnr-ice40, icepack) for iCE40, Vivado for 7-series if it is on `PATH` (otherwise the
+/// report's `next_step` says how to get it; the generated TCL is ready to run).
+pub fn bitstream(
+    board: &Board,
+    cfg: &ArrayConfig,
+    out_dir: &Path,
+) -> Result<BitstreamReport, BoardError> {
+    cfg.validate().map_err(|e| BoardError::Hdl(e.to_string()))?;
+    std::fs::create_dir_all(out_dir).map_err(io_err(out_dir))?;
+    let opts = BoardTopOptions {
+        clock_hz: board.clock_hz,
+        baud: BAUD,
+        reset_active_low: board.reset.active_low,
+        led_active_low: board.leds.first().is_some_and(|l| l.active_low),
+        halve_clock: board.halve_clock,
+        fm_depth: cfg.fm_depth,
+    };
+    let verilog_text =
+        generate_board_verilog_with(cfg, &opts).map_err(|e| BoardError::Hdl(e.to_string()))?;
+    let verilog = write(out_dir.join(files::VERILOG), &verilog_text)?;
+    let mut report = BitstreamReport {
+        board: board.name,
+        config: *cfg,
+        out_dir: out_dir.to_path_buf(),
+        verilog: verilog.clone(),
+        constraints: PathBuf::new(),
+        vivado_script: None,
+        resources: ResourceReport::default(),
+        fmax: None,
+        bitstream: None,
+        next_step: None,
+    };
+    match board.family {
+        Family::Xc7 => {
+            report.constraints = write(out_dir.join(files::XDC), &generate::generate_xdc(board))?;
+            let tcl = generate::generate_vivado_tcl(board, &[files::VERILOG, files::XDC], "top");
+            let script = write(out_dir.join(files::VIVADO_TCL), &tcl)?;
+            report.vivado_script = Some(script);
+            report.resources = tools::yosys_synth(board, files::VERILOG, out_dir)?;
+            tools::check_fits(board, &report.resources)?;
+            match tools::which("vivado") {
+                Some(vivado) => {
+                    let mut cmd = Command::new(vivado);
+                    cmd.args(["-mode", "batch", "-nojournal", "-source", files::VIVADO_TCL]);
+                    tools::run_logged("vivado", cmd, out_dir, "vivado.log")?;
+                    report.bitstream = Some(out_dir.join(files::BIT));
+                }
+                None => {
+                    report.next_step = Some(format!(
+                        "Vivado is not on PATH: install Vivado ML Standard from AMD and source \
+                         settings64.sh, then rerun; the generated project is in {}",
+                        out_dir.display()
+                    ))
+                }
+            }
+        }
+        Family::Ice40Up => {
+            report.constraints = write(out_dir.join(files::PCF), &generate::generate_pcf(board))?;
+            // Look all tools up first, so a missing one is reported before minutes of synthesis.
+            let nextpnr = tools::require("nextpnr-ice40")?;
+            let icepack = tools::require("icepack")?;
+            report.resources = tools::yosys_synth(board, files::VERILOG, out_dir)?;
+            tools::check_fits(board, &report.resources)?;
+            // Every clock domain is checked at the logic's clock (with a halved clock the
+            // oscillator domain holds only the toggle flip-flop, which passes easily).
+            let target_mhz = f64::from(board.logic_clock_hz()) / 1e6;
+            let mut cmd = Command::new(nextpnr);
+            cmd.args(["--up5k", "--package", board.package])
+                .args([
+                    "--json",
+                    files::JSON,
+                    "--pcf",
+                    files::PCF,
+                    "--asc",
+                    files::ASC,
+                ])
+                .args(["--freq", &format!("{target_mhz}")]);
+            let log = tools::run_logged("nextpnr-ice40", cmd, out_dir, "nextpnr.log")?;
+            let (fmax, lcs) = tools::parse_nextpnr(&log, target_mhz)?;
+            report.fmax = Some(fmax);
+            report.resources.logic_cells = lcs;
+            let mut cmd = Command::new(icepack);
+            cmd.args([files::ASC, files::BIN]);
+            tools::run_logged("icepack", cmd, out_dir, "icepack.log")?;
+            report.bitstream = Some(out_dir.join(files::BIN));
+        }
+    }
+    Ok(report)
+}
+
+/// The name of the bitstream file [`bitstream`] leaves in the build folder for this board.
+pub fn bitstream_name(board: &Board) -> &'static str {
+    match board.family {
+        Family::Xc7 => files::BIT,
+        Family::Ice40Up => files::BIN,
+    }
+}
+
+/// Loads the bitstream in `out_dir` onto the board with openFPGALoader (to SRAM on 7-series;
+/// the iCEBreaker's FPGA always boots from its SPI flash, so there it writes the flash).
+pub fn program(board: &Board, out_dir: &Path) -> Result<(), BoardError> {
+    let name = bitstream_name(board);
+    let file = out_dir.join(name);
+    if !file.is_file() {
+        return Err(BoardError::Io {
+            path: file,
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no bitstream here: run `systole bitstream` for this board first",
+            ),
+        });
+    }
+    let loader = tools::require("openFPGALoader")?;
+    let mut cmd = Command::new(loader);
+    cmd.args(["-b", board.loader_board, name]);
+    tools::run_logged("openFPGALoader", cmd, out_dir, "program.log")?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::find;
+    use super::*;
+
+    #[test]
+    fn table_lists_every_board_with_its_largest_array() {
+        let t = boards_table();
+        assert_eq!(t.lines().count(), 1 + super::super::list().len());
+        let arty = t.lines().find(|l| l.starts_with("arty-a7-35 ")).unwrap();
+        assert!(
+            arty.contains("xc7a35ticsg324-1L")
+                && arty.contains("9x9")
+                && arty.contains("; 8x8 with 4096 words"),
+            "{arty}"
+        );
+        let ice = t.lines().find(|l| l.starts_with("icebreaker")).unwrap();
+        // The UP5K runs its logic on half the 12 MHz oscillator.
+        assert!(
+            ice.contains("2x2") && ice.contains(" 6MHz") && ice.ends_with("; none"),
+            "{ice}"
+        );
+    }
+
+    #[test]
+    fn program_without_bitstream_is_a_clear_error() {
+        let dir = std::env::temp_dir().join(format!("systole-prog-{}", std::process::id()));
+        // The cause is part of the error chain (as `systole` prints it).
+        let e = format!(
+            "{:#}",
+            anyhow::Error::from(program(find("basys3").unwrap(), &dir).unwrap_err())
+        );
+        assert!(
+            e.contains("top.bit") && e.contains("systole bitstream"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_config_is_rejected_before_any_file_is_written() {
+        let dir = std::env::temp_dir().join(format!("systole-bad-{}", std::process::id()));
+        let cfg = ArrayConfig {
+            size: 1,
+            ..ArrayConfig::square(2)
+        };
+        let e = bitstream(find("arty-a7-35").unwrap(), &cfg, &dir).unwrap_err();
+        assert!(matches!(e, BoardError::Hdl(_)), "{e}");
+        assert!(!dir.exists());
+    }
+
+    fn build_dir(name: &str) -> PathBuf {
+        std::env::var_os("SYSTOLE_BOARD_OUT")
+            .map(PathBuf::from)
+            .unwrap_or_else(std::env::temp_dir)
+            .join(name)
+    }
+
+    /// The full open iCE40 flow for the largest array that fits the iCEBreaker (about a
+    /// minute of Yosys and nextpnr): a real `top.bin`, one SB_MAC16 per MAC, timing met.
+    #[test]
+    #[ignore]
+    fn icebreaker_open_flow_builds_a_bitstream() {
+        let board = find("icebreaker").unwrap();
+        let cfg = model::largest_array(board).unwrap();
+        let dir = build_dir("systole-icebreaker");
+        let r = bitstream(board, &cfg, &dir).unwrap();
+        println!("{r:#?}");
+        let bin = std::fs::metadata(r.bitstream.as_ref().unwrap()).unwrap();
+        // An iCE40UP5K image is about 104 kB whatever the design.
+        assert!(bin.len() > 100_000, "{} bytes", bin.len());
+        assert_eq!(r.resources.dsps, (cfg.size * cfg.size) as u32);
+        assert!(r.resources.logic_cells > 0 && r.resources.logic_cells <= 5280);
+        assert!(r.fmax.unwrap().meets_target(), "{:?}", r.fmax);
+    }
+
+    /// Yosys `synth_xilinx` estimate of the 8x8 array on the Arty A7-35T (several minutes):
+    /// every MAC on a DSP48E1 and the design within the part.
+    #[test]
+    #[ignore]
+    fn arty_8x8_maps_each_mac_to_a_dsp48() {
+        let board = find("arty-a7-35").unwrap();
+        let dir = build_dir("systole-arty-8x8");
+        let cfg = ArrayConfig {
+            fm_depth: 0,
+            ..ArrayConfig::square(8)
+        };
+        let r = bitstream(board, &cfg, &dir).unwrap();
+        println!("{r:#?}");
+        assert_eq!(r.resources.dsps, 64);
+        assert!(r.bitstream.is_some() || r.next_step.as_deref().unwrap().contains("Vivado"));
+    }
+}

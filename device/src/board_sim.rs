@@ -1,0 +1,245 @@
+//! The simulated board: the firmware's [`Board`] loop serving a pseudo-terminal, with an
+//! accelerator behind it (the Verilated array, or any other [`AcceleratorBus`]). The host opens
+//! the pty's slave path exactly as it would open `/dev/ttyUSB0`, so the serial backend is
+//! tested end to end without hardware. [`SimBoard::spawn_bridge_image`] serves the CPU-less
+//! board image instead (the UART bridge, simulated through its pins) for the bridge backend.
+
+use crate::DeviceError;
+use nix::poll::{PollFd, PollFlags, PollTimeout};
+use nix::sys::termios;
+use std::fs::File;
+use std::io::{ErrorKind, Read as _, Write as _};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use systole_core::{AcceleratorBus, ArrayConfig};
+use systole_firmware::board::{Board, BoardError};
+use systole_sim::VerilatedBoard;
+
+/// The board side of the pty: blocking reads that give up when asked to stop, and an optional
+/// byte budget after which the link "drops" (for link-failure tests).
+struct PtyIo {
+    master: File,
+    stop: Arc<AtomicBool>,
+    budget: Option<usize>,
+}
+
+impl embedded_io::ErrorType for PtyIo {
+    type Error = std::io::Error;
+}
+
+impl embedded_io::Read for PtyIo {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, std::io::Error> {
+        loop {
+            if self.stop.load(Ordering::Relaxed) || self.budget == Some(0) {
+                return Ok(0);
+            }
+            let mut fds = [PollFd::new(self.master.as_fd(), PollFlags::POLLIN)];
+            // Short polls so a stop request is seen promptly.
+            let ready =
+                nix::poll::poll(&mut fds, PollTimeout::from(20u8)).map_err(std::io::Error::from)?;
+            if ready == 0 {
+                continue;
+            }
+            let want = self.budget.map_or(buf.len(), |b| b.min(buf.len()));
+            let n = self.master.read(&mut buf[..want])?;
+            if let Some(b) = &mut self.budget {
+                *b -= n;
+            }
+            return Ok(n);
+        }
+    }
+}
+
+impl embedded_io::Write for PtyIo {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, std::io::Error> {
+        self.master.write(buf)
+    }
+    fn flush(&mut self) -> Result<(), std::io::Error> {
+        self.master.flush()
+    }
+}
+
+/// A new pty in raw mode: the master side, the slave (kept open) and the slave's path.
+fn open_pty() -> Result<(File, OwnedFd, PathBuf), DeviceError> {
+    let err = |what: &str, e: nix::Error| DeviceError::Transport(format!("pty {what}: {e}"));
+    let pty = nix::pty::openpty(None, None).map_err(|e| err("open", e))?;
+    // Raw mode: no echo or line editing between the host and the board.
+    let mut t = termios::tcgetattr(&pty.slave).map_err(|e| err("tcgetattr", e))?;
+    termios::cfmakeraw(&mut t);
+    termios::tcsetattr(&pty.slave, termios::SetArg::TCSANOW, &t)
+        .map_err(|e| err("tcsetattr", e))?;
+    let path = nix::unistd::ttyname(&pty.slave).map_err(|e| err("name", e))?;
+    Ok((File::from(pty.master), pty.slave, path))
+}
+
+/// A running simulated board. Dropping it stops the board and closes the pty.
+pub struct SimBoard {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<(), String>>>,
+    /// Kept open so the master side never sees a hang-up while no host has the port open.
+    _slave: OwnedFd,
+}
+
+impl SimBoard {
+    /// Starts a board on a new pty. `make_bus` runs on the board's thread (a Verilated model
+    /// is created where it is used). With `drop_after = Some(n)` the board closes the link
+    /// after receiving `n` bytes, to test what the host does when a link dies mid-operation.
+    pub fn spawn<B, F>(
+        config: ArrayConfig,
+        make_bus: F,
+        drop_after: Option<usize>,
+    ) -> Result<SimBoard, DeviceError>
+    where
+        B: AcceleratorBus,
+        B::Error: std::fmt::Debug,
+        F: FnOnce() -> Result<B, String> + Send + 'static,
+    {
+        let (master, slave, path) = open_pty()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let io = PtyIo {
+            master,
+            stop: stop.clone(),
+            budget: drop_after,
+        };
+        let thread = std::thread::Builder::new()
+            .name("systole-board-sim".into())
+            .spawn(move || {
+                let bus = make_bus()?;
+                let mut board = Board::new(io, bus, config);
+                match board.serve() {
+                    BoardError::Closed => Ok(()),
+                    BoardError::Io(e) => Err(format!("board link error: {e}")),
+                    other => Err(format!("board stopped: {other}")),
+                }
+                // The master end closes here, as the board's thread ends.
+            })
+            .map_err(|e| DeviceError::Transport(format!("cannot start the board thread: {e}")))?;
+        Ok(SimBoard {
+            path,
+            stop,
+            thread: Some(thread),
+            _slave: slave,
+        })
+    }
+
+    /// The board image of a CPU-less board (UART, byte bridge and array: what `systole
+    /// bitstream` puts on a board) simulated through its serial pins, on a new pty: open it
+    /// with `--device bridge:PATH`. The simulation runs while a command is in flight and
+    /// sleeps on the pty otherwise.
+    pub fn spawn_bridge_image() -> Result<SimBoard, DeviceError> {
+        // Fail early (on this thread) with the simulator's own message if it was not built.
+        drop(VerilatedBoard::new()?);
+        let (mut master, slave, path) = open_pty()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("systole-bridge-image".into())
+            .spawn(move || {
+                let mut board = VerilatedBoard::new().map_err(|e| e.to_string())?;
+                // Short slices of simulated time, so new bytes from the host are taken in
+                // between; the image is clocked only while the host may wait for an answer
+                // (until `SILENT_SLICES` slices passed without a byte).
+                const SLICE_BIT_TIMES: u32 = 32;
+                const SILENT_SLICES: u32 = 200;
+                board.set_read_timeout(SLICE_BIT_TIMES);
+                let mut buf = [0u8; 256];
+                let mut silent = SILENT_SLICES;
+                while !stopped.load(Ordering::Relaxed) {
+                    let running = silent < SILENT_SLICES;
+                    let mut fds = [PollFd::new(master.as_fd(), PollFlags::POLLIN)];
+                    let wait = PollTimeout::from(if running { 0u8 } else { 20u8 });
+                    if nix::poll::poll(&mut fds, wait).map_err(|e| e.to_string())? > 0 {
+                        let n = master.read(&mut buf).map_err(|e| e.to_string())?;
+                        board.write_all(&buf[..n]).map_err(|e| e.to_string())?;
+                        silent = 0;
+                    }
+                    if silent < SILENT_SLICES {
+                        match board.read(&mut buf) {
+                            Ok(n) => {
+                                master.write_all(&buf[..n]).map_err(|e| e.to_string())?;
+                                silent = 0;
+                            }
+                            Err(e) if e.kind() == ErrorKind::TimedOut => silent += 1,
+                            Err(e) => return Err(e.to_string()),
+                        }
+                    }
+                }
+                Ok(())
+            })
+            .map_err(|e| DeviceError::Transport(format!("cannot start the board thread: {e}")))?;
+        Ok(SimBoard {
+            path,
+            stop,
+            thread: Some(thread),
+            _slave: slave,
+        })
+    }
+
+    /// A simulated board with a Verilated array of `config`.
+    pub fn spawn_verilated(config: ArrayConfig) -> Result<SimBoard, DeviceError> {
+        // Fail early (on this thread) with the simulator's own message if the size is missing.
+        drop(systole_sim::VerilatedArray::new(&config)?);
+        SimBoard::spawn(
+            config,
+            move || systole_sim::VerilatedArray::new(&config).map_err(|e| e.to_string()),
+            None,
+        )
+    }
+
+    /// The pty path to open as a serial port.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Stops the board and closes its end of the link; returns the board's own verdict.
+    pub fn close(mut self) -> Result<(), String> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<(), String> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .map_err(|_| "the board thread panicked".to_string())?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for SimBoard {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+/// `systole-board-sim`: serves a Verilated board on a pty until killed, printing its path.
+pub fn run_board_sim(config: ArrayConfig) -> Result<(), DeviceError> {
+    let board = SimBoard::spawn_verilated(config)?;
+    println!(
+        "simulated {0}x{0} board on {1} (use --device serial:{1}); Ctrl-C to stop",
+        config.size,
+        board.path().display()
+    );
+    loop {
+        std::thread::park();
+    }
+}
+
+/// `systole-board-sim --bridge`: serves the simulated board image (UART bridge) on a pty until
+/// killed, printing its path.
+pub fn run_bridge_image_sim() -> Result<(), DeviceError> {
+    let board = SimBoard::spawn_bridge_image()?;
+    let size = VerilatedBoard::new()?.size();
+    println!(
+        "simulated board image ({size}x{size} array behind the UART bridge, as `systole bitstream` builds it) on {0} (use --device bridge:{0} --array {size}); Ctrl-C to stop",
+        board.path().display()
+    );
+    loop {
+        std::thread::park();
+    }
+}

@@ -1,0 +1,597 @@
+//! The bridge backend: a board flashed with `systole bitstream`, whose top level is the CPU-less
+//! UART byte bridge of `systole_hdl::board_top` (protocol table in that module's docs).
+//!
+//! [`BridgeBus`] is an [`AcceleratorBus`] that turns each register access and row port use into
+//! one bridge command. Writes (`W`, `A`, `B`, `F`) stream back to back: the bridge takes the
+//! next command as soon as it starts sending a one-byte echo, and the echoes are checked in
+//! order later. A read (`R`, `C`) waits for its whole reply before anything else is sent (the
+//! bridge drops bytes that arrive while it sends a longer reply), so only reads cost a round
+//! trip on the link. A read's reply ends with the board's CRC-16 over the request and the
+//! reply data: on a mismatch the bus drains the line and reads again (reads change nothing on
+//! the board), up to [`READ_TRIES`] times, then stops with [`BridgeError::Corrupt`]; a flipped
+//! write echo is a protocol error. So a noisy link costs retries or ends the run, and never
+//! returns a wrong word. Idles send nothing: the board's clock runs freely and
+//! the tile driver polls `STATUS`/`DONE_COUNT`, so wall-clock time is the only idle there is.
+//! A board built with the conv unit (`systole bitstream --fm-depth N`) takes feature-map rows
+//! with the `'F'` command and [`BridgeDevice`] runs convolutions on it, each map sent once;
+//! without it (`CONFIG` says `fm_depth` 0, the default build) convolutions are lowered on the
+//! host.
+
+use super::conv_unit::{self, ConvOperands};
+use super::{Device, DeviceError, DeviceStats};
+use std::io::{ErrorKind, Read, Write};
+use std::time::{Duration, Instant};
+use systole_core::bus::Beat;
+use systole_core::{regmap, AcceleratorBus, ArrayConfig};
+use systole_firmware::{crc, driver};
+use systole_golden::tensor::QMatrix;
+use systole_golden::{Conv2dGeom, OutputSpec};
+use systole_hdl::board_top::{
+    OP_READ_C, OP_READ_REG, OP_WRITE_A, OP_WRITE_B, OP_WRITE_FM, OP_WRITE_REG, REPLY_UNKNOWN,
+};
+
+/// Line rate of the bridge: the one `systole bitstream` builds the board's UART for.
+pub use systole_core::bridge::BAUD as DEFAULT_BAUD;
+
+/// How long one command may take from its first byte sent to its last reply byte received.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(2);
+
+/// Read timeout of an opened port: short, so the deadline is checked often.
+const PORT_TIMEOUT: Duration = Duration::from_millis(20);
+
+/// A byte stream to a bridge (a serial port, a simulated board's UART, a test script).
+pub trait ReadWrite: Read + Write {}
+impl<T: Read + Write + ?Sized> ReadWrite for T {}
+
+/// Why a bridge operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BridgeError {
+    /// The stream failed or closed.
+    #[error("bridge link lost: {0}")]
+    Io(#[from] std::io::Error),
+    /// The reply did not arrive in time.
+    #[error("no complete reply to '{cmd}' within {waited_ms} ms: check the port, the baud rate and that the board runs a `systole bitstream` build")]
+    Timeout {
+        /// The command's opcode.
+        cmd: char,
+        /// The deadline that passed.
+        waited_ms: u128,
+    },
+    /// The reply (or the request) does not fit the protocol.
+    #[error("bridge protocol error: {0}")]
+    Protocol(String),
+    /// Every try of a read came back failing its CRC.
+    #[error("the reply to '{cmd}' failed its CRC check {tries} times in a row: the serial link corrupts data (check the cable and the ground, or use a lower baud rate)")]
+    Corrupt {
+        /// The command's opcode.
+        cmd: char,
+        /// Tries made.
+        tries: u32,
+    },
+    /// A feature-map write that is not whole rows at a row boundary.
+    #[error("feature-map write of {words} words at word {addr}: the bridge moves whole rows of {row} words at multiples of {row}")]
+    FeatureMapRows {
+        /// First word address.
+        addr: u32,
+        /// Words given.
+        words: usize,
+        /// Words per feature-map row.
+        row: usize,
+    },
+}
+
+/// Byte and command counters of a [`BridgeBus`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BridgeCounters {
+    /// Bytes written to the stream.
+    pub bytes_out: u64,
+    /// Bytes read from the stream.
+    pub bytes_in: u64,
+    /// Commands that got their full reply.
+    pub commands: u64,
+    /// Reads sent again because their reply failed the CRC check.
+    pub retries: u64,
+}
+
+/// Tries of one read whose replies fail the CRC check before the bus gives up.
+pub const READ_TRIES: u32 = 4;
+
+/// [`AcceleratorBus`] over a byte stream to the UART bridge of an array of `n` lanes.
+pub struct BridgeBus<T> {
+    stream: T,
+    n: usize,
+    deadline: Duration,
+    counters: BridgeCounters,
+    /// A command failed midway: late reply bytes may still come and must not be taken for
+    /// the next command's reply.
+    stale: bool,
+    /// Opcodes of the writes sent whose echoes are not read yet.
+    unacked: Vec<u8>,
+}
+
+/// Writes sent before their echoes are read (a few hundred bytes in flight on the line).
+pub const MAX_UNACKED: usize = 32;
+
+impl<T: Read + Write> BridgeBus<T> {
+    /// A bus to a bridge with `n` lanes. Reads of `stream` may return partial data or time out
+    /// (`TimedOut`, `WouldBlock`, `Interrupted`); the bus retries until [`DEFAULT_DEADLINE`].
+    pub fn new(stream: T, n: usize) -> Self {
+        BridgeBus {
+            stream,
+            n,
+            deadline: DEFAULT_DEADLINE,
+            counters: BridgeCounters::default(),
+            stale: false,
+            unacked: Vec::new(),
+        }
+    }
+
+    /// Sets how long one command may take until its reply is complete.
+    pub fn set_deadline(&mut self, deadline: Duration) {
+        self.deadline = deadline;
+    }
+
+    /// Counters so far.
+    pub fn counters(&self) -> BridgeCounters {
+        self.counters
+    }
+
+    /// Sends `request` (a register or C-row read) and fills `reply` with exactly
+    /// `reply.len()` bytes whose CRC matches. The acknowledgements of the writes sent before
+    /// it come first on the line; they are read and checked here too.
+    fn command(&mut self, request: &[u8], reply: &mut [u8]) -> Result<(), BridgeError> {
+        let mut checked = vec![0u8; reply.len() + 2];
+        for _ in 0..READ_TRIES {
+            let r = self.exchange(request, &mut checked);
+            self.settled(r)?;
+            let (data, crc) = checked.split_at(reply.len());
+            let want = crc::update(crc::crc16(request), data);
+            if crc == want.to_be_bytes() {
+                reply.copy_from_slice(data);
+                self.counters.commands += 1;
+                return Ok(());
+            }
+            // Bytes may have been added or lost, not only flipped: start the retry on a
+            // quiet line.
+            self.counters.retries += 1;
+            self.stale = true;
+        }
+        Err(BridgeError::Corrupt {
+            cmd: char::from(request[0]),
+            tries: READ_TRIES,
+        })
+    }
+
+    fn exchange(&mut self, request: &[u8], reply: &mut [u8]) -> Result<(), BridgeError> {
+        if self.stale {
+            self.drain()?;
+        }
+        let end = Instant::now() + self.deadline;
+        self.send(request, end)?;
+        let acks = self.unacked.len();
+        let mut buf = vec![0u8; acks + reply.len()];
+        self.receive(char::from(request[0]), &mut buf, end)?;
+        self.check_acks(&buf[..acks])?;
+        reply.copy_from_slice(&buf[acks..]);
+        Ok(())
+    }
+
+    /// Reads and checks the acknowledgements of every write sent so far. Call it before
+    /// relying on the writes having happened (a run's end).
+    pub fn settle(&mut self) -> Result<(), BridgeError> {
+        if self.unacked.is_empty() {
+            return Ok(());
+        }
+        let end = Instant::now() + self.deadline;
+        let mut buf = vec![0u8; self.unacked.len()];
+        let r = self
+            .receive(char::from(self.unacked[0]), &mut buf, end)
+            .and_then(|()| self.check_acks(&buf));
+        self.settled(r)
+    }
+
+    /// After a failure, late reply bytes may still come and the writes in flight are unknown.
+    fn settled(&mut self, r: Result<(), BridgeError>) -> Result<(), BridgeError> {
+        if r.is_err() {
+            self.stale = true;
+            self.unacked.clear();
+        }
+        r
+    }
+
+    /// The acknowledgements `got` of the writes in `unacked`, in order: each echoes its opcode.
+    fn check_acks(&mut self, got: &[u8]) -> Result<(), BridgeError> {
+        for (&ack, &op) in got.iter().zip(&self.unacked) {
+            if ack == REPLY_UNKNOWN {
+                return Err(BridgeError::Protocol(format!(
+                    "the bridge answered '?' to '{}': it does not know the opcode (is the board flashed with a `systole bitstream` build?)",
+                    char::from(op)
+                )));
+            }
+            if ack != op {
+                return Err(BridgeError::Protocol(format!(
+                    "the bridge answered {} to '{}' instead of echoing it",
+                    show(ack),
+                    char::from(op)
+                )));
+            }
+        }
+        self.counters.commands += self.unacked.len() as u64;
+        self.unacked.clear();
+        Ok(())
+    }
+
+    /// Writes all of `request` before `end`.
+    fn send(&mut self, request: &[u8], end: Instant) -> Result<(), BridgeError> {
+        let mut sent = 0;
+        while sent < request.len() {
+            match self.stream.write(&request[sent..]) {
+                Ok(0) => return Err(closed("write")),
+                Ok(k) => {
+                    sent += k;
+                    self.counters.bytes_out += k as u64;
+                }
+                Err(e) if transient(&e) => std::thread::yield_now(),
+                Err(e) => return Err(e.into()),
+            }
+            if sent < request.len() && Instant::now() >= end {
+                return Err(self.timeout(char::from(request[0])));
+            }
+        }
+        self.stream.flush()?;
+        Ok(())
+    }
+
+    /// Fills `reply` before `end`; `cmd` names the command in errors.
+    fn receive(&mut self, cmd: char, reply: &mut [u8], end: Instant) -> Result<(), BridgeError> {
+        let mut got = 0;
+        while got < reply.len() {
+            match self.stream.read(&mut reply[got..]) {
+                Ok(0) => return Err(closed("read")),
+                Ok(k) => {
+                    got += k;
+                    self.counters.bytes_in += k as u64;
+                }
+                Err(e) if transient(&e) => std::thread::yield_now(),
+                Err(e) => return Err(e.into()),
+            }
+            if got < reply.len() && Instant::now() >= end {
+                // A lone '?' is the bridge refusing the opcode; inside a longer reply it could
+                // be a data byte, so only a reply that stopped after it is taken as one.
+                if got == 1 && reply[0] == REPLY_UNKNOWN {
+                    return Err(BridgeError::Protocol(format!(
+                        "the bridge answered '?' to '{cmd}': it does not know the opcode (is the board flashed with a `systole bitstream` build?)"
+                    )));
+                }
+                return Err(self.timeout(cmd));
+            }
+        }
+        Ok(())
+    }
+
+    fn timeout(&self, cmd: char) -> BridgeError {
+        BridgeError::Timeout {
+            cmd,
+            waited_ms: self.deadline.as_millis(),
+        }
+    }
+
+    /// Reads and drops bytes until the stream is quiet (a read times out or returns nothing):
+    /// the rest of a reply that came too late.
+    fn drain(&mut self) -> Result<(), BridgeError> {
+        let mut buf = [0u8; 256];
+        let end = Instant::now() + self.deadline;
+        while Instant::now() < end {
+            match self.stream.read(&mut buf) {
+                Ok(0) => break,
+                Ok(k) => self.counters.bytes_in += k as u64,
+                Err(e) if transient(&e) => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        self.stale = false;
+        Ok(())
+    }
+
+    /// Sends a write command (acknowledged by an echo of its opcode) without waiting for the
+    /// echo: the bridge is ready for the next command as soon as it starts sending the echo,
+    /// so writes stream at the line rate. The echoes are checked in order by the next read
+    /// command or [`Self::settle`], at the latest after [`MAX_UNACKED`] writes.
+    fn acked(&mut self, request: &[u8]) -> Result<(), BridgeError> {
+        let r = self.stream_write(request);
+        self.settled(r)?;
+        if self.unacked.len() >= MAX_UNACKED {
+            self.settle()?;
+        }
+        Ok(())
+    }
+
+    fn stream_write(&mut self, request: &[u8]) -> Result<(), BridgeError> {
+        if self.stale {
+            self.drain()?;
+        }
+        self.send(request, Instant::now() + self.deadline)?;
+        self.unacked.push(request[0]);
+        Ok(())
+    }
+
+    fn write_row(&mut self, op: u8, bank: u8, row: u16, data: &[i16]) -> Result<(), BridgeError> {
+        if data.len() != self.n {
+            return Err(BridgeError::Protocol(format!(
+                "a row of {} words for a {}-lane bridge: rows must have exactly one word per lane",
+                data.len(),
+                self.n
+            )));
+        }
+        let mut req = Vec::with_capacity(4 + 2 * self.n);
+        req.push(op);
+        req.push(bank);
+        req.extend(row.to_be_bytes());
+        req.extend(data.iter().flat_map(|w| w.to_be_bytes()));
+        self.acked(&req)
+    }
+
+    fn read_c(&mut self, bank: u8, row: u16, out: &mut [i16]) -> Result<(), BridgeError> {
+        if out.len() != self.n {
+            return Err(BridgeError::Protocol(format!(
+                "a C row buffer of {} words for a {}-lane bridge: it must hold one word per lane",
+                out.len(),
+                self.n
+            )));
+        }
+        let [hi, lo] = row.to_be_bytes();
+        let mut reply = vec![0u8; 2 * self.n];
+        self.command(&[OP_READ_C, bank, hi, lo], &mut reply)?;
+        for (w, b) in out.iter_mut().zip(reply.chunks_exact(2)) {
+            *w = i16::from_be_bytes([b[0], b[1]]);
+        }
+        Ok(())
+    }
+}
+
+/// Read and write errors that only mean "nothing yet": the caller retries until its deadline.
+fn transient(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::TimedOut | ErrorKind::WouldBlock | ErrorKind::Interrupted
+    )
+}
+
+fn closed(what: &str) -> BridgeError {
+    BridgeError::Io(std::io::Error::new(
+        ErrorKind::UnexpectedEof,
+        format!("the stream closed on {what}"),
+    ))
+}
+
+/// A reply byte for a message: printable ASCII quoted, anything else in hex.
+fn show(b: u8) -> String {
+    if b.is_ascii_graphic() {
+        format!("'{}'", char::from(b))
+    } else {
+        format!("{b:#04x}")
+    }
+}
+
+impl<T: Read + Write> AcceleratorBus for BridgeBus<T> {
+    type Error = BridgeError;
+
+    fn read_reg(&mut self, addr: u8) -> Result<u32, BridgeError> {
+        let mut data = [0u8; 4];
+        self.command(&[OP_READ_REG, addr], &mut data)?;
+        Ok(u32::from_be_bytes(data))
+    }
+
+    fn write_reg(&mut self, addr: u8, value: u32) -> Result<(), BridgeError> {
+        let [d3, d2, d1, d0] = value.to_be_bytes();
+        self.acked(&[OP_WRITE_REG, addr, d3, d2, d1, d0])
+    }
+
+    fn beat(&mut self, beat: &Beat<'_>, c_out: &mut [i16]) -> Result<(), BridgeError> {
+        if let Some(a) = beat.a {
+            self.write_row(OP_WRITE_A, a.bank, a.row, a.data)?;
+        }
+        if let Some(b) = beat.b {
+            self.write_row(OP_WRITE_B, b.bank, b.row, b.data)?;
+        }
+        if let Some(c) = beat.c {
+            self.read_c(c.bank, c.row, c_out)?;
+        }
+        Ok(())
+    }
+
+    fn idle(&mut self, _cycles: u32) -> Result<(), BridgeError> {
+        // The board's clock runs on its own; the driver's waits are STATUS polls.
+        Ok(())
+    }
+
+    fn write_fm(&mut self, addr: u32, words: &[i16]) -> Result<(), BridgeError> {
+        // A feature-map row is the largest power of two of words not above the lane count.
+        let row = 1usize << (usize::BITS - 1 - self.n.leading_zeros());
+        let first = addr as usize / row;
+        let whole_rows = (addr as usize).is_multiple_of(row) && words.len().is_multiple_of(row);
+        if !whole_rows || first + words.len() / row > 1 << 16 {
+            return Err(BridgeError::FeatureMapRows {
+                addr,
+                words: words.len(),
+                row,
+            });
+        }
+        let mut req = Vec::with_capacity(3 + 2 * row);
+        for (i, chunk) in words.chunks_exact(row).enumerate() {
+            req.clear();
+            req.push(OP_WRITE_FM);
+            req.extend(((first + i) as u16).to_be_bytes());
+            req.extend(chunk.iter().flat_map(|w| w.to_be_bytes()));
+            self.acked(&req)?;
+        }
+        Ok(())
+    }
+}
+
+/// Splits the part of a `bridge:PATH[@BAUD]` device spec after `bridge:` into the path and the
+/// baud rate ([`DEFAULT_BAUD`] when absent). `None` for an empty path or, after the last `@`,
+/// anything but a baud rate from 1 to `u32::MAX` (so a mistyped rate is never taken for a path).
+pub fn parse_spec(rest: &str) -> Option<(&str, u32)> {
+    let (path, baud) = match rest.rsplit_once('@') {
+        Some((p, b)) if !b.is_empty() && b.bytes().all(|c| c.is_ascii_digit()) => {
+            (p, b.parse::<u32>().ok().filter(|&b| b > 0)?)
+        }
+        Some(_) => return None,
+        None => (rest, DEFAULT_BAUD),
+    };
+    (!path.is_empty()).then_some((path, baud))
+}
+
+/// A board running the UART bridge as a [`Device`].
+pub struct BridgeDevice {
+    name: String,
+    config: ArrayConfig,
+    bus: BridgeBus<Box<dyn ReadWrite + Send>>,
+    stats: DeviceStats,
+}
+
+impl BridgeDevice {
+    /// Opens the serial port `path` at `baud`, and checks the board is a systole bridge build
+    /// of `config`'s array (size and buffer depth); the conv unit's feature-map size is the
+    /// board's own (`systole bitstream --fm-depth`), whatever `config.fm_depth` says.
+    pub fn open(path: &str, baud: u32, config: ArrayConfig) -> Result<Self, DeviceError> {
+        let port = serialport::new(path, baud)
+            .timeout(PORT_TIMEOUT)
+            .open()
+            .map_err(|e| DeviceError::Transport(format!("cannot open serial port {path}: {e}")))?;
+        Self::over(Box::new(port), path, config)
+    }
+
+    /// A device over any byte stream to a bridge (a simulated board, a test script); `name`
+    /// appears in messages. Checks the board like [`Self::open`].
+    pub fn over(
+        stream: Box<dyn ReadWrite + Send>,
+        name: &str,
+        config: ArrayConfig,
+    ) -> Result<Self, DeviceError> {
+        // The feature map is sized when the board is built (most leave the unit out), so only
+        // the array has to match; the devices' shared default of 32k words must not fail it.
+        config
+            .validate()
+            .map_err(|e| DeviceError::Unsupported(e.to_string()))?;
+        let mut bus = BridgeBus::new(stream, config.size);
+        let link = |e: BridgeError| DeviceError::Transport(format!("{name}: {e}"));
+        let id = bus.read_reg(regmap::ID).map_err(link)?;
+        if id != regmap::ID_VALUE {
+            return Err(DeviceError::Transport(format!(
+                "{name}: the board's ID is {id:#010x}, not a systole accelerator ({:#010x}): check the port and that the board is flashed with `systole bitstream`",
+                regmap::ID_VALUE
+            )));
+        }
+        let word = bus.read_reg(regmap::CONFIG).map_err(link)?;
+        let found = ArrayConfig::from_config_word(word);
+        let config = ArrayConfig {
+            fm_depth: found.fm_depth,
+            ..config
+        };
+        if word != config.config_word() {
+            return Err(DeviceError::Unsupported(format!(
+                "the board at {name} is a {0}x{0} array with {1}-row buffers, but {2}x{2} with {3}-row buffers was asked for",
+                found.size, found.buffer_depth, config.size, config.buffer_depth
+            )));
+        }
+        Ok(BridgeDevice {
+            name: name.to_string(),
+            config,
+            bus,
+            stats: DeviceStats::default(),
+        })
+    }
+
+    /// Sets how long one bridge command may take until its reply is complete.
+    pub fn set_deadline(&mut self, deadline: Duration) {
+        self.bus.set_deadline(deadline);
+    }
+
+    /// Link counters (bytes and commands actually moved).
+    pub fn link_counters(&self) -> BridgeCounters {
+        self.bus.counters()
+    }
+}
+
+impl BridgeDevice {
+    fn conv(
+        &mut self,
+        ops: &ConvOperands<'_>,
+        g: &Conv2dGeom,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let name = self.name.clone();
+        let wrap = |e: String| DeviceError::Transport(format!("{name}: {e}"));
+        self.counting_bytes(|dev| {
+            let (m, _) = conv_unit::run(
+                &mut dev.bus,
+                &dev.config,
+                ops,
+                g,
+                out,
+                &mut dev.stats,
+                &wrap,
+            )?;
+            dev.bus.settle().map_err(|e| wrap(e.to_string()))?;
+            Ok(m)
+        })
+    }
+
+    /// Runs `op` and adds the bytes it moved over the link to the stats, also when it failed
+    /// (they crossed the link all the same).
+    fn counting_bytes<R>(&mut self, op: impl FnOnce(&mut Self) -> R) -> R {
+        let before = self.bus.counters();
+        let r = op(self);
+        let after = self.bus.counters();
+        self.stats.bytes_to_device += after.bytes_out - before.bytes_out;
+        self.stats.bytes_from_device += after.bytes_in - before.bytes_in;
+        r
+    }
+}
+
+impl Device for BridgeDevice {
+    conv_unit::conv_unit_methods!();
+
+    fn name(&self) -> String {
+        format!("bridge {0}x{0} at {1}", self.config.size, self.name)
+    }
+
+    fn config(&self) -> &ArrayConfig {
+        &self.config
+    }
+
+    fn matmul(
+        &mut self,
+        a: &QMatrix,
+        b: &QMatrix,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let job = super::driver_job(a, b, out)?;
+        let (m, n) = (job.m, job.n);
+        let mut c = vec![0i16; m * n];
+        let r = self.counting_bytes(|dev| {
+            let st = driver::matmul(&mut dev.bus, &dev.config, &job, &mut c)?;
+            dev.bus.settle().map_err(driver::DriverError::Bus)?;
+            Ok::<_, driver::DriverError<BridgeError>>(st)
+        });
+        let st = r.map_err(|e| DeviceError::Transport(format!("{}: {e}", self.name)))?;
+        super::record_driver_run(&mut self.stats, &job, &st);
+        Ok(QMatrix::from_vec(m, n, out.frac, c)?)
+    }
+
+    fn stats(&self) -> DeviceStats {
+        self.stats
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = DeviceStats::default();
+    }
+}
+
+#[cfg(test)]
+mod faults;
+#[cfg(test)]
+mod tests;

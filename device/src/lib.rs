@@ -1,0 +1,265 @@
+//! [`Device`]: where the trainer's matrix products run.
+//!
+//! Backends: [`golden::GoldenDevice`] (the golden model on the host CPU), `verilator` (the
+//! generated HDL simulated by Verilator), `serial` (a board, real or simulated, behind a
+//! serial port, running the firmware's framed protocol) and `bridge` (a board flashed with
+//! `systole bitstream`: the CPU-less UART byte bridge). Every backend exists in every build;
+//! one that was not built returns
+//! [`DeviceError::NotBuilt`] saying how to get it. All of them must return results that equal
+//! the golden model bit for bit; the shared test body in `tests/tests/device_conformance.rs`
+//! runs on each. [`board_sim`] is the simulated board the `serial` backend can talk to over a
+//! pty.
+#![deny(missing_docs)]
+
+pub mod board_sim;
+pub mod bridge;
+mod conv_unit;
+pub mod golden;
+pub mod serial;
+pub mod verilator;
+
+use systole_core::ArrayConfig;
+use systole_golden::conv::{self, Conv2dGeom};
+use systole_golden::tensor::QMatrix;
+use systole_golden::{NumericError, OutputSpec};
+
+/// Counters a device keeps across operations (since creation or [`Device::reset_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceStats {
+    /// Operations run.
+    pub ops: u64,
+    /// Multiply-accumulates requested (`M * K * N` summed over matmuls).
+    pub macs: u64,
+    /// Simulated clock cycles (0 where the backend has no clock).
+    pub cycles: u64,
+    /// Cycles in which the array consumed a K step (0 where the backend has no clock).
+    pub mac_cycles: u64,
+    /// Bytes sent to the device (words and register traffic).
+    pub bytes_to_device: u64,
+    /// Bytes read back from the device.
+    pub bytes_from_device: u64,
+}
+
+/// Why a device operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeviceError {
+    /// The operands break the numeric contract.
+    #[error(transparent)]
+    Numeric(#[from] NumericError),
+    /// The backend was not compiled into this build.
+    #[error("the {backend} backend is not available in this build: {how_to_fix}")]
+    NotBuilt {
+        /// Backend name.
+        backend: &'static str,
+        /// What to install or rebuild.
+        how_to_fix: String,
+    },
+    /// The backend cannot run this configuration or operation.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The device or the link to it failed; the operation produced no result.
+    #[error("device failure: {0}")]
+    Transport(String),
+    /// A `--device` value of a known kind, written wrongly (the text says how).
+    #[error("{0}")]
+    BadSpec(String),
+    /// An unknown `--device` value.
+    #[error(
+        "unknown device '{0}': use golden, verilator, serial:PATH (e.g. serial:/dev/ttyUSB0) or bridge:PATH[@BAUD] (e.g. bridge:/dev/ttyUSB1@115200)"
+    )]
+    UnknownDevice(String),
+}
+
+/// An accelerator (or a stand-in for one) that runs the numeric contract's operations.
+pub trait Device {
+    /// Human-readable name, e.g. `golden 8x8` or `verilator 8x8`.
+    fn name(&self) -> String;
+
+    /// The array configuration this device implements (fixes stochastic rounding order).
+    fn config(&self) -> &ArrayConfig;
+
+    /// `C = A·B` under `out`'s format and rounding.
+    fn matmul(
+        &mut self,
+        a: &QMatrix,
+        b: &QMatrix,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError>;
+
+    /// `C = A·Bᵀ`.
+    fn matmul_nt(
+        &mut self,
+        a: &QMatrix,
+        b: &QMatrix,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        self.matmul(a, &b.transpose(), out)
+    }
+
+    /// `C = Aᵀ·B`.
+    fn matmul_tn(
+        &mut self,
+        a: &QMatrix,
+        b: &QMatrix,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        self.matmul(&a.transpose(), b, out)
+    }
+
+    /// Forward convolution (see `golden::conv` for layouts). The default lowers it on the host
+    /// to one matrix product on this device ([`lowered_forward`]); a backend with the conv
+    /// unit overrides it and sends each feature map once.
+    fn conv2d_forward(
+        &mut self,
+        x: &QMatrix,
+        w: &QMatrix,
+        g: &Conv2dGeom,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        lowered_forward(self, x, w, g, out)
+    }
+
+    /// Gradient of a convolution with respect to its input.
+    fn conv2d_backward_input(
+        &mut self,
+        dy: &QMatrix,
+        w: &QMatrix,
+        g: &Conv2dGeom,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        lowered_backward_input(self, dy, w, g, out)
+    }
+
+    /// Gradient of a convolution with respect to its weights.
+    fn conv2d_backward_weights(
+        &mut self,
+        x: &QMatrix,
+        dy: &QMatrix,
+        g: &Conv2dGeom,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        lowered_backward_weights(self, x, dy, g, out)
+    }
+
+    /// Counters since creation or the last reset.
+    fn stats(&self) -> DeviceStats;
+
+    /// Zeroes the counters.
+    fn reset_stats(&mut self);
+}
+
+/// The forward convolution lowered on the host to one product on `dev` (im2col on the host).
+pub fn lowered_forward<D: Device + ?Sized>(
+    dev: &mut D,
+    x: &QMatrix,
+    w: &QMatrix,
+    g: &Conv2dGeom,
+    out: &OutputSpec,
+) -> Result<QMatrix, DeviceError> {
+    let (p, q) = conv::forward_operands(x, w, g)?;
+    let c = dev.matmul(&p, &q, out)?;
+    Ok(conv::rows_to_nchw(
+        &c,
+        g.batch,
+        g.out_ch,
+        g.out_h(),
+        g.out_w(),
+    ))
+}
+
+/// The input gradient lowered on the host to one product on `dev`.
+pub fn lowered_backward_input<D: Device + ?Sized>(
+    dev: &mut D,
+    dy: &QMatrix,
+    w: &QMatrix,
+    g: &Conv2dGeom,
+    out: &OutputSpec,
+) -> Result<QMatrix, DeviceError> {
+    let (p, q) = conv::backward_input_operands(dy, w, g)?;
+    let c = dev.matmul(&p, &q, out)?;
+    Ok(conv::rows_to_nchw(&c, g.batch, g.in_ch, g.in_h, g.in_w))
+}
+
+/// The weight gradient lowered on the host to one product on `dev`.
+pub fn lowered_backward_weights<D: Device + ?Sized>(
+    dev: &mut D,
+    x: &QMatrix,
+    dy: &QMatrix,
+    g: &Conv2dGeom,
+    out: &OutputSpec,
+) -> Result<QMatrix, DeviceError> {
+    let (p, q) = conv::backward_weights_operands(x, dy, g)?;
+    dev.matmul(&p, &q, out)
+}
+
+/// Opens a device from a `--device` value: `golden`, `verilator`, `serial:PATH` (a board
+/// running the firmware) or `bridge:PATH[@BAUD]` (a `systole bitstream` board; the baud rate
+/// defaults to [`bridge::DEFAULT_BAUD`], the one the board flow builds).
+pub fn open(spec: &str, config: ArrayConfig) -> Result<Box<dyn Device>, DeviceError> {
+    match spec {
+        "golden" => Ok(Box::new(golden::GoldenDevice::new(config)?)),
+        "verilator" => Ok(Box::new(verilator::VerilatorDevice::new(config)?)),
+        other => {
+            if let Some(path) = other.strip_prefix("serial:").filter(|p| !p.is_empty()) {
+                return Ok(Box::new(serial::SerialDevice::open(path, config)?));
+            }
+            let Some(rest) = other.strip_prefix("bridge:") else {
+                return Err(DeviceError::UnknownDevice(other.to_string()));
+            };
+            match (bridge::parse_spec(rest), rest.rsplit_once('@')) {
+                (Some((path, baud)), _) => {
+                    Ok(Box::new(bridge::BridgeDevice::open(path, baud, config)?))
+                }
+                (None, Some((path, baud))) if !path.is_empty() => Err(DeviceError::BadSpec(format!(
+                    "'{baud}' after the '@' of '{other}' is not a baud rate: give bits per second from 1 to {}, e.g. bridge:{path}@115200",
+                    u32::MAX
+                ))),
+                (None, _) => Err(DeviceError::BadSpec(format!(
+                    "'{other}' names no serial port: write bridge:PATH or bridge:PATH@BAUD, e.g. bridge:/dev/ttyUSB1@115200"
+                ))),
+            }
+        }
+    }
+}
+
+/// Checks a product's operands against the contract and builds the tile driver's job: the one
+/// path every backend that runs `systole_firmware::driver` (verilator, serial, bridge) takes.
+pub(crate) fn driver_job<'a>(
+    a: &'a QMatrix,
+    b: &'a QMatrix,
+    out: &OutputSpec,
+) -> Result<systole_firmware::driver::MatmulJob<'a>, DeviceError> {
+    if a.cols != b.rows {
+        return Err(NumericError::Shape(format!(
+            "A is {}x{} and B is {}x{}: A's columns must equal B's rows",
+            a.rows, a.cols, b.rows, b.cols
+        ))
+        .into());
+    }
+    if a.cols > systole_core::numeric::MAX_K {
+        return Err(NumericError::KTooLong(a.cols).into());
+    }
+    Ok(systole_firmware::driver::MatmulJob {
+        a: &a.data,
+        b: &b.data,
+        m: a.rows,
+        k: a.cols,
+        n: b.cols,
+        shift: systole_golden::output_shift(a.frac + b.frac, out.frac)?,
+        rounding: out.rounding,
+        seed: out.seed,
+    })
+}
+
+/// Adds one driver run to a backend's counters (bytes are counted by each backend).
+pub(crate) fn record_driver_run(
+    stats: &mut DeviceStats,
+    job: &systole_firmware::driver::MatmulJob<'_>,
+    run: &systole_firmware::driver::DriverStats,
+) {
+    stats.ops += 1;
+    stats.macs += (job.m * job.k * job.n) as u64;
+    stats.cycles += run.cycles;
+    stats.mac_cycles += run.mac_cycles;
+}

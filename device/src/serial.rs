@@ -1,0 +1,591 @@
+//! The serial backend: a board (real, or the simulated one in [`crate::board_sim`]) behind a
+//! serial port, speaking the protocol of `systole_firmware::protocol`.
+//!
+//! The host runs the same tile driver as every other backend over [`SerialBus`], an
+//! [`AcceleratorBus`] that turns bus traffic into frames. Writes are buffered and sent many per
+//! frame (`BATCH` of block row writes, register writes, feature-map writes and idles); a frame
+//! goes out only when the driver needs an answer (a register read or a C row) or the batch is
+//! full. A and B row writes are collected in two runs and may be reordered with each other
+//! (different memories), never across a register write, a feature-map write, an idle or a read.
+//! A long feature-map write is split into as many `WRITE_FM` entries as the frame limit needs. A C read fetches the rest of the tile's
+//! rows at once; the cache is dropped at every `COMMAND` write, before any new tile can be
+//! converted into a C bank.
+//!
+//! A frame is resent with the same sequence number after a timeout, a damaged response or the
+//! board's CRC error; the board answers a resent frame from its stored response without running
+//! it twice. When the port fails or closes, or no answer comes after all retries, the operation
+//! fails with [`DeviceError::Transport`] ("device failure: ...") and returns no result.
+
+use super::conv_unit::{self, ConvOperands};
+use super::{Device, DeviceError, DeviceStats};
+use std::io::{ErrorKind, Read, Write};
+use std::time::{Duration, Instant};
+use systole_core::{regmap, AcceleratorBus, ArrayConfig};
+use systole_firmware::driver;
+use systole_firmware::frame::{self, Decoder, FRAME_CAPACITY, MAX_PAYLOAD};
+use systole_firmware::protocol::{
+    cmd, panic, Buffer, ErrorCode, RemoteError, Request, Words, BATCH_ENTRY_HEADER, ERROR,
+    RESPONSE, WRITE_FM_HEADER, WRITE_ROWS_HEADER,
+};
+use systole_golden::conv::Conv2dGeom;
+use systole_golden::tensor::QMatrix;
+use systole_golden::OutputSpec;
+
+/// Line rate used to open a port (the simulated board ignores it).
+pub const DEFAULT_BAUD: u32 = 3_000_000;
+/// How long to wait for a response before resending.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(500);
+/// Resends of one frame before giving up.
+pub const DEFAULT_RETRIES: u32 = 3;
+
+/// Why a link operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LinkError {
+    /// The port reported an error or closed.
+    #[error("serial link lost: {0}")]
+    Gone(String),
+    /// No valid answer after every retry.
+    #[error("no answer from the board after {tries} tries ({timeout_ms} ms each)")]
+    NoAnswer {
+        /// Frames sent.
+        tries: u32,
+        /// Timeout per try.
+        timeout_ms: u128,
+    },
+    /// The board refused a request.
+    #[error("board refused command {cmd:#04x}: {what} (detail {detail})")]
+    Refused {
+        /// The request's command.
+        cmd: u8,
+        /// The error code's text.
+        what: String,
+        /// Failing batch entry.
+        detail: u16,
+    },
+    /// The board's answer does not fit the request.
+    #[error("unexpected answer from the board: {0}")]
+    Protocol(String),
+    /// The board's firmware reported a panic and reset: the operation in progress is lost.
+    #[error("the board's firmware panicked and reset ({0}); the operation in progress was lost")]
+    BoardPanicked(String),
+}
+
+/// Byte and frame counters of a [`SerialBus`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkCounters {
+    /// Bytes written to the port (frames, resends included).
+    pub bytes_out: u64,
+    /// Bytes read from the port.
+    pub bytes_in: u64,
+    /// Request frames exchanged (each counted once).
+    pub frames: u64,
+    /// Frames resent.
+    pub resends: u64,
+}
+
+/// What the board said in answer to `PING`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BoardInfo {
+    /// The `ID` register.
+    pub id: u32,
+    /// The `CONFIG` register.
+    pub config_word: u32,
+    /// Protocol version.
+    pub version: u8,
+    /// The board's maximum payload.
+    pub max_payload: u16,
+}
+
+/// A run of consecutive rows for one buffer and bank, not yet put into the batch.
+struct Run {
+    bank: u8,
+    start: u16,
+    count: u16,
+    bytes: Vec<u8>,
+}
+
+/// [`AcceleratorBus`] over a byte stream to a board. `T` must time out its reads (a
+/// `serialport` port does) so a lost frame is noticed.
+pub struct SerialBus<T> {
+    port: T,
+    size: usize,
+    seq: u8,
+    timeout: Duration,
+    retries: u32,
+    batch: Vec<u8>,
+    runs: [Option<Run>; 2],
+    c_cache: Option<(u8, u16, Vec<i16>)>,
+    decoder: Box<Decoder>,
+    counters: LinkCounters,
+}
+
+impl<T: Read + Write> SerialBus<T> {
+    /// A bus to a board with an array of `size` lanes.
+    pub fn new(port: T, size: usize) -> Self {
+        SerialBus {
+            port,
+            size,
+            seq: 0,
+            timeout: DEFAULT_TIMEOUT,
+            retries: DEFAULT_RETRIES,
+            batch: Vec::with_capacity(MAX_PAYLOAD),
+            runs: [None, None],
+            c_cache: None,
+            decoder: Box::new(Decoder::new()),
+            counters: LinkCounters::default(),
+        }
+    }
+
+    /// Sets the per-try timeout and the number of resends.
+    pub fn set_retry_policy(&mut self, timeout: Duration, retries: u32) {
+        self.timeout = timeout;
+        self.retries = retries;
+    }
+
+    /// Counters so far.
+    pub fn counters(&self) -> LinkCounters {
+        self.counters
+    }
+
+    /// Asks the board who it is.
+    pub fn ping(&mut self) -> Result<BoardInfo, LinkError> {
+        self.flush()?;
+        let p = self.transact(cmd::PING, &[])?;
+        if p.len() != 11 {
+            return Err(LinkError::Protocol(format!(
+                "PING answer of {} bytes",
+                p.len()
+            )));
+        }
+        let u32_at = |i: usize| u32::from_le_bytes([p[i], p[i + 1], p[i + 2], p[i + 3]]);
+        Ok(BoardInfo {
+            id: u32_at(0),
+            config_word: u32_at(4),
+            version: p[8],
+            max_payload: u16::from_le_bytes([p[9], p[10]]),
+        })
+    }
+
+    /// Sends every buffered write and waits for the board to confirm them.
+    pub fn flush(&mut self) -> Result<(), LinkError> {
+        self.close_runs()?;
+        if !self.batch.is_empty() {
+            let batch = std::mem::take(&mut self.batch);
+            let r = self.transact(cmd::BATCH, &batch);
+            self.batch = batch;
+            self.batch.clear();
+            r?;
+        }
+        Ok(())
+    }
+
+    /// Drops everything buffered (after a failure the driver's state is gone anyway).
+    fn discard(&mut self) {
+        self.batch.clear();
+        self.runs = [None, None];
+        self.c_cache = None;
+    }
+
+    fn push_entry(&mut self, req: &Request<'_>) -> Result<(), LinkError> {
+        let mut buf = [0u8; MAX_PAYLOAD];
+        let n = req
+            .encode_batch_entry(&mut buf)
+            .map_err(|e| LinkError::Protocol(e.to_string()))?;
+        if self.batch.len() + n > MAX_PAYLOAD {
+            let batch = std::mem::take(&mut self.batch);
+            let r = self.transact(cmd::BATCH, &batch);
+            self.batch = batch;
+            self.batch.clear();
+            r?;
+        }
+        self.batch.extend_from_slice(&buf[..n]);
+        Ok(())
+    }
+
+    fn close_runs(&mut self) -> Result<(), LinkError> {
+        for (i, buffer) in [(0, Buffer::A), (1, Buffer::B)] {
+            if let Some(run) = self.runs[i].take() {
+                self.push_entry(&Request::WriteRows {
+                    buffer,
+                    bank: run.bank,
+                    start: run.start,
+                    count: run.count,
+                    words: Words::from_le_bytes(&run.bytes),
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    fn add_row(&mut self, which: usize, bank: u8, row: u16, data: &[i16]) -> Result<(), LinkError> {
+        let limit = MAX_PAYLOAD - BATCH_ENTRY_HEADER - WRITE_ROWS_HEADER;
+        let fits = matches!(&self.runs[which], Some(r) if r.bank == bank
+            && u32::from(r.start) + u32::from(r.count) == u32::from(row)
+            && r.bytes.len() + 2 * data.len() <= limit);
+        if !fits {
+            if let Some(run) = self.runs[which].take() {
+                let buffer = if which == 0 { Buffer::A } else { Buffer::B };
+                self.push_entry(&Request::WriteRows {
+                    buffer,
+                    bank: run.bank,
+                    start: run.start,
+                    count: run.count,
+                    words: Words::from_le_bytes(&run.bytes),
+                })?;
+            }
+            self.runs[which] = Some(Run {
+                bank,
+                start: row,
+                count: 0,
+                bytes: Vec::with_capacity(limit),
+            });
+        }
+        if let Some(run) = &mut self.runs[which] {
+            run.count += 1;
+            run.bytes.extend(data.iter().flat_map(|w| w.to_le_bytes()));
+        }
+        Ok(())
+    }
+
+    /// Queues `words` for feature-map addresses `addr..`, after every write queued before.
+    fn add_fm(&mut self, addr: u32, words: &[i16]) -> Result<(), LinkError> {
+        if u64::from(addr) + words.len() as u64 > u64::from(u32::MAX) + 1 {
+            return Err(LinkError::Protocol(format!(
+                "feature-map write of {} words at {addr:#x} passes the 32-bit address space",
+                words.len()
+            )));
+        }
+        // Pending row runs were issued first by the driver: queue them ahead of these words.
+        self.close_runs()?;
+        let overhead = BATCH_ENTRY_HEADER + WRITE_FM_HEADER;
+        // Entries carry whole feature-map rows (the largest power of two <= size words): the
+        // board writes one row per clock and refuses partial rows.
+        let row = 1usize << (usize::BITS - 1 - self.size.leading_zeros());
+        let most = (MAX_PAYLOAD - overhead) / 2 / row * row;
+        let mut done = 0;
+        while done < words.len() {
+            // Fill what is left of the current batch; if not even one row fits, `push_entry`
+            // sends the batch and the entry starts an empty one.
+            let room = MAX_PAYLOAD.saturating_sub(self.batch.len() + overhead) / 2 / row * row;
+            let take = (words.len() - done).min(if room == 0 { most } else { room });
+            let bytes: Vec<u8> = words[done..done + take]
+                .iter()
+                .flat_map(|w| w.to_le_bytes())
+                .collect();
+            self.push_entry(&Request::WriteFm {
+                addr: addr + done as u32,
+                words: Words::from_le_bytes(&bytes),
+            })?;
+            done += take;
+        }
+        Ok(())
+    }
+
+    fn read_c(&mut self, bank: u8, row: u16, out: &mut [i16]) -> Result<(), LinkError> {
+        let n = self.size;
+        if let Some((b, start, words)) = &self.c_cache {
+            if *b == bank && row >= *start && usize::from(row - start) * n < words.len() {
+                let at = usize::from(row - start) * n;
+                out.copy_from_slice(&words[at..at + n]);
+                return Ok(());
+            }
+        }
+        self.flush()?;
+        let count = (n - usize::from(row).min(n))
+            .max(1)
+            .min(MAX_PAYLOAD / (2 * n)) as u16;
+        let mut p = [0u8; 5];
+        p[0] = bank;
+        p[1..3].copy_from_slice(&row.to_le_bytes());
+        p[3..5].copy_from_slice(&count.to_le_bytes());
+        let bytes = self.transact(cmd::READ_ROWS, &p)?;
+        if bytes.len() != 2 * n * usize::from(count) {
+            return Err(LinkError::Protocol(format!(
+                "READ_ROWS answered {} bytes for {count} rows of {n} words",
+                bytes.len()
+            )));
+        }
+        let words: Vec<i16> = bytes
+            .chunks_exact(2)
+            .map(|c| i16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        out.copy_from_slice(&words[..n]);
+        self.c_cache = Some((bank, row, words));
+        Ok(())
+    }
+
+    /// Sends one request (retrying with the same sequence number) and returns the payload of
+    /// its successful answer.
+    fn transact(&mut self, command: u8, payload: &[u8]) -> Result<Vec<u8>, LinkError> {
+        let seq = self.seq;
+        self.seq = self.seq.wrapping_add(1);
+        let mut buf = [0u8; FRAME_CAPACITY];
+        let len = frame::encode(seq, command, payload, &mut buf)
+            .map_err(|e| LinkError::Protocol(e.to_string()))?;
+        self.counters.frames += 1;
+        for attempt in 0..=self.retries {
+            if attempt > 0 {
+                self.counters.resends += 1;
+            }
+            self.port
+                .write_all(&buf[..len])
+                .and_then(|()| self.port.flush())
+                .map_err(|e| LinkError::Gone(e.to_string()))?;
+            self.counters.bytes_out += len as u64;
+            match self.await_answer(seq)? {
+                Some((c, p)) if c == ERROR => {
+                    let e = RemoteError::parse(&p)
+                        .ok_or_else(|| LinkError::Protocol("short error frame".into()))?;
+                    if e.code.is_some_and(ErrorCode::is_transient) {
+                        continue;
+                    }
+                    return Err(LinkError::Refused {
+                        cmd: e.cmd,
+                        what: e
+                            .code
+                            .map_or_else(|| format!("code {}", e.raw), |c| c.to_string()),
+                        detail: e.detail,
+                    });
+                }
+                Some((c, p)) if c == command | RESPONSE => return Ok(p),
+                Some((c, _)) => {
+                    return Err(LinkError::Protocol(format!(
+                        "answer code {c:#04x} to command {command:#04x}"
+                    )))
+                }
+                None => continue,
+            }
+        }
+        Err(LinkError::NoAnswer {
+            tries: self.retries + 1,
+            timeout_ms: self.timeout.as_millis(),
+        })
+    }
+
+    /// Waits for the answer with sequence `seq`; `None` on timeout or a damaged answer (the
+    /// caller resends). Answers with other sequence numbers are late copies and are skipped.
+    fn await_answer(&mut self, seq: u8) -> Result<Option<(u8, Vec<u8>)>, LinkError> {
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            while let Some(r) = self.decoder.next_frame() {
+                match r {
+                    Ok(f) => {
+                        // Unsolicited, so recognised whatever `seq` it carries.
+                        if let Some(m) = panic::parse_panic(f.cmd, f.payload) {
+                            let m = String::from_utf8_lossy(m).into_owned();
+                            return Err(LinkError::BoardPanicked(m));
+                        }
+                        if f.seq == seq {
+                            return Ok(Some((f.cmd, f.payload.to_vec())));
+                        }
+                    }
+                    Err(_) => return Ok(None),
+                }
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            match self.port.read(self.decoder.spare()) {
+                Ok(0) => return Err(LinkError::Gone("the port closed".into())),
+                Ok(n) => {
+                    self.counters.bytes_in += n as u64;
+                    self.decoder.commit(n);
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(LinkError::Gone(e.to_string())),
+            }
+        }
+    }
+
+    fn guard<R>(&mut self, r: Result<R, LinkError>) -> Result<R, LinkError> {
+        if r.is_err() {
+            self.discard();
+        }
+        r
+    }
+}
+
+impl<T: Read + Write> AcceleratorBus for SerialBus<T> {
+    type Error = LinkError;
+
+    fn read_reg(&mut self, addr: u8) -> Result<u32, LinkError> {
+        let r = self
+            .flush()
+            .and_then(|()| self.transact(cmd::READ_REG, &[addr]));
+        let p = self.guard(r)?;
+        let b: [u8; 4] = p
+            .as_slice()
+            .try_into()
+            .map_err(|_| LinkError::Protocol(format!("READ_REG answer of {} bytes", p.len())))?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    fn write_reg(&mut self, addr: u8, value: u32) -> Result<(), LinkError> {
+        if addr == regmap::COMMAND {
+            self.c_cache = None;
+        }
+        let r = self
+            .close_runs()
+            .and_then(|()| self.push_entry(&Request::WriteReg { addr, value }));
+        self.guard(r)
+    }
+
+    fn beat(
+        &mut self,
+        beat: &systole_core::bus::Beat<'_>,
+        c_out: &mut [i16],
+    ) -> Result<(), LinkError> {
+        let mut r = Ok(());
+        if let Some(a) = beat.a {
+            r = self.add_row(0, a.bank, a.row, a.data);
+        }
+        if let (Ok(()), Some(b)) = (&r, beat.b) {
+            r = self.add_row(1, b.bank, b.row, b.data);
+        }
+        if let (Ok(()), Some(c)) = (&r, beat.c) {
+            r = self.read_c(c.bank, c.row, c_out);
+        }
+        self.guard(r)
+    }
+
+    fn idle(&mut self, cycles: u32) -> Result<(), LinkError> {
+        let r = self
+            .close_runs()
+            .and_then(|()| self.push_entry(&Request::Idle { cycles }));
+        self.guard(r)
+    }
+
+    fn write_fm(&mut self, addr: u32, words: &[i16]) -> Result<(), LinkError> {
+        let r = self.add_fm(addr, words);
+        self.guard(r)
+    }
+}
+
+/// A board behind a serial port as a [`Device`].
+pub struct SerialDevice {
+    path: String,
+    config: ArrayConfig,
+    bus: SerialBus<Box<dyn serialport::SerialPort>>,
+    stats: DeviceStats,
+}
+
+impl SerialDevice {
+    /// Opens `path` (e.g. `/dev/ttyUSB0`, or a simulated board's pty), pings the board and
+    /// checks it implements `config`.
+    pub fn open(path: &str, config: ArrayConfig) -> Result<Self, DeviceError> {
+        config
+            .validate()
+            .map_err(|e| DeviceError::Unsupported(e.to_string()))?;
+        let port = serialport::new(path, DEFAULT_BAUD)
+            .timeout(Duration::from_millis(20))
+            .open()
+            .map_err(|e| DeviceError::Transport(format!("cannot open serial port {path}: {e}")))?;
+        let mut bus = SerialBus::new(port, config.size);
+        let info = bus
+            .ping()
+            .map_err(|e| DeviceError::Transport(format!("{path}: {e}")))?;
+        if info.id != regmap::ID_VALUE {
+            return Err(DeviceError::Transport(format!(
+                "{path}: the board's ID is {:#010x}, not a systole accelerator",
+                info.id
+            )));
+        }
+        if info.config_word != config.config_word() {
+            let found = ArrayConfig::from_config_word(info.config_word);
+            return Err(DeviceError::Unsupported(format!(
+                "the board at {path} is a {0}x{0} array with {1}-row buffers and a {2}-word feature-map buffer, but {3}x{3} with {4}-row buffers and {5} feature-map words was asked for",
+                found.size, found.buffer_depth, found.fm_depth, config.size, config.buffer_depth, config.fm_depth
+            )));
+        }
+        Ok(SerialDevice {
+            path: path.to_string(),
+            config,
+            bus,
+            stats: DeviceStats::default(),
+        })
+    }
+
+    /// Sets the per-frame timeout and resend count.
+    pub fn set_retry_policy(&mut self, timeout: Duration, retries: u32) {
+        self.bus.set_retry_policy(timeout, retries);
+    }
+
+    /// Link counters (bytes and frames actually moved).
+    pub fn link_counters(&self) -> LinkCounters {
+        self.bus.counters()
+    }
+}
+
+impl SerialDevice {
+    fn conv(
+        &mut self,
+        ops: &ConvOperands<'_>,
+        g: &Conv2dGeom,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let before = self.bus.counters();
+        let path = self.path.clone();
+        let wrap = |e: String| DeviceError::Transport(format!("{path}: {e}"));
+        let (r, _) = conv_unit::run(
+            &mut self.bus,
+            &self.config,
+            ops,
+            g,
+            out,
+            &mut self.stats,
+            &wrap,
+        )?;
+        self.bus.flush().map_err(|e| wrap(e.to_string()))?;
+        let after = self.bus.counters();
+        self.stats.bytes_to_device += after.bytes_out - before.bytes_out;
+        self.stats.bytes_from_device += after.bytes_in - before.bytes_in;
+        Ok(r)
+    }
+}
+
+impl Device for SerialDevice {
+    conv_unit::conv_unit_methods!();
+
+    fn name(&self) -> String {
+        format!("serial {0}x{0} at {1}", self.config.size, self.path)
+    }
+
+    fn config(&self) -> &ArrayConfig {
+        &self.config
+    }
+
+    fn matmul(
+        &mut self,
+        a: &QMatrix,
+        b: &QMatrix,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let job = super::driver_job(a, b, out)?;
+        let (m, n) = (job.m, job.n);
+        let before = self.bus.counters();
+        let mut c = vec![0i16; m * n];
+        let st = driver::matmul(&mut self.bus, &self.config, &job, &mut c)
+            .and_then(|st| {
+                self.bus
+                    .flush()
+                    .map(|()| st)
+                    .map_err(driver::DriverError::Bus)
+            })
+            .map_err(|e| DeviceError::Transport(format!("{}: {e}", self.path)))?;
+        let after = self.bus.counters();
+        super::record_driver_run(&mut self.stats, &job, &st);
+        self.stats.bytes_to_device += after.bytes_out - before.bytes_out;
+        self.stats.bytes_from_device += after.bytes_in - before.bytes_in;
+        Ok(QMatrix::from_vec(m, n, out.frac, c)?)
+    }
+
+    fn stats(&self) -> DeviceStats {
+        self.stats
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = DeviceStats::default();
+    }
+}

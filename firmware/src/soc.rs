@@ -1,0 +1,35 @@
+//! The firmware's drivers for the SoC's devices (addresses from [`systole_core::soc`]), each
+//! generic over [`Regs`] so the host tests them against a fake register file:
+//!
+//! * [`MmioBus`] — the accelerator as an [`systole_core::AcceleratorBus`]: registers, row stage
+//!   and C stage;
+//! * [`Uart`] — the serial link as an `embedded_io` byte stream (what [`crate::board::Board`]
+//!   serves frames over);
+//! * [`Timer`] — the cycle counter, and `embedded_hal`'s `DelayNs` on top of it;
+//! * [`reset`] — the software reset the panic handler ends with.
+
+mod accel;
+mod timer;
+mod uart;
+
+pub use accel::{MmioBus, MmioError};
+pub use timer::{Timer, TimerError};
+pub use uart::{Uart, UartError};
+
+use crate::mmio::Regs;
+use systole_core::soc::{SYS_RESET, SYS_RESET_KEY};
+
+/// Stack the firmware reserves at the top of the SoC's RAM: the image's code and static data
+/// plus this must fit in RAM (checked when the image is built). The deepest path is a frame
+/// being answered: the board keeps its frame buffers in its own struct (static data), the
+/// stack holds a few row buffers of `MAX_LANES` words and the call chain.
+pub const STACK_RESERVE_BYTES: u32 = 8 * 1024;
+
+/// Resets the CPU through `SYS_RESET`. On the SoC the write does not return; elsewhere (a fake
+/// register file) it does.
+pub fn reset<R: Regs>(regs: &mut R) {
+    regs.write32(SYS_RESET, SYS_RESET_KEY);
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,235 @@
+//! [`MmioBus`]: the accelerator behind the SoC's MMIO windows.
+
+use crate::mmio::Regs;
+use systole_core::bus::{Beat, RowWrite};
+use systole_core::soc::{
+    ACC_REGS, C_STAGE, ROW_CMD, ROW_CMD_BANK, ROW_CMD_KIND, ROW_CMD_ROW, ROW_KIND_READ_C,
+    ROW_KIND_WRITE_A, ROW_KIND_WRITE_B, ROW_KIND_WRITE_FM, ROW_STAGE, STAGE_WORDS, TIMER_LO,
+};
+use systole_core::{regmap, AcceleratorBus, ArrayConfig, ConfigError};
+
+/// Why the MMIO bus refused an access (nothing was written to the accelerator).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MmioError {
+    /// The accelerator's `CONFIG` register describes no valid array.
+    Config(ConfigError),
+    /// The array is wider than the SoC's row stage.
+    TooWide {
+        /// Lanes of the array.
+        size: usize,
+        /// Lanes the row stage holds.
+        stage_lanes: usize,
+    },
+    /// A row or C-row buffer is not `size` words long.
+    RowLength {
+        /// Words given.
+        len: usize,
+        /// The array size.
+        size: usize,
+    },
+    /// Bank other than 0 or 1.
+    Bank(u8),
+    /// A feature-map write not in whole rows of `row_words`, or beyond `fm_depth`.
+    FmRange {
+        /// First word address.
+        addr: u32,
+        /// Words.
+        len: usize,
+        /// Words per feature-map row.
+        row_words: usize,
+        /// Words of the feature map (0: no conv unit).
+        fm_depth: usize,
+    },
+}
+
+impl core::fmt::Display for MmioError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            MmioError::Config(_) => f.write_str("the accelerator's CONFIG register is invalid"),
+            MmioError::TooWide { size, stage_lanes } => write!(
+                f,
+                "a {size}-lane array does not fit the SoC's {stage_lanes}-lane row stage"
+            ),
+            MmioError::RowLength { len, size } => {
+                write!(f, "row of {len} words for a {size}-lane array")
+            }
+            MmioError::Bank(b) => write!(f, "bank {b} (must be 0 or 1)"),
+            MmioError::FmRange {
+                addr,
+                len,
+                row_words,
+                fm_depth,
+            } => write!(
+                f,
+                "feature-map write of {len} words at {addr} is not whole {row_words}-word rows \
+                 within {fm_depth} words"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for MmioError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            MmioError::Config(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// The accelerator on the SoC's bus.
+pub struct MmioBus<R> {
+    regs: R,
+    config: ArrayConfig,
+}
+
+impl<R: Regs> MmioBus<R> {
+    /// The accelerator as its `CONFIG` register describes it.
+    pub fn probe(mut regs: R) -> Result<Self, MmioError> {
+        let word = regs.read32(reg_addr(regmap::CONFIG));
+        let config = ArrayConfig::from_config_word(word);
+        config.validate().map_err(MmioError::Config)?;
+        Self::new(regs, config)
+    }
+
+    /// The accelerator described by `config`.
+    pub fn new(regs: R, config: ArrayConfig) -> Result<Self, MmioError> {
+        let stage_lanes = 2 * STAGE_WORDS as usize;
+        if config.size > stage_lanes {
+            return Err(MmioError::TooWide {
+                size: config.size,
+                stage_lanes,
+            });
+        }
+        Ok(MmioBus { regs, config })
+    }
+
+    /// The array this bus drives.
+    pub fn config(&self) -> &ArrayConfig {
+        &self.config
+    }
+
+    /// The register file.
+    pub fn regs(&mut self) -> &mut R {
+        &mut self.regs
+    }
+
+    fn check_row(&self, w: &RowWrite<'_>) -> Result<(), MmioError> {
+        check_bank(w.bank)?;
+        self.check_len(w.data.len())
+    }
+
+    fn check_len(&self, len: usize) -> Result<(), MmioError> {
+        if len != self.config.size {
+            return Err(MmioError::RowLength {
+                len,
+                size: self.config.size,
+            });
+        }
+        Ok(())
+    }
+
+    /// Fills the row stage with `data` (lanes `2i`, `2i + 1` in word `i`).
+    fn stage(&mut self, data: &[i16]) {
+        for (i, pair) in data.chunks(2).enumerate() {
+            let lo = u32::from(pair[0] as u16);
+            let hi = pair.get(1).map_or(0, |&w| u32::from(w as u16));
+            self.regs.write32(ROW_STAGE + 4 * i as u32, lo | hi << 16);
+        }
+    }
+
+    fn command(&mut self, kind: u32, bank: u8, row: u32) {
+        let word =
+            ROW_CMD_ROW.put(row) | ROW_CMD_BANK.put(u32::from(bank)) | ROW_CMD_KIND.put(kind);
+        self.regs.write32(ROW_CMD, word);
+    }
+}
+
+fn check_bank(bank: u8) -> Result<(), MmioError> {
+    if bank > 1 {
+        return Err(MmioError::Bank(bank));
+    }
+    Ok(())
+}
+
+/// Bus address of accelerator register `addr`.
+fn reg_addr(addr: u8) -> u32 {
+    ACC_REGS + 4 * u32::from(addr)
+}
+
+impl<R: Regs> AcceleratorBus for MmioBus<R> {
+    type Error = MmioError;
+
+    fn read_reg(&mut self, addr: u8) -> Result<u32, MmioError> {
+        Ok(self.regs.read32(reg_addr(addr)))
+    }
+
+    fn write_reg(&mut self, addr: u8, value: u32) -> Result<(), MmioError> {
+        self.regs.write32(reg_addr(addr), value);
+        Ok(())
+    }
+
+    fn beat(&mut self, beat: &Beat<'_>, c_out: &mut [i16]) -> Result<(), MmioError> {
+        // Everything is checked before the first store, so a refused beat writes nothing.
+        for w in [beat.a, beat.b].iter().flatten() {
+            self.check_row(w)?;
+        }
+        if let Some(c) = beat.c {
+            check_bank(c.bank)?;
+            self.check_len(c_out.len())?;
+        }
+        for (w, kind) in [(beat.a, ROW_KIND_WRITE_A), (beat.b, ROW_KIND_WRITE_B)] {
+            if let Some(w) = w {
+                self.stage(w.data);
+                self.command(kind, w.bank, u32::from(w.row));
+            }
+        }
+        if let Some(c) = beat.c {
+            // The bus holds this store until the row is in the C stage.
+            self.command(ROW_KIND_READ_C, c.bank, u32::from(c.row));
+            for (i, pair) in c_out.chunks_mut(2).enumerate() {
+                let word = self.regs.read32(C_STAGE + 4 * i as u32);
+                pair[0] = word as u16 as i16;
+                if let Some(hi) = pair.get_mut(1) {
+                    *hi = (word >> 16) as u16 as i16;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn idle(&mut self, cycles: u32) -> Result<(), MmioError> {
+        // The cycle counter runs on the accelerator's clock; wrapping differences stay right
+        // for any wait below 2^32 cycles.
+        let start = self.regs.read32(TIMER_LO);
+        while self.regs.read32(TIMER_LO).wrapping_sub(start) < cycles {}
+        Ok(())
+    }
+
+    fn write_fm(&mut self, addr: u32, words: &[i16]) -> Result<(), MmioError> {
+        let row_words = self.config.fm_row_words();
+        let fm_depth = self.config.fm_depth;
+        let refused = MmioError::FmRange {
+            addr,
+            len: words.len(),
+            row_words,
+            fm_depth,
+        };
+        let end = u64::from(addr) + words.len() as u64;
+        let first_row = addr / row_words as u32;
+        let rows = words.len() / row_words;
+        if end > fm_depth as u64
+            || !addr.is_multiple_of(row_words as u32)
+            || !words.len().is_multiple_of(row_words)
+            || u64::from(first_row) + rows as u64 > u64::from(ROW_CMD_ROW.max()) + 1
+        {
+            return Err(refused);
+        }
+        for (i, row) in words.chunks(row_words).enumerate() {
+            self.stage(row);
+            self.command(ROW_KIND_WRITE_FM, 0, first_row + i as u32);
+        }
+        Ok(())
+    }
+}

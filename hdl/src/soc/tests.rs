@@ -1,0 +1,110 @@
+//! The SoC's Verilog: lint (Verilator `-Wall`, with the CPU's own file waived) and the option
+//! checks. The SoC running a program is tested in systole-sim (`soc` tests), on the CPU.
+
+use super::*;
+use std::process::Command;
+
+pub(crate) fn sim_opts() -> SocOptions {
+    SocOptions {
+        clock_hz: 16_000_000,
+        baud: 1_000_000,
+        reset_active_low: true,
+        led_active_low: false,
+        ram_bytes: 64 * 1024,
+        fm_depth: 4096,
+        ram_init: None,
+        backdoor: true,
+    }
+}
+
+/// `verilator --lint-only -Wall` of the SoC and the CPU's file; `None` when Verilator or the
+/// CPU is not installed.
+fn lint(name: &str, verilog: &str) -> Option<(bool, String)> {
+    if Command::new("verilator").arg("--version").output().is_err() {
+        println!("verilator not on PATH: skipping the lint of {name}");
+        return None;
+    }
+    let cpu = match vexriscv_verilog() {
+        Ok(p) => p,
+        Err(e) => {
+            println!("skipping the lint of {name}: {e}");
+            return None;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("systole-soc-lint-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut waivers = crate::lint_waivers();
+    // The CPU is third-party Verilog, linted by its makers, not by this project's rules.
+    waivers.push_str(&format!("lint_off -file \"*{VEXRISCV_FILE}\"\n"));
+    std::fs::write(dir.join("lint.vlt"), waivers).unwrap();
+    std::fs::write(dir.join("soc.v"), verilog).unwrap();
+    let out = Command::new("verilator")
+        .current_dir(&dir)
+        .args([
+            "--lint-only",
+            "-Wall",
+            "--top-module",
+            "top",
+            "lint.vlt",
+            "soc.v",
+        ])
+        .arg(&cpu)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    let _ = std::fs::remove_dir_all(&dir);
+    Some((out.status.success(), text))
+}
+
+#[test]
+fn soc_lints_clean() {
+    let sim = sim_opts();
+    let board = SocOptions {
+        clock_hz: 100_000_000,
+        baud: 115_200,
+        ram_init: Some("firmware.hex".into()),
+        backdoor: false,
+        fm_depth: 0,
+        ..sim.clone()
+    };
+    for (name, cfg, opts) in [
+        ("soc4", ArrayConfig::square(4), sim),
+        ("soc3", ArrayConfig::square(3), board),
+    ] {
+        let v = generate_soc_verilog(&cfg, &opts).unwrap();
+        if let Some((ok, text)) = lint(name, &v) {
+            assert!(ok, "verilator lint of {name} failed:\n{text}");
+        }
+    }
+}
+
+#[test]
+fn bad_options_are_refused_with_a_message() {
+    let cfg = ArrayConfig::square(4);
+    let e = generate_soc_verilog(
+        &cfg,
+        &SocOptions {
+            ram_bytes: 5000,
+            ..sim_opts()
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("power of two"), "{e}");
+    let e = generate_soc_verilog(
+        &cfg,
+        &SocOptions {
+            baud: 8_000_000,
+            ..sim_opts()
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("cycles per bit"), "{e}");
+    let quoted = SocOptions {
+        ram_init: Some("a\"b".into()),
+        ..sim_opts()
+    };
+    assert!(generate_soc_verilog(&cfg, &quoted).is_err());
+    let v = generate_soc_verilog(&cfg, &sim_opts()).unwrap();
+    assert!(v.contains("module top(") && v.contains("VexRiscv cpu("));
+    assert!(v.contains("module systole_acc(") && v.contains("module soc_uart_rx("));
+}

@@ -1,0 +1,52 @@
+//! systole's SoC firmware: serves the frame protocol ([`systole_firmware::board::Board`]) over
+//! the SoC's UART, running each request on the accelerator behind the MMIO windows. A panic
+//! sends the panic report ([`systole_firmware::protocol::panic`]) and resets the CPU.
+#![no_std]
+#![no_main]
+#![deny(unsafe_code)]
+
+use core::fmt::Write as _;
+use embedded_io::Write as _;
+use systole_firmware::board::Board;
+use systole_firmware::mmio::Volatile;
+use systole_firmware::protocol::panic::{PanicMessage, PANIC_FRAME_CAPACITY};
+use systole_firmware::soc::{reset, MmioBus, Uart};
+
+#[cfg(feature = "panic-test")]
+mod panic_test;
+
+#[riscv_rt::entry]
+fn main() -> ! {
+    let uart = Uart::new(Volatile::new());
+    let bus = match MmioBus::probe(Volatile::new()) {
+        Ok(bus) => bus,
+        // A SoC built without a valid array: say so (panic report) rather than serve nonsense.
+        Err(e) => panic!("{e}"),
+    };
+    let config = *bus.config();
+    #[cfg(feature = "panic-test")]
+    let bus = panic_test::PanicOnIdle(bus);
+    let mut board = Board::new(uart, bus, config);
+    loop {
+        // A UART overrun ends `serve`: the damaged frame fails its CRC and the host resends it,
+        // so the board simply goes on serving with its state intact.
+        let _ = board.serve();
+    }
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+    let mut message = PanicMessage::new();
+    let _ = write!(message, "{}", info.message());
+    if let Some(at) = info.location() {
+        let _ = write!(message, " at {}:{}", at.file(), at.line());
+    }
+    let mut frame = [0u8; PANIC_FRAME_CAPACITY];
+    let n = message.encode(&mut frame);
+    let mut uart = Uart::new(Volatile::new());
+    let _ = uart.write_all(&frame[..n]);
+    // Wait until the transmitter has taken the last byte before the reset.
+    let _ = uart.flush();
+    reset(&mut Volatile::new());
+    loop {}
+}

@@ -1,0 +1,259 @@
+//! The loaded model: ports by name or handle, clock, reset, cycle count and traces.
+#![allow(unsafe_code)]
+
+mod io;
+
+use crate::ports::{ports_of, Dir, PortInfo};
+use crate::{Options, TestbenchError};
+use core::ffi::{c_char, c_int, c_void};
+use rust_hdl_core::prelude::*;
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A port of the testbench's block: a cheap handle for the hot loop (see [`Testbench::port`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Port(usize);
+
+/// A port named by its rust-hdl name or by a [`Port`] handle.
+pub trait IntoPort {
+    /// The port's handle in `tb`.
+    fn port_in(self, tb: &Testbench) -> Result<Port, TestbenchError>;
+}
+
+impl IntoPort for Port {
+    fn port_in(self, _tb: &Testbench) -> Result<Port, TestbenchError> {
+        Ok(self)
+    }
+}
+
+impl IntoPort for &str {
+    fn port_in(self, tb: &Testbench) -> Result<Port, TestbenchError> {
+        tb.port(self)
+    }
+}
+
+type NewFn = unsafe extern "C" fn() -> *mut c_void;
+type StateFn = unsafe extern "C" fn(*mut c_void);
+type PortFn = unsafe extern "C" fn(*mut c_void, u32) -> *mut c_void;
+type ClockFn = unsafe extern "C" fn(*mut c_void, u64);
+type OpenFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> c_int;
+
+/// Cycles [`Testbench::reset`] holds `reset` high.
+pub const RESET_CYCLES: u64 = 2;
+
+/// A Verilated block, loaded and ready to drive.
+pub struct Testbench {
+    state: *mut c_void,
+    delete: StateFn,
+    eval: StateFn,
+    clock_fn: ClockFn,
+    trace_open: OpenFn,
+    trace_close: StateFn,
+    trace_flush: StateFn,
+    /// Where each port lives in the model (see `shim.rs`), in the order of `ports`.
+    addrs: Vec<*mut c_void>,
+    ports: Vec<PortInfo>,
+    /// Inputs written since the last evaluation: outputs must be recomputed before a read.
+    dirty: bool,
+    cycles: u64,
+    cached: bool,
+    build_time: Duration,
+    dir: PathBuf,
+    // Last: the library must outlive every pointer above.
+    _lib: libloading::Library,
+}
+
+// SAFETY: the model and its VerilatedContext belong to this value alone, and every call takes
+// `&mut self` or reads through it, so it may move to another thread.
+unsafe impl Send for Testbench {}
+
+impl Testbench {
+    /// Builds (or loads from the cache) a Verilated model of `block`.
+    pub fn with_options<B: Block>(
+        block: &mut B,
+        opts: &Options,
+    ) -> Result<Testbench, TestbenchError> {
+        block.connect_all();
+        check_all(block).map_err(|e| TestbenchError::Check(format!("{e:?}")))?;
+        let mut defines = ModuleDefines::default();
+        block.accept("top", &mut defines);
+        let verilog = defines.defines();
+        let ports = ports_of(block);
+        if let Some(p) = ports.iter().find(|p| p.dir == Dir::InOut) {
+            return Err(TestbenchError::InOut {
+                name: p.name.clone(),
+            });
+        }
+        // The first clock input drives every `clock()`; a second clock is an ordinary input.
+        let clock = ports.iter().find(|p| p.clock && p.dir == Dir::Input);
+        let shim = crate::shim::shim_cpp(&ports, clock, opts.trace);
+        let cache = opts
+            .cache_dir
+            .clone()
+            .unwrap_or_else(crate::verilate::default_cache_dir);
+        if opts.rebuild {
+            crate::verilate::forget(&cache, &verilog, &shim, opts.trace)?;
+        }
+        let built = crate::verilate::build(&cache, &verilog, &shim, opts.trace)?;
+        let load = |cause| TestbenchError::Load {
+            path: built.library.clone(),
+            cause,
+        };
+        // SAFETY: the library is the shim built above; loading runs only Verilator's static
+        // initialisers.
+        let lib = unsafe { libloading::Library::new(&built.library) }.map_err(load)?;
+        // SAFETY: each symbol has the signature `shim.rs` gives it.
+        unsafe {
+            let new: NewFn = *lib.get(b"tb_new\0").map_err(load)?;
+            let port: PortFn = *lib.get(b"tb_port\0").map_err(load)?;
+            let state = new();
+            let addrs = (0..ports.len()).map(|i| port(state, i as u32)).collect();
+            Ok(Testbench {
+                state,
+                delete: *lib.get(b"tb_delete\0").map_err(load)?,
+                eval: *lib.get(b"tb_eval\0").map_err(load)?,
+                clock_fn: *lib.get(b"tb_clock\0").map_err(load)?,
+                trace_open: *lib.get(b"tb_trace_open\0").map_err(load)?,
+                trace_close: *lib.get(b"tb_trace_close\0").map_err(load)?,
+                trace_flush: *lib.get(b"tb_trace_flush\0").map_err(load)?,
+                addrs,
+                ports,
+                dirty: false,
+                cycles: 0,
+                cached: built.cached,
+                build_time: built.took,
+                dir: built.dir,
+                _lib: lib,
+            })
+        }
+    }
+
+    /// `true` when the model came from the cache (Verilator did not run).
+    pub fn cached(&self) -> bool {
+        self.cached
+    }
+
+    /// Time spent getting the model: Verilating and compiling, or finding it in the cache.
+    pub fn build_time(&self) -> Duration {
+        self.build_time
+    }
+
+    /// The model's folder in the cache (its Verilog `top.v`, shim, and Verilator's output).
+    pub fn model_dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The block's ports, in declaration order.
+    pub fn ports(&self) -> &[PortInfo] {
+        &self.ports
+    }
+
+    /// The handle of the port `name` (its rust-hdl name).
+    pub fn port(&self, name: &str) -> Result<Port, TestbenchError> {
+        self.ports
+            .iter()
+            .position(|p| p.name == name)
+            .map(Port)
+            .ok_or_else(|| TestbenchError::NoPort {
+                name: name.into(),
+                ports: self.describe_ports(),
+            })
+    }
+
+    /// Every port as `name (input, 16 bits)`, for error messages.
+    fn describe_ports(&self) -> String {
+        let v: Vec<String> = self
+            .ports
+            .iter()
+            .map(|p| {
+                let dir = if p.dir == Dir::Input {
+                    "input"
+                } else {
+                    "output"
+                };
+                format!("{} ({dir}, {} bits)", p.name, p.width)
+            })
+            .collect();
+        v.join(", ")
+    }
+
+    /// Clock cycles run (rising edges, resets included).
+    pub fn cycles(&self) -> u64 {
+        self.cycles
+    }
+
+    /// One clock cycle: the logic settles with the clock low, then the rising edge (and the
+    /// falling one). A block without a clock input only advances the cycle count and time.
+    pub fn clock(&mut self) {
+        self.clock_n(1);
+    }
+
+    /// `n` clock cycles with the inputs held.
+    pub fn clock_n(&mut self, n: u64) {
+        // SAFETY: live model.
+        unsafe { (self.clock_fn)(self.state, n) };
+        self.cycles += n;
+        self.dirty = false;
+    }
+
+    /// Holds the 1-bit input `reset` (or `rst`) high for [`RESET_CYCLES`] cycles, then low.
+    pub fn reset(&mut self) -> Result<(), TestbenchError> {
+        let reset = self
+            .ports
+            .iter()
+            .position(|p| {
+                (p.name == "reset" || p.name == "rst") && p.width == 1 && p.dir == Dir::Input
+            })
+            .map(Port)
+            .ok_or_else(|| TestbenchError::NoReset {
+                ports: self.describe_ports(),
+            })?;
+        self.write(reset, 1)?;
+        self.clock_n(RESET_CYCLES);
+        self.write(reset, 0)
+    }
+
+    /// Starts writing every signal of the block to `path` in the format the model was built
+    /// for (replacing an open trace). Trace time is in half cycles: cycle `c`'s settled inputs
+    /// at `2c`, its rising edge at `2c + 1`.
+    pub fn trace(&mut self, path: &Path) -> Result<(), TestbenchError> {
+        let c = CString::new(path.as_os_str().as_encoded_bytes())
+            .map_err(|_| TestbenchError::TraceOpen(path.into()))?;
+        self.settle();
+        // SAFETY: live model; `c` outlives the call.
+        match unsafe { (self.trace_open)(self.state, c.as_ptr()) } {
+            0 => Ok(()),
+            2 => Err(TestbenchError::TraceNotBuilt),
+            _ => Err(TestbenchError::TraceOpen(path.into())),
+        }
+    }
+
+    /// Flushes the open trace to its file.
+    pub fn flush_trace(&mut self) {
+        // SAFETY: live model; a no-op without a trace.
+        unsafe { (self.trace_flush)(self.state) };
+    }
+
+    /// Closes the open trace, if any (dropping the testbench does too).
+    pub fn close_trace(&mut self) {
+        // SAFETY: live model; a no-op without a trace.
+        unsafe { (self.trace_close)(self.state) };
+    }
+
+    fn settle(&mut self) {
+        if self.dirty {
+            // SAFETY: live model.
+            unsafe { (self.eval)(self.state) };
+            self.dirty = false;
+        }
+    }
+}
+
+impl Drop for Testbench {
+    fn drop(&mut self) {
+        // SAFETY: the model was created by `tb_new` and is not used after this; the library
+        // is dropped after this body.
+        unsafe { (self.delete)(self.state) };
+    }
+}

@@ -1,0 +1,163 @@
+//! Tests of `train::fixed`.
+use super::*;
+use systole_core::ArrayConfig;
+use systole_device::golden::GoldenDevice;
+
+fn arith(rounding: Rounding) -> FixedArith {
+    FixedArith::new(
+        Box::new(GoldenDevice::new(ArrayConfig::square(4)).unwrap()),
+        rounding,
+        1,
+        true,
+    )
+}
+
+#[test]
+fn frac_rules() {
+    assert_eq!(frac_for_max(0.0), 15);
+    assert_eq!(frac_for_max(0.9), 15);
+    assert_eq!(frac_for_max(1.0), 14);
+    assert_eq!(frac_for_max(3.0), 13);
+    assert_eq!(frac_for_max(1e9), 0);
+    assert_eq!(frac_for_exact(0, 20), 15);
+    assert_eq!(frac_for_exact(1 << 20, 20), 14);
+    assert_eq!(frac_for_exact(5, 3), 3);
+    assert_eq!(frac_for_exact(1 << 40, 40), 14);
+    // 1024 would want frac 4, but a shift above 32 is outside the contract: 8 is the floor.
+    assert_eq!(frac_for_exact(1 << 50, 40), 8);
+}
+
+#[test]
+fn offloaded_frac_adapts_and_never_saturates() {
+    let mut a = arith(Rounding::NearestEven);
+    let x = a
+        .import("x", 2, 3, &[1.0, 1.0, 1.0, 0.5, -0.25, 1.0])
+        .unwrap();
+    let w = a
+        .import("w", 3, 2, &[0.5, 0.02, -0.5, 0.04, 0.01, -0.06])
+        .unwrap();
+    let y1 = a.matmul("mm", &x, &w).unwrap();
+    let y2 = a.matmul("mm", &x, &w).unwrap();
+    // The first run uses the loose bound; the second one more bits for the same values.
+    assert!(y2.frac > y1.frac, "{} then {}", y1.frac, y2.frac);
+    let want = [0.01, 0.0, 0.25 + 0.125 + 0.01, 0.01 - 0.01 - 0.06];
+    for (got, w) in y2.to_f32().iter().zip(want) {
+        assert!((got - w).abs() < 1e-3, "{got} vs {w}");
+    }
+    // Forcing a too-large frac makes it retry until nothing saturates.
+    a.fracs.insert("big".into(), 15);
+    let big = a.import("b", 1, 1, &[100.0]).unwrap();
+    let one = a.import("o", 1, 1, &[1.0]).unwrap();
+    let y = a.matmul("big", &big, &one).unwrap();
+    assert_eq!(y.to_f32(), vec![100.0]);
+}
+
+#[test]
+fn sgd_moves_weights_by_lr_times_gradient_on_average() {
+    let mut a = arith(Rounding::Stochastic);
+    let mut w = a.import("w", 1, 256, &[0.5; 256]).unwrap();
+    let mut v = a.zeros(1, 256);
+    let g = a.import("g", 1, 256, &[0.001; 256]).unwrap();
+    a.sgd("u", &mut w, &mut v, &g, 0.01, 0.0).unwrap();
+    // Each step is 1e-5, below the 2^-15 = 3.05e-5 resolution: only the mean moves.
+    let mean: f64 = w.to_f32().iter().map(|&x| x as f64).sum::<f64>() / 256.0;
+    assert!((mean - (0.5 - 1e-5)).abs() < 4e-6, "mean {mean}");
+    let mut a = arith(Rounding::NearestEven);
+    let mut w2 = a.import("w", 1, 256, &[0.5; 256]).unwrap();
+    let mut v2 = a.zeros(1, 256);
+    a.sgd("u", &mut w2, &mut v2, &g, 0.01, 0.0).unwrap();
+    assert!(
+        w2.to_f32().iter().all(|&x| x == 0.5),
+        "nearest rounding loses the update"
+    );
+}
+
+#[test]
+fn forced_saturation_is_counted() {
+    let mut a = arith(Rounding::NearestEven);
+    // 1.0 * 1.0 at a remembered frac of 15 is 32768: one past the top, so one retry at 14.
+    a.fracs.insert("big".into(), 15);
+    let one = QMatrix::from_vec(1, 1, 14, vec![1 << 14]).unwrap();
+    assert_eq!(a.matmul("big", &one, &one).unwrap().to_f32(), vec![1.0]);
+    let want = SaturationCount {
+        ops: 2,
+        retries: 1,
+        saturated_words: 0,
+    };
+    assert_eq!(a.saturation()["big"], want);
+    // With no fractional bits to give up (0 + 0 in, 0 out), 32767 * 2 saturates and is kept.
+    let m = QMatrix::from_vec(1, 2, 0, vec![32767, 1]).unwrap();
+    let two = QMatrix::from_vec(2, 1, 0, vec![2, 0]).unwrap();
+    assert_eq!(a.matmul("kept", &m, &two).unwrap().data, vec![32767]);
+    let want = SaturationCount {
+        ops: 1,
+        retries: 0,
+        saturated_words: 1,
+    };
+    assert_eq!(a.saturation()["kept"], want);
+    assert_eq!(crate::saturation_totals(&a), (1, 1));
+}
+
+/// `Aᵀ·B` over `MAX_K + 5` rows, against the contract's "Long reductions" rule re-done here
+/// step by step with the golden model: chunks of `MAX_K` and 5 rows, chunk seeds, exact sum
+/// at 15 fractional bits, one sequential conversion.
+#[test]
+fn a_long_reduction_is_split_by_the_contract_rule() {
+    use systole_core::numeric::MAX_K;
+    use systole_golden::split::{chunk_seed, rows_of};
+    let k = MAX_K + 5;
+    let word = |i: usize, p: usize, m: usize| ((i * p) % m) as i16 - (m / 2) as i16;
+    let a = QMatrix::from_vec(k, 2, 12, (0..2 * k).map(|i| word(i, 7919, 4001)).collect());
+    let b = QMatrix::from_vec(
+        k,
+        3,
+        11,
+        (0..3 * k).map(|i| word(i, 104_729, 3001)).collect(),
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let mut ar = arith(Rounding::Stochastic);
+    ar.begin_step(5);
+    let f = 4;
+    ar.fracs.insert("dw".into(), f);
+    let got = ar.matmul_tn("dw", &a, &b).unwrap();
+    assert_eq!(
+        ar.saturation()["dw"].retries,
+        0,
+        "the test assumes no retry"
+    );
+    let seed = |i: u32| rng::op_seed(1, 5, i);
+    let mut sum = vec![0i64; 6];
+    for (j, r) in [0..MAX_K, MAX_K..k].into_iter().enumerate() {
+        let spec = OutputSpec {
+            frac: f,
+            rounding: Rounding::Stochastic,
+            seed: chunk_seed(seed(j as u32), j),
+        };
+        let part = golden::matmul_tn(&rows_of(&a, r.clone()), &rows_of(&b, r), &spec, 4).unwrap();
+        for (s, &w) in sum.iter_mut().zip(&part.data) {
+            *s += (w as i64) << (15 - f);
+        }
+    }
+    let m = sum.iter().map(|v| v.abs()).max().unwrap();
+    let out = (0..=15u32)
+        .rev()
+        .find(|&o| m >> (15 - o) < 32767)
+        .unwrap_or(0);
+    let want = convert_sequential(&sum, 15 - out, Rounding::Stochastic, seed(2));
+    assert_eq!((got.frac, got.data), (out, want));
+}
+
+#[test]
+fn an_op_error_names_its_cause_once() {
+    let e = TrainError::Numeric {
+        op: "layer 1 forward".into(),
+        source: NumericError::KTooLong(200_704),
+    };
+    // The CLI prints errors with their causes, as `{:#}` does.
+    let s = format!("{:#}", anyhow::Error::from(e));
+    assert!(
+        s.starts_with("layer 1 forward: dot product of length 200704"),
+        "{s}"
+    );
+    assert_eq!(s.matches("200704").count(), 1, "{s}");
+}

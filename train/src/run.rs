@@ -1,0 +1,254 @@
+//! One complete run from options to results: opens the device, builds the arithmetic for the
+//! chosen precision, resumes if asked, trains, checkpoints after every epoch and returns a
+//! summary the CLI turns into reports.
+
+use super::agreement;
+use super::checkpoint::{self, Checkpoint};
+use super::fixed::{FixedArith, SaturationCount};
+use super::float::{FloatArith, FloatFormat};
+use super::{
+    arith::Arith, arith::TensorState, EpochRecord, MaybeDevice, Observer, Precision, TrainConfig,
+    TrainError, Trainer,
+};
+use crate::data::Dataset;
+use crate::dist::{Collective, Single};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+use systole_core::ArrayConfig;
+use systole_device::DeviceStats;
+
+/// Where and how a run executes (none of this changes its results).
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// `--device` value (fixed point only).
+    pub device: String,
+    /// Recompute every offloaded op in the golden model.
+    pub check: bool,
+    /// Folder for the checkpoint (None: no checkpoints).
+    pub out: Option<std::path::PathBuf>,
+    /// Continue from the checkpoint in `out`.
+    pub resume: bool,
+    /// Start afresh even though `out` holds a checkpoint (which the run then replaces).
+    pub overwrite: bool,
+}
+
+/// Refuses to start a fresh run in a folder that holds a checkpoint, unless told to overwrite
+/// it: a finished or interrupted run is never replaced unasked.
+fn check_fresh_start(opts: &RunOptions) -> Result<(), TrainError> {
+    if opts.resume && opts.overwrite {
+        return Err(TrainError::Config(
+            "--resume continues the checkpoint and --overwrite replaces it: give one of them"
+                .into(),
+        ));
+    }
+    let Some(ck) = opts.out.as_ref().map(|d| d.join(checkpoint::FILE_NAME)) else {
+        return Ok(());
+    };
+    if opts.resume || opts.overwrite || std::fs::symlink_metadata(&ck).is_err() {
+        return Ok(());
+    }
+    Err(TrainError::Config(format!(
+        "{} holds the checkpoint of an earlier run: continue it with --resume, or start over with --overwrite (which replaces it)",
+        ck.display()
+    )))
+}
+
+/// What a run produced.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunSummary {
+    /// The options.
+    pub config: TrainConfig,
+    /// Model description.
+    pub model: String,
+    /// Arithmetic description (format, rounding, device).
+    pub arithmetic: String,
+    /// Per-epoch results (including epochs before a resume).
+    pub history: Vec<EpochRecord>,
+    /// Device name and counters for the epochs run in this process.
+    pub device: Option<(String, DeviceStatsReport)>,
+    /// Fixed point: saturation counters per operation name, for the epochs run in this process
+    /// (under MPI, this rank's shards); empty for the float formats.
+    pub saturation: BTreeMap<String, SaturationCount>,
+    /// Final parameters.
+    #[serde(skip)]
+    pub params: Vec<TensorState>,
+}
+
+/// [`DeviceStats`] in serialisable form.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct DeviceStatsReport {
+    /// Operations run.
+    pub ops: u64,
+    /// Multiply-accumulates.
+    pub macs: u64,
+    /// Simulated cycles.
+    pub cycles: u64,
+    /// Cycles in which the array consumed a K step.
+    pub mac_cycles: u64,
+    /// Bytes to the device.
+    pub bytes_to_device: u64,
+    /// Bytes from the device.
+    pub bytes_from_device: u64,
+}
+
+impl From<DeviceStats> for DeviceStatsReport {
+    fn from(s: DeviceStats) -> Self {
+        DeviceStatsReport {
+            ops: s.ops,
+            macs: s.macs,
+            cycles: s.cycles,
+            mac_cycles: s.mac_cycles,
+            bytes_to_device: s.bytes_to_device,
+            bytes_from_device: s.bytes_from_device,
+        }
+    }
+}
+
+/// Trains one epoch of a [`Trainer`] (plain or sharded).
+type EpochFn<'a, A> =
+    dyn FnMut(&mut Trainer<A>, &Dataset, &mut dyn Observer) -> Result<EpochRecord, TrainError> + 'a;
+
+fn drive<A: Arith + MaybeDevice>(
+    cfg: &TrainConfig,
+    data: &Dataset,
+    arith: A,
+    opts: &RunOptions,
+    obs: &mut dyn Observer,
+    dist: &dyn Collective,
+    epoch: &mut EpochFn<'_, A>,
+) -> Result<RunSummary, TrainError> {
+    let lead = dist.rank() == 0;
+    let mut t = Trainer::new(cfg.clone(), data, arith)?;
+    let ck_path = opts.out.as_ref().map(|d| d.join(checkpoint::FILE_NAME));
+    if opts.resume {
+        let p = ck_path.as_ref().ok_or_else(|| {
+            TrainError::Config("--resume needs --out DIR holding checkpoint.json".into())
+        })?;
+        if !p.exists() {
+            return Err(TrainError::Checkpoint(format!(
+                "{} does not exist: nothing to resume",
+                p.display()
+            )));
+        }
+        t.restore(Checkpoint::load(p)?)?;
+    }
+    if dist.size() > 1 {
+        let settings = agreement::run_settings(cfg, &opts.device, data, &t.checkpoint());
+        crate::dist::agree(dist, &settings)?;
+    }
+    if let Some(d) = opts.out.as_ref().filter(|_| lead) {
+        // Room for the checkpoint twice (the old file stays until the new one replaces it) and
+        // the reports, found now rather than when the first epoch ends.
+        let ck_bytes = t.checkpoint().size_bound();
+        crate::outfile::probe_dir(d, 2 * ck_bytes + REPORT_ROOM)?;
+    }
+    while t.epoch < cfg.epochs {
+        epoch(&mut t, data, obs)?;
+        // Only the lead rank writes: all ranks hold the same state.
+        if let Some(p) = ck_path.as_ref().filter(|_| lead) {
+            t.checkpoint().save(p)?;
+        }
+    }
+    let model = cfg
+        .model
+        .describe(data.channels, data.height, data.width, data.classes);
+    Ok(RunSummary {
+        config: cfg.clone(),
+        model,
+        arithmetic: t.arith.describe(),
+        history: t.history.clone(),
+        device: t.arith.device_stats().map(|(n, s)| (n, s.into())),
+        saturation: t.arith.saturation(),
+        params: t.param_states(),
+    })
+}
+
+/// Runs `cfg` on `data` in this process.
+pub fn run(
+    cfg: &TrainConfig,
+    data: &Dataset,
+    opts: &RunOptions,
+    obs: &mut dyn Observer,
+) -> Result<RunSummary, TrainError> {
+    run_dist(cfg, data, opts, obs, &Single)
+}
+
+/// Runs `cfg` on `data` as one rank of `dist` (`cfg.shards` must be set when there are several
+/// ranks); only rank 0 writes the checkpoint. Every rank returns the same summary.
+pub fn run_dist(
+    cfg: &TrainConfig,
+    data: &Dataset,
+    opts: &RunOptions,
+    obs: &mut dyn Observer,
+    dist: &dyn Collective,
+) -> Result<RunSummary, TrainError> {
+    cfg.validate()?;
+    check_fresh_start(opts)?;
+    if dist.size() > 1 && cfg.shards.is_none() {
+        return Err(TrainError::Config(
+            "a run over several MPI ranks needs --shards".into(),
+        ));
+    }
+    // Before the ranks compare their settings: a count that cannot be spread is every rank's
+    // own error, found without a collective.
+    if dist.size() > 1 {
+        super::shard::check_shards(cfg.shards, dist.size())?;
+    }
+    let mut float = |f| -> Result<RunSummary, TrainError> {
+        drive(
+            cfg,
+            data,
+            FloatArith::new(f),
+            opts,
+            obs,
+            dist,
+            &mut |t, d, o| t.train_epoch(d, o),
+        )
+    };
+    match cfg.precision {
+        Precision::Fixed16 => {
+            let ac = ArrayConfig::new(
+                cfg.array,
+                ArrayConfig::square(cfg.array).frac_bits,
+                ArrayConfig::square(cfg.array).buffer_depth,
+            )
+            .map_err(|e| TrainError::Config(e.to_string()))?;
+            let dev =
+                systole_device::open(&opts.device, ac).map_err(|source| TrainError::Device {
+                    op: "opening the device".into(),
+                    source,
+                })?;
+            let sharded = cfg.shards.is_some();
+            drive(
+                cfg,
+                data,
+                FixedArith::new(dev, cfg.rounding, cfg.seed, opts.check),
+                opts,
+                obs,
+                dist,
+                &mut |t, d, o| {
+                    if sharded {
+                        t.train_epoch_sharded(d, o, dist)
+                    } else {
+                        t.train_epoch(d, o)
+                    }
+                },
+            )
+        }
+        Precision::F32 => float(FloatFormat::F32),
+        Precision::F16 => float(FloatFormat::F16),
+        Precision::Bf16 => float(FloatFormat::Bf16),
+    }
+}
+
+/// Room a run folder needs besides its checkpoint: `run.json`, `history.csv`, `loss.png`.
+const REPORT_ROOM: u64 = 1 << 20;
+
+/// Makes `dir` this run's before anything slow happens (loading data, opening a device, the
+/// first epoch): creates it, proves it takes a write (a read-only or full folder fails here)
+/// and locks it against other runs for as long as the returned lock lives.
+pub fn claim_out_dir(dir: &Path) -> Result<crate::outfile::RunLock, TrainError> {
+    crate::outfile::probe_dir(dir, REPORT_ROOM)?;
+    Ok(crate::outfile::RunLock::acquire(dir)?)
+}
