@@ -21,6 +21,7 @@ mod convert;
 pub mod elementwise;
 pub mod gemm;
 mod matmul;
+pub mod schedule;
 pub mod split;
 pub mod tensor;
 

@@ -41,6 +41,7 @@ pub fn run_settings(
         Setting::new("--batch", cfg.batch),
         // `Display` of a float is the shortest text that reads back to the same value.
         Setting::new("--lr", cfg.lr),
+        Setting::new("--lr-decay", cfg.lr_decay),
         Setting::new("--momentum", cfg.momentum),
         Setting::new("--seed", cfg.seed),
         Setting::new("--shards", or_all(cfg.shards, "none")),

@@ -69,6 +69,11 @@ impl TrainConfig {
             ("--batch", self.batch.to_string(), other.batch.to_string()),
             ("--lr", self.lr.to_string(), other.lr.to_string()),
             (
+                "--lr-decay",
+                self.lr_decay.to_string(),
+                other.lr_decay.to_string(),
+            ),
+            (
                 "--momentum",
                 self.momentum.to_string(),
                 other.momentum.to_string(),
@@ -161,6 +166,35 @@ impl Checkpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Checkpoints written before `--lr-decay` existed trained at a constant rate, and read
+    /// back so: resumed under today's defaults they are refused naming the option.
+    #[test]
+    fn a_checkpoint_from_before_the_schedule_trained_at_a_constant_rate() {
+        let now = TrainConfig {
+            model: ModelSpec::Mlp { hidden: vec![8] },
+            dataset: "digits".into(),
+            train_limit: None,
+            epochs: 2,
+            batch: 32,
+            lr: 0.05,
+            lr_decay: 0.85,
+            momentum: 0.9,
+            seed: 1,
+            precision: super::super::Precision::F32,
+            rounding: systole_core::Rounding::NearestEven,
+            array: 8,
+            shards: None,
+        };
+        let mut old = serde_json::to_value(&now).unwrap();
+        old.as_object_mut().unwrap().remove("lr_decay").unwrap();
+        let old: TrainConfig = serde_json::from_value(old).unwrap();
+        assert_eq!(old.lr_decay, 1.0);
+        assert_eq!(
+            now.differences(&old, "in the checkpoint"),
+            ["--lr-decay 0.85 here, 1 in the checkpoint"]
+        );
+    }
 
     #[test]
     fn a_file_that_is_not_a_checkpoint_is_named() {

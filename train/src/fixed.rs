@@ -481,10 +481,11 @@ impl Arith for FixedArith {
         lr: f32,
         momentum: f32,
     ) -> Result<(), TrainError> {
+        use systole_golden::schedule::{quantize, LR_FRAC};
         const MU_FRAC: u32 = 15;
-        const LR_FRAC: u32 = 16;
         let mu_q = (momentum as f64 * (1u64 << MU_FRAC) as f64).round() as i64;
-        let lr_q = (lr as f64 * (1u64 << LR_FRAC) as f64).round() as i64;
+        // `lr` is a scheduled rate `lr_q / 2^LR_FRAC`, so this gives `lr_q` back exactly.
+        let lr_q = quantize(lr);
         // v = m·v + g, exact with MU_FRAC + v.frac (>= 15 >= g.frac) fractional bits.
         let f2 = MU_FRAC + v.frac;
         let vx: Vec<i64> = v

@@ -136,8 +136,13 @@ pub struct TrainConfig {
     pub epochs: usize,
     /// Mini-batch size.
     pub batch: usize,
-    /// Learning rate.
+    /// Learning rate of the first epoch.
     pub lr: f32,
+    /// Factor the learning rate is multiplied by after each epoch
+    /// ([`systole_golden::schedule`]); 1 keeps it constant (checkpoints from before the schedule
+    /// have none and trained with a constant rate).
+    #[serde(default = "constant_rate")]
+    pub lr_decay: f32,
     /// Momentum coefficient in `[0, 1)`.
     pub momentum: f32,
     /// Run seed.
@@ -155,15 +160,33 @@ pub struct TrainConfig {
     pub shards: Option<usize>,
 }
 
+fn constant_rate() -> f32 {
+    1.0
+}
+
 impl TrainConfig {
+    /// The learning rate of the epoch after `epochs_done` completed ones.
+    pub fn lr_at(&self, epochs_done: usize) -> f32 {
+        systole_golden::schedule::lr_at(self.lr, self.lr_decay, epochs_done)
+    }
+
     /// Checks the options that are not checked elsewhere.
     pub fn validate(&self) -> Result<(), TrainError> {
         let bad = |m: &str| Err(TrainError::Config(m.to_string()));
         if self.batch == 0 {
             return bad("--batch must be at least 1");
         }
-        if !(self.lr.is_finite() && self.lr > 0.0 && self.lr < 16.0) {
-            return bad("--lr must be a positive number below 16");
+        if !(self.lr.is_finite()
+            && self.lr < 16.0
+            && systole_golden::schedule::quantize(self.lr) >= 1)
+        {
+            return bad("--lr must be a positive number below 16, at least 2^-17 (it is rounded to 16 fractional bits)");
+        }
+        if !(self.lr_decay.is_finite()
+            && self.lr_decay <= 1.0
+            && systole_golden::schedule::quantize(self.lr_decay) >= 1)
+        {
+            return bad("--lr-decay must be in (0, 1] (at least 2^-17; 1 keeps the rate constant)");
         }
         if !(0.0..1.0).contains(&self.momentum) {
             return bad("--momentum must be in [0, 1)");
@@ -404,6 +427,7 @@ impl<A: Arith> Trainer<A> {
         obs.epoch_start(self.epoch + 1, batches);
         let (mut loss_sum, mut correct) = (0f64, 0usize);
         let sat0 = saturation_totals(&self.arith);
+        let lr = self.cfg.lr_at(self.epoch);
         for idx in order.chunks(self.cfg.batch) {
             self.arith.begin_step(self.step);
             let (loss, ok, grads) = self.loss_and_grads(data, idx, idx.len())?;
@@ -416,7 +440,7 @@ impl<A: Arith> Trainer<A> {
                     &mut self.params[i],
                     &mut self.velocity[i],
                     g,
-                    self.cfg.lr,
+                    lr,
                     self.cfg.momentum,
                 )?;
             }

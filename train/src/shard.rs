@@ -120,7 +120,7 @@ impl Trainer<FixedArith> {
                     &mut self.params[i],
                     &mut self.velocity[i],
                     &g,
-                    self.cfg.lr,
+                    self.cfg.lr_at(self.epoch),
                     self.cfg.momentum,
                 )?;
             }

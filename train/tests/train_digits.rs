@@ -6,8 +6,11 @@ use systole_core::{ArrayConfig, Rounding};
 use systole_device::{golden::GoldenDevice, Device, DeviceError, DeviceStats};
 use systole_golden::OutputSpec;
 use systole_golden::QMatrix;
+use systole_train::arith::Arith;
+use systole_train::checkpoint::Checkpoint;
 use systole_train::data::{self, Dataset};
 use systole_train::fixed::FixedArith;
+use systole_train::float::{FloatArith, FloatFormat};
 use systole_train::model::ModelSpec;
 use systole_train::run::{run, RunOptions};
 use systole_train::{Precision, Quiet, TrainConfig, TrainError, Trainer};
@@ -24,6 +27,7 @@ fn cfg(precision: Precision, rounding: Rounding, epochs: usize) -> TrainConfig {
         epochs,
         batch: 32,
         lr: 0.05,
+        lr_decay: 1.0,
         momentum: 0.9,
         seed: 1,
         precision,
@@ -85,6 +89,11 @@ fn resume_continues_bit_for_bit() {
     let d = digits();
     for precision in [Precision::Fixed16, Precision::F32] {
         let dir = tempfile::tempdir().unwrap();
+        // A decaying rate: epoch 2 trains at half the rate of epoch 1.
+        let cfg = |p, r, e| TrainConfig {
+            lr_decay: 0.5,
+            ..cfg(p, r, e)
+        };
         let straight = run(
             &cfg(precision, Rounding::Stochastic, 2),
             &d,
@@ -126,6 +135,63 @@ fn resume_continues_bit_for_bit() {
                 && e.contains("--lr 0.1 here, 0.05 in the checkpoint"),
             "{e}"
         );
+    }
+}
+
+/// One epoch of `c` from `start` (with its configuration replaced by `c`) or from scratch.
+fn one_epoch(c: &TrainConfig, d: &Dataset, start: Option<&Checkpoint>) -> Checkpoint {
+    fn go<A: Arith>(c: &TrainConfig, d: &Dataset, a: A, start: Option<&Checkpoint>) -> Checkpoint {
+        let mut t = Trainer::new(c.clone(), d, a).unwrap();
+        if let Some(ck) = start {
+            t.restore(Checkpoint {
+                config: c.clone(),
+                ..ck.clone()
+            })
+            .unwrap();
+        }
+        t.train_epoch(d, &mut Quiet).unwrap();
+        t.checkpoint()
+    }
+    match c.precision {
+        Precision::Fixed16 => {
+            let dev = GoldenDevice::new(ArrayConfig::square(c.array)).unwrap();
+            go(
+                c,
+                d,
+                FixedArith::new(Box::new(dev), c.rounding, c.seed, false),
+                start,
+            )
+        }
+        _ => go(c, d, FloatArith::new(FloatFormat::F32), start),
+    }
+}
+
+/// Epoch 2 of a run with `--lr 0.05 --lr-decay 0.5` is exactly an epoch at the constant rate
+/// `lr_q(1) / 2^16` (1639 units, 0.0250...) from the same state: the schedule reaches the update, on the fixed-point and the float
+/// path.
+#[test]
+fn the_second_epoch_trains_at_the_decayed_rate() {
+    let d = digits();
+    for p in [Precision::Fixed16, Precision::F32] {
+        let decaying = TrainConfig {
+            lr_decay: 0.5,
+            train_limit: Some(256),
+            ..cfg(p, Rounding::Stochastic, 2)
+        };
+        let halved = TrainConfig {
+            lr: decaying.lr_at(1),
+            lr_decay: 1.0,
+            ..decaying.clone()
+        };
+        let first = one_epoch(&decaying, &d, None);
+        let decayed = one_epoch(&decaying, &d, Some(&first));
+        let constant = one_epoch(&halved, &d, Some(&first));
+        assert_eq!(decaying.lr_at(1), 1639.0 / 65536.0);
+        assert!(
+            decayed.params == constant.params,
+            "{p:?}: epoch 2 is not at the decayed rate"
+        );
+        assert!(first.params != decayed.params, "{p:?}");
     }
 }
 

@@ -57,6 +57,7 @@ fn cfg(precision: Precision) -> TrainConfig {
         epochs: 1,
         batch: BATCH,
         lr: 0.05,
+        lr_decay: 1.0,
         momentum: 0.9,
         seed: 3,
         precision,

@@ -23,6 +23,7 @@ fn cfg(shards: usize, epochs: usize) -> TrainConfig {
         epochs,
         batch: 32,
         lr: 0.05,
+        lr_decay: 1.0,
         momentum: 0.9,
         seed: 7,
         precision: Precision::Fixed16,

@@ -29,8 +29,8 @@ pub struct Cli {
 pub enum Command {
     /// Train a network on a data set, offloading every matrix product to the device.
     Train(TrainArgs),
-    /// Train every precision (f32, f16, bf16, fixed16 stochastic, fixed16 nearest) for several
-    /// seeds and print the mean test accuracies.
+    /// Train several formats (by default f32, f16, bf16, fixed16 stochastic and nearest) with
+    /// several seeds each and print the test accuracies and their means.
     Compare(CompareArgs),
     /// Check a device against the golden model on random matrix products and convolutions.
     Check(CheckArgs),
@@ -144,10 +144,10 @@ pub struct DeviceArgs {
     pub array: usize,
 }
 
-/// Options of a training run.
+/// The network, the data and the training recipe: what `train` and `compare` share.
 #[derive(Debug, Clone, Args)]
 #[command(allow_negative_numbers = true)]
-pub struct TrainArgs {
+pub struct RecipeArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub device: DeviceArgs,
@@ -166,34 +166,44 @@ pub struct TrainArgs {
     /// Train on only the first N training images.
     #[arg(long, value_parser = whole)]
     pub limit: Option<usize>,
-    /// Number format: fixed16 (on the device), f32, f16 or bf16 (on the host).
-    #[arg(long, default_value = "fixed16")]
-    pub precision: String,
-    /// Default fractional bits of the array configuration (tensor formats are chosen per
-    /// tensor at run time; this only sets the configuration's default).
-    #[arg(long, value_parser = whole_u32)]
-    pub frac_bits: Option<u32>,
-    /// Rounding of every fixed-point conversion: truncate, nearest or stochastic.
-    #[arg(long, default_value = "stochastic")]
-    pub rounding: String,
     /// Epochs in total (a resumed run continues up to this many).
     #[arg(long, value_parser = whole, default_value_t = 20)]
     pub epochs: usize,
     /// Mini-batch size.
     #[arg(long, value_parser = whole, default_value_t = 32)]
     pub batch: usize,
-    /// Learning rate.
-    #[arg(long, default_value_t = 0.05)]
-    pub lr: f32,
+    /// Learning rate of the first epoch (rounded to 16 fractional bits on every precision)
+    /// [default: 0.02 on fashion-mnist, 0.05 on digits].
+    #[arg(long)]
+    pub lr: Option<f32>,
+    /// Factor the learning rate is multiplied by after each epoch (1: constant) [default: 0.85
+    /// on fashion-mnist, 1 on digits].
+    #[arg(long)]
+    pub lr_decay: Option<f32>,
     /// Momentum.
     #[arg(long, default_value_t = 0.9)]
     pub momentum: f32,
-    /// Run seed.
-    #[arg(long, value_parser = whole_u64, default_value_t = 1)]
-    pub seed: u64,
     /// Recompute every offloaded operation in the golden model and stop at the first difference.
     #[arg(long)]
     pub check: bool,
+}
+
+/// Options of a training run.
+#[derive(Debug, Clone, Args)]
+#[command(allow_negative_numbers = true)]
+pub struct TrainArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub recipe: RecipeArgs,
+    /// Number format: fixed16 (on the device), f32, f16 or bf16 (on the host).
+    #[arg(long, default_value = "fixed16")]
+    pub precision: String,
+    /// Rounding of every fixed-point conversion: truncate, nearest or stochastic.
+    #[arg(long, default_value = "stochastic")]
+    pub rounding: String,
+    /// Run seed.
+    #[arg(long, value_parser = whole_u64, default_value_t = 1)]
+    pub seed: u64,
     /// Folder for run.json, history.csv, loss.png and checkpoint.json.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -216,10 +226,29 @@ pub struct TrainArgs {
 pub struct CompareArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
-    pub train: TrainArgs,
-    /// Seeds 1..=N.
+    pub recipe: RecipeArgs,
+    /// Formats to train, comma-separated: f32, f16, bf16, fixed16-stochastic, fixed16-nearest,
+    /// fixed16-truncate. The first is the one the others are compared with.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "f32,f16,bf16,fixed16-stochastic,fixed16-nearest"
+    )]
+    pub formats: Vec<String>,
+    /// The first run seed: each format trains with seeds --seed, --seed + 1, ...
+    #[arg(long, value_parser = whole_u64, default_value_t = 1)]
+    pub seed: u64,
+    /// How many seeds each format trains with.
     #[arg(long, value_parser = whole_u64, default_value_t = 3)]
     pub seeds: u64,
+    /// Folder for compare.csv and each run's reports (FORMAT-seedN/run.json, history.csv,
+    /// loss.png).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Replace the reports of an earlier compare in --out (without this such a folder is
+    /// refused).
+    #[arg(long)]
+    pub overwrite: bool,
 }
 
 /// Options of `check`.
@@ -248,12 +277,6 @@ fn whole(s: &str) -> Result<usize, String> {
 fn whole_u64(s: &str) -> Result<u64, String> {
     s.parse()
         .map_err(|_| format!("'{s}' is not a whole number from 0 to {}", u64::MAX))
-}
-
-/// [`whole`] for bit counts.
-fn whole_u32(s: &str) -> Result<u32, String> {
-    s.parse()
-        .map_err(|_| format!("'{s}' is not a whole number from 0 to {}", u32::MAX))
 }
 
 /// An error and its causes on one line, "what failed: why", for the user. Many of the

@@ -1,6 +1,6 @@
 //! `systole train` and `systole compare`.
 
-use super::{CompareArgs, TrainArgs};
+use super::{CompareArgs, RecipeArgs, TrainArgs};
 use crate::plot::{self, PlotText};
 use crate::report;
 use anyhow::{bail, Context};
@@ -13,15 +13,6 @@ use systole_train::{EpochRecord, Observer, Precision, Quiet, TrainConfig};
 
 /// Turns command-line options into a run configuration, rejecting bad values with one sentence.
 pub fn config(a: &TrainArgs) -> anyhow::Result<TrainConfig> {
-    let model = match a.model.as_str() {
-        "mlp" => ModelSpec::Mlp {
-            hidden: a.hidden.clone(),
-        },
-        "cnn" => ModelSpec::Cnn {
-            channels: a.channels.clone(),
-        },
-        m => bail!("unknown model '{m}': use mlp or cnn"),
-    };
     let precision = Precision::parse(&a.precision).with_context(|| {
         format!(
             "unknown precision '{}': use fixed16, f32, f16 or bf16",
@@ -34,26 +25,48 @@ pub fn config(a: &TrainArgs) -> anyhow::Result<TrainConfig> {
             a.rounding
         )
     })?;
-    if let Some(f) = a.frac_bits {
-        systole_core::ArrayConfig::new(a.device.array, f, 512)
-            .map_err(|e| anyhow::anyhow!("--frac-bits: {e}"))?;
-    }
-    if a.epochs == 0 {
+    let cfg = TrainConfig {
+        seed: a.seed,
+        shards: a.shards,
+        ..recipe_config(&a.recipe, precision, rounding)?
+    };
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// The configuration of a run of `r` in one format, seed 1, unsharded.
+fn recipe_config(
+    r: &RecipeArgs,
+    precision: Precision,
+    rounding: Rounding,
+) -> anyhow::Result<TrainConfig> {
+    let model = match r.model.as_str() {
+        "mlp" => ModelSpec::Mlp {
+            hidden: r.hidden.clone(),
+        },
+        "cnn" => ModelSpec::Cnn {
+            channels: r.channels.clone(),
+        },
+        m => bail!("unknown model '{m}': use mlp or cnn"),
+    };
+    if r.epochs == 0 {
         bail!("--epochs must be at least 1");
     }
+    let (lr, lr_decay) = data::default_rate(&r.dataset);
     let cfg = TrainConfig {
         model,
-        dataset: a.dataset.clone(),
-        train_limit: a.limit,
-        epochs: a.epochs,
-        batch: a.batch,
-        lr: a.lr,
-        momentum: a.momentum,
-        seed: a.seed,
+        dataset: r.dataset.clone(),
+        train_limit: r.limit,
+        epochs: r.epochs,
+        batch: r.batch,
+        lr: r.lr.unwrap_or(lr),
+        lr_decay: r.lr_decay.unwrap_or(lr_decay),
+        momentum: r.momentum,
+        seed: 1,
         precision,
         rounding,
-        array: a.device.array,
-        shards: a.shards,
+        array: r.device.array,
+        shards: None,
     };
     cfg.validate()?;
     Ok(cfg)
@@ -109,8 +122,8 @@ impl Observer for Bars {
 
 fn options(a: &TrainArgs) -> RunOptions {
     RunOptions {
-        device: a.device.device.clone(),
-        check: a.check,
+        device: a.recipe.device.device.clone(),
+        check: a.recipe.check,
         out: a.out.clone(),
         resume: a.resume,
         overwrite: a.overwrite,
@@ -179,13 +192,13 @@ fn train_on(a: &TrainArgs, dist: &dyn systole_train::dist::Collective) -> anyhow
                 Precision::Fixed16 => format!(
                     "fixed16 {} on device {} ({}x{} array)",
                     cfg.rounding.name(),
-                    a.device.device,
+                    a.recipe.device.device,
                     cfg.array,
                     cfg.array
                 ),
                 p => format!("{} on the host", p.name()),
             },
-            if a.check {
+            if a.recipe.check {
                 ", every offloaded op checked against the golden model"
             } else {
                 ""
@@ -245,70 +258,160 @@ fn finish(s: &RunSummary, a: &TrainArgs, secs: f64) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `systole compare`.
+/// A `compare --formats` entry: `f32`, `f16`, `bf16` or `fixed16-ROUNDING`.
+fn parse_format(name: &str) -> anyhow::Result<(Precision, Rounding)> {
+    let bad = || {
+        anyhow::anyhow!(
+            "unknown format '{name}' in --formats: use f32, f16, bf16, fixed16-stochastic, fixed16-nearest or fixed16-truncate"
+        )
+    };
+    match name.split_once('-') {
+        Some(("fixed16", r)) => Ok((Precision::Fixed16, Rounding::parse(r).ok_or_else(bad)?)),
+        None if name != "fixed16" => Ok((
+            Precision::parse(name).ok_or_else(bad)?,
+            Rounding::NearestEven,
+        )),
+        _ => Err(bad()),
+    }
+}
+
+/// `systole compare`: every format of `--formats` with seeds `--seed`.. (`--seeds` of them).
 pub fn compare(c: &CompareArgs) -> anyhow::Result<()> {
     if c.seeds == 0 {
         bail!("--seeds must be at least 1");
     }
-    let base = config(&c.train)?;
-    let data = data::load(&base.dataset)?;
-    let modes = [
-        (Precision::F32, Rounding::NearestEven),
-        (Precision::F16, Rounding::NearestEven),
-        (Precision::Bf16, Rounding::NearestEven),
-        (Precision::Fixed16, Rounding::Stochastic),
-        (Precision::Fixed16, Rounding::NearestEven),
-    ];
-    let opts = RunOptions {
-        out: None,
-        resume: false,
-        overwrite: false,
-        ..options(&c.train)
-    };
-    let mut csv = String::from("precision,rounding,seed,test_acc\n");
-    let mut f32_mean = None;
-    outln!(
-        "{:8} {:10} {:>24} {:>7} {:>7}",
-        "format",
-        "rounding",
-        "test accuracy per seed",
-        "mean",
-        "vs f32"
-    );
-    for (p, r) in modes {
-        let mut accs = Vec::new();
-        for seed in 1..=c.seeds {
-            let cfg = TrainConfig {
+    let last_seed = c
+        .seed
+        .checked_add(c.seeds - 1)
+        .context("--seed + --seeds is beyond the largest seed")?;
+    let modes = c
+        .formats
+        .iter()
+        .map(|f| Ok((f.as_str(), parse_format(f)?)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if let Some(dup) = (1..modes.len()).find(|&i| modes[..i].iter().any(|m| m.1 == modes[i].1)) {
+        bail!("--formats names {} twice", modes[dup].0);
+    }
+    let base = recipe_config(&c.recipe, Precision::F32, Rounding::NearestEven)?;
+    let configs = |(p, r): (Precision, Rounding)| -> Vec<TrainConfig> {
+        (c.seed..=last_seed)
+            .map(|seed| TrainConfig {
                 precision: p,
                 rounding: r,
                 seed,
                 ..base.clone()
-            };
+            })
+            .collect()
+    };
+    for &(_, m) in &modes {
+        for cfg in configs(m) {
+            cfg.validate()?;
+        }
+    }
+    let _lock = match &c.out {
+        Some(dir) => Some(claim_compare_dir(dir, c.overwrite)?),
+        None => None,
+    };
+    let data = data::load(&base.dataset)?;
+    base.layers_that_fit(&data)?;
+    let opts = RunOptions {
+        device: c.recipe.device.device.clone(),
+        check: c.recipe.check,
+        out: None,
+        resume: false,
+        overwrite: false,
+    };
+    let mut csv = String::from("format,seed,test_acc\n");
+    let mut first_mean = None;
+    let vs = format!("vs {}", modes[0].0);
+    let w = vs.len().max(8);
+    outln!(
+        "{:18} {:>24} {:>7} {vs:>w$}",
+        "format",
+        "test accuracy per seed",
+        "mean"
+    );
+    for &(name, m) in &modes {
+        let mut accs = Vec::new();
+        for cfg in configs(m) {
             let s = run(&cfg, &data, &opts, &mut Quiet)?;
             let acc = s.history.last().map(|h| h.test_acc).unwrap_or(0.0);
-            csv.push_str(&format!("{},{},{seed},{acc:.3}\n", p.name(), r.name()));
+            csv.push_str(&format!("{name},{},{acc:.3}\n", cfg.seed));
+            if let Some(dir) = &c.out {
+                let run_dir = dir.join(format!("{name}-seed{}", cfg.seed));
+                std::fs::create_dir_all(&run_dir)
+                    .with_context(|| format!("cannot create {}", run_dir.display()))?;
+                report::write_reports(&s, &run_dir)?;
+                plot::plot_history(
+                    &s.history,
+                    &format!("{} - {}", s.model, s.arithmetic),
+                    &run_dir.join("loss.png"),
+                )?;
+            }
             accs.push(acc);
         }
         let mean = accs.iter().sum::<f32>() / accs.len() as f32;
-        let f = *f32_mean.get_or_insert(mean);
+        let f = *first_mean.get_or_insert(mean);
         let shown: Vec<String> = accs.iter().map(|x| format!("{x:.2}")).collect();
-        let rname = if p == Precision::Fixed16 {
-            r.name()
-        } else {
-            "-"
-        };
         outln!(
-            "{:8} {:10} {:>24} {mean:7.2} {:+7.2}",
-            p.name(),
-            rname,
+            "{name:18} {:>24} {mean:7.2} {:>w$}",
             shown.join(" "),
-            mean - f
+            format!("{:+.2}", mean - f)
         );
     }
-    if let Some(dir) = &c.train.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        systole_train::outfile::write_atomic(&dir.join("compare.csv"), csv.as_bytes())?;
-        outln!("wrote {}/compare.csv", dir.display());
+    if let Some(dir) = &c.out {
+        systole_train::outfile::write_atomic(&dir.join(COMPARE_CSV), csv.as_bytes())?;
+        outln!(
+            "wrote {0}/{COMPARE_CSV} and each run's run.json, history.csv and loss.png in {0}/FORMAT-seedN",
+            dir.display()
+        );
     }
     Ok(())
+}
+
+const COMPARE_CSV: &str = "compare.csv";
+
+/// Takes `dir` for a compare (the run folder's lock), refusing a folder that holds an earlier
+/// compare's results unless `overwrite`.
+fn claim_compare_dir(
+    dir: &std::path::Path,
+    overwrite: bool,
+) -> anyhow::Result<systole_train::outfile::RunLock> {
+    let lock = claim_out_dir(dir)?;
+    let csv = dir.join(COMPARE_CSV);
+    if !overwrite && std::fs::symlink_metadata(&csv).is_ok() {
+        bail!(
+            "{} holds the results of an earlier compare: choose another --out, or replace them with --overwrite",
+            csv.display()
+        );
+    }
+    Ok(lock)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Cli, Command};
+    use clap::Parser;
+
+    fn rate(args: &[&str]) -> (f32, f32) {
+        let cli = Cli::try_parse_from([&["systole", "train"], args].concat()).unwrap();
+        let Command::Train(a) = cli.command else {
+            unreachable!()
+        };
+        let c = super::config(&a).unwrap();
+        (c.lr, c.lr_decay)
+    }
+
+    /// Each data set trains at its measured rate unless told otherwise.
+    #[test]
+    fn the_default_rate_is_the_data_sets_own() {
+        assert_eq!(rate(&[]), (0.05, 1.0));
+        assert_eq!(rate(&["--dataset", "fashion-mnist"]), (0.02, 0.85));
+        assert_eq!(rate(&["--dataset", "fashion"]), (0.02, 0.85));
+        assert_eq!(
+            rate(&["--dataset", "fashion-mnist", "--lr", "0.1"]),
+            (0.1, 0.85)
+        );
+        assert_eq!(rate(&["--lr-decay", "0.5"]), (0.05, 0.5));
+    }
 }

@@ -61,7 +61,7 @@ pub enum GuideError {
 }
 
 /// Generated parts, by marker name.
-pub const PARTS: [&str; 12] = [
+pub const PARTS: [&str; 13] = [
     "ports",
     "registers",
     "fields",
@@ -70,6 +70,7 @@ pub const PARTS: [&str; 12] = [
     "limits",
     "contract-constants",
     "contract-checks",
+    "lr-schedule",
     "example-matmul",
     "example-ksplit",
     "example-conv-forward",
@@ -87,6 +88,7 @@ pub fn generate(name: &str) -> Result<String, GuideError> {
         "limits" => Ok(tables::limits()),
         "contract-constants" => Ok(tables::contract_constants()),
         "contract-checks" => Ok(tables::contract_checks()),
+        "lr-schedule" => Ok(tables::lr_schedule()),
         "example-matmul" => examples::matmul(),
         "example-ksplit" => examples::ksplit(),
         "example-conv-forward" => examples::conv_forward(),

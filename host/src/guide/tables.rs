@@ -476,3 +476,22 @@ pub(super) fn contract_checks() -> String {
     ]);
     table(&["expression", "value"], &rows)
 }
+
+/// Check values of the learning-rate schedule ([`systole_golden::schedule`]).
+pub(super) fn lr_schedule() -> String {
+    use systole_golden::schedule::{lr_q, quantize};
+    let mut rows = Vec::new();
+    for (lr, decay) in [(0.05f32, 0.8f32), (0.05, 1.0), (0.001, 0.5)] {
+        let rates: Vec<String> = (0..5).map(|e| lr_q(lr, decay, e).to_string()).collect();
+        rows.push(vec![
+            format!("`{lr}`"),
+            format!("`{decay}`"),
+            format!("{} / {}", quantize(lr), quantize(decay)),
+            rates.join(", "),
+        ]);
+    }
+    table(
+        &["lr", "decay", "units (lr / decay)", "lr_q of epochs 0..=4"],
+        &rows,
+    )
+}
