@@ -23,7 +23,7 @@ pub trait Link: AcceleratorBus {
     }
 
     /// Bytes moved to and from the device so far as the link counts them; `None` where no
-    /// link counts them (then a run's bytes are its port use, [`conv_unit::port_bytes`]).
+    /// link counts them (then a run's bytes are its port use: rows, registers, map words).
     fn link_bytes(&self) -> Option<(u64, u64)> {
         None
     }

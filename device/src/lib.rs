@@ -1,6 +1,7 @@
 //! [`Device`]: where the trainer's matrix products run.
 //!
-//! Backends: [`golden::GoldenDevice`] (the golden model on the host CPU), `verilator` (the
+//! Backends: [`golden::GoldenDevice`] (the golden model on the host CPU) and
+//! [`backend::BusDevice`], the firmware's drivers over a [`backend::Link`], as `verilator` (the
 //! generated HDL simulated by Verilator), `serial` (a board, real or simulated, behind a
 //! serial port, running the firmware's framed protocol) and `bridge` (a board flashed with
 //! `systole bitstream`: the CPU-less UART byte bridge). Every backend exists in every build;
