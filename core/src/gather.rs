@@ -209,8 +209,17 @@ pub struct ConvGeom {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum GeomError {
-    /// A dimension is zero, or the kernel is larger than the padded input.
+    /// A dimension is zero.
     Shape,
+    /// The kernel is larger than the padded input.
+    KernelTooLarge {
+        /// Kernel height and width.
+        kernel: usize,
+        /// Padded input height.
+        padded_h: usize,
+        /// Padded input width.
+        padded_w: usize,
+    },
     /// The stride exceeds [`MAX_MODULUS`].
     Stride(usize),
     /// A dimension exceeds the walkers' 15-bit coordinates.
@@ -227,7 +236,8 @@ pub enum GeomError {
 impl core::fmt::Display for GeomError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            GeomError::Shape => write!(f, "convolution dimensions must be positive and the kernel no larger than the padded input"),
+            GeomError::Shape => write!(f, "convolution dimensions must all be positive"),
+            GeomError::KernelTooLarge { kernel, padded_h, padded_w } => write!(f, "kernel {kernel} is larger than the padded input {padded_h}x{padded_w}"),
             GeomError::Stride(s) => write!(f, "stride {s} exceeds the conv unit's limit of {MAX_MODULUS}"),
             GeomError::TooLarge(d) => write!(f, "dimension {d} exceeds the conv unit's limit of {MAX_DIM}"),
             GeomError::SlotTooLarge { words, fm_depth } => write!(
@@ -295,8 +305,10 @@ impl ConvGeom {
         (self.in_w + 2 * self.pad - self.kernel) / self.stride + 1
     }
 
-    /// Checks the geometry fits the walkers.
-    pub fn check(&self) -> Result<(), GeomError> {
+    /// Checks the geometry is a convolution at all: every dimension positive, the kernel no
+    /// larger than the padded input (the one shape check, also of the golden model's
+    /// `Conv2dGeom`).
+    pub fn check_shape(&self) -> Result<(), GeomError> {
         let g = self;
         if g.in_ch == 0
             || g.in_h == 0
@@ -307,9 +319,21 @@ impl ConvGeom {
         {
             return Err(GeomError::Shape);
         }
-        if g.kernel > g.in_h + 2 * g.pad || g.kernel > g.in_w + 2 * g.pad {
-            return Err(GeomError::Shape);
+        let (padded_h, padded_w) = (g.in_h + 2 * g.pad, g.in_w + 2 * g.pad);
+        if g.kernel > padded_h || g.kernel > padded_w {
+            return Err(GeomError::KernelTooLarge {
+                kernel: g.kernel,
+                padded_h,
+                padded_w,
+            });
         }
+        Ok(())
+    }
+
+    /// Checks the geometry is a convolution ([`Self::check_shape`]) that fits the walkers.
+    pub fn check(&self) -> Result<(), GeomError> {
+        let g = self;
+        g.check_shape()?;
         if g.stride > MAX_MODULUS as usize {
             return Err(GeomError::Stride(g.stride));
         }

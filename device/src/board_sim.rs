@@ -64,7 +64,10 @@ impl embedded_io::Write for PtyIo {
 
 /// A new pty in raw mode: the master side, the slave (kept open) and the slave's path.
 fn open_pty() -> Result<(File, OwnedFd, PathBuf), DeviceError> {
-    let err = |what: &str, e: nix::Error| DeviceError::Transport(format!("pty {what}: {e}"));
+    let err = |what: &str, e: nix::Error| DeviceError::Transport {
+        device: format!("the simulated board's pty ({what})"),
+        source: Box::new(e),
+    };
     let pty = nix::pty::openpty(None, None).map_err(|e| err("open", e))?;
     // Raw mode: no echo or line editing between the host and the board.
     let mut t = termios::tcgetattr(&pty.slave).map_err(|e| err("tcgetattr", e))?;
@@ -117,7 +120,10 @@ impl SimBoard {
                 }
                 // The master end closes here, as the board's thread ends.
             })
-            .map_err(|e| DeviceError::Transport(format!("cannot start the board thread: {e}")))?;
+            .map_err(|e| DeviceError::Transport {
+                device: "the simulated board's thread".into(),
+                source: Box::new(e),
+            })?;
         Ok(SimBoard {
             path,
             stop,
@@ -170,7 +176,10 @@ impl SimBoard {
                 }
                 Ok(())
             })
-            .map_err(|e| DeviceError::Transport(format!("cannot start the board thread: {e}")))?;
+            .map_err(|e| DeviceError::Transport {
+                device: "the simulated board's thread".into(),
+                source: Box::new(e),
+            })?;
         Ok(SimBoard {
             path,
             stop,

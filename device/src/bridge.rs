@@ -17,15 +17,13 @@
 //! without it (`CONFIG` says `fm_depth` 0, the default build) convolutions are lowered on the
 //! host.
 
-use super::conv_unit::{self, ConvOperands};
-use super::{Device, DeviceError, DeviceStats};
+use super::backend::{check_config, check_id, BusDevice, Link};
+use super::DeviceError;
 use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 use systole_core::bus::Beat;
 use systole_core::{regmap, AcceleratorBus, ArrayConfig};
-use systole_firmware::{crc, driver};
-use systole_golden::tensor::QMatrix;
-use systole_golden::{Conv2dGeom, OutputSpec};
+use systole_firmware::crc;
 use systole_hdl::board_top::{
     OP_READ_C, OP_READ_REG, OP_WRITE_A, OP_WRITE_B, OP_WRITE_FM, OP_WRITE_REG, REPLY_UNKNOWN,
 };
@@ -444,12 +442,19 @@ pub fn parse_spec(rest: &str) -> Option<(&str, u32)> {
     (!path.is_empty()).then_some((path, baud))
 }
 
-/// A board running the UART bridge as a [`Device`].
-pub struct BridgeDevice {
-    name: String,
-    config: ArrayConfig,
-    bus: BridgeBus<Box<dyn ReadWrite + Send>>,
-    stats: DeviceStats,
+/// A board running the UART bridge as a [`Device`](crate::Device).
+pub type BridgeDevice = BusDevice<BridgeBus<Box<dyn ReadWrite + Send>>>;
+
+impl<T: Read + Write> Link for BridgeBus<T> {
+    const KIND: &'static str = "bridge";
+
+    fn settle(&mut self) -> Result<(), BridgeError> {
+        BridgeBus::settle(self)
+    }
+
+    fn link_bytes(&self) -> Option<(u64, u64)> {
+        Some((self.counters.bytes_out, self.counters.bytes_in))
+    }
 }
 
 impl BridgeDevice {
@@ -460,7 +465,10 @@ impl BridgeDevice {
         let port = serialport::new(path, baud)
             .timeout(PORT_TIMEOUT)
             .open()
-            .map_err(|e| DeviceError::Transport(format!("cannot open serial port {path}: {e}")))?;
+            .map_err(|source| DeviceError::Open {
+                path: path.to_string(),
+                source,
+            })?;
         Self::over(Box::new(port), path, config)
     }
 
@@ -471,38 +479,22 @@ impl BridgeDevice {
         name: &str,
         config: ArrayConfig,
     ) -> Result<Self, DeviceError> {
+        config.validate()?;
+        let mut bus = BridgeBus::new(stream, config.size);
+        let link = |e: BridgeError| DeviceError::Transport {
+            device: name.to_string(),
+            source: Box::new(e),
+        };
+        check_id(name, bus.read_reg(regmap::ID).map_err(link)?)?;
+        let word = bus.read_reg(regmap::CONFIG).map_err(link)?;
         // The feature map is sized when the board is built (most leave the unit out), so only
         // the array has to match; the devices' shared default of 32k words must not fail it.
-        config
-            .validate()
-            .map_err(|e| DeviceError::Unsupported(e.to_string()))?;
-        let mut bus = BridgeBus::new(stream, config.size);
-        let link = |e: BridgeError| DeviceError::Transport(format!("{name}: {e}"));
-        let id = bus.read_reg(regmap::ID).map_err(link)?;
-        if id != regmap::ID_VALUE {
-            return Err(DeviceError::Transport(format!(
-                "{name}: the board's ID is {id:#010x}, not a systole accelerator ({:#010x}): check the port and that the board is flashed with `systole bitstream`",
-                regmap::ID_VALUE
-            )));
-        }
-        let word = bus.read_reg(regmap::CONFIG).map_err(link)?;
-        let found = ArrayConfig::from_config_word(word);
         let config = ArrayConfig {
-            fm_depth: found.fm_depth,
+            fm_depth: ArrayConfig::from_config_word(word).fm_depth,
             ..config
         };
-        if word != config.config_word() {
-            return Err(DeviceError::Unsupported(format!(
-                "the board at {name} is a {0}x{0} array with {1}-row buffers, but {2}x{2} with {3}-row buffers was asked for",
-                found.size, found.buffer_depth, config.size, config.buffer_depth
-            )));
-        }
-        Ok(BridgeDevice {
-            name: name.to_string(),
-            config,
-            bus,
-            stats: DeviceStats::default(),
-        })
+        check_config(name, word, &config)?;
+        Ok(BusDevice::with_bus(config, bus, Some(name.to_string())))
     }
 
     /// Sets how long one bridge command may take until its reply is complete.
@@ -513,81 +505,6 @@ impl BridgeDevice {
     /// Link counters (bytes and commands actually moved).
     pub fn link_counters(&self) -> BridgeCounters {
         self.bus.counters()
-    }
-}
-
-impl BridgeDevice {
-    fn conv(
-        &mut self,
-        ops: &ConvOperands<'_>,
-        g: &Conv2dGeom,
-        out: &OutputSpec,
-    ) -> Result<QMatrix, DeviceError> {
-        let name = self.name.clone();
-        let wrap = |e: String| DeviceError::Transport(format!("{name}: {e}"));
-        self.counting_bytes(|dev| {
-            let (m, _) = conv_unit::run(
-                &mut dev.bus,
-                &dev.config,
-                ops,
-                g,
-                out,
-                &mut dev.stats,
-                &wrap,
-            )?;
-            dev.bus.settle().map_err(|e| wrap(e.to_string()))?;
-            Ok(m)
-        })
-    }
-
-    /// Runs `op` and adds the bytes it moved over the link to the stats, also when it failed
-    /// (they crossed the link all the same).
-    fn counting_bytes<R>(&mut self, op: impl FnOnce(&mut Self) -> R) -> R {
-        let before = self.bus.counters();
-        let r = op(self);
-        let after = self.bus.counters();
-        self.stats.bytes_to_device += after.bytes_out - before.bytes_out;
-        self.stats.bytes_from_device += after.bytes_in - before.bytes_in;
-        r
-    }
-}
-
-impl Device for BridgeDevice {
-    conv_unit::conv_unit_methods!();
-
-    fn name(&self) -> String {
-        format!("bridge {0}x{0} at {1}", self.config.size, self.name)
-    }
-
-    fn config(&self) -> &ArrayConfig {
-        &self.config
-    }
-
-    fn matmul(
-        &mut self,
-        a: &QMatrix,
-        b: &QMatrix,
-        out: &OutputSpec,
-    ) -> Result<QMatrix, DeviceError> {
-        let job = super::driver_job(a, b, out)?;
-        let (m, n) = (job.m, job.n);
-        let mut c = vec![0i16; m * n];
-        let r = self.counting_bytes(|dev| {
-            let st = driver::matmul(&mut dev.bus, &dev.config, &job, &mut c)?;
-            dev.bus.settle().map_err(driver::DriverError::Bus)?;
-            Ok::<_, driver::DriverError<BridgeError>>(st)
-        });
-        let st = r.map_err(|e| DeviceError::Transport(format!("{}: {e}", self.name)))?;
-        super::record_driver_run(&mut self.stats, &job, &st);
-        Ok(QMatrix::from_vec(m, n, out.frac, c)?)
-    }
-
-    fn stats(&self) -> DeviceStats {
-        self.stats
-    }
-
-    fn reset_stats(&mut self) {
-        self.stats = DeviceStats::default();
     }
 }
 

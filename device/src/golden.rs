@@ -15,9 +15,7 @@ pub struct GoldenDevice {
 impl GoldenDevice {
     /// A golden device that follows `config` (its size fixes the stochastic rounding order).
     pub fn new(config: ArrayConfig) -> Result<Self, DeviceError> {
-        config
-            .validate()
-            .map_err(|e| DeviceError::Unsupported(e.to_string()))?;
+        config.validate()?;
         Ok(GoldenDevice {
             config,
             stats: DeviceStats::default(),

@@ -1,6 +1,7 @@
 //! [`Device`]: where the trainer's matrix products run.
 //!
-//! Backends: [`golden::GoldenDevice`] (the golden model on the host CPU), `verilator` (the
+//! Backends: [`golden::GoldenDevice`] (the golden model on the host CPU) and
+//! [`backend::BusDevice`], the firmware's drivers over a [`backend::Link`], as `verilator` (the
 //! generated HDL simulated by Verilator), `serial` (a board, real or simulated, behind a
 //! serial port, running the firmware's framed protocol) and `bridge` (a board flashed with
 //! `systole bitstream`: the CPU-less UART byte bridge). Every backend exists in every build;
@@ -11,6 +12,7 @@
 //! pty.
 #![deny(missing_docs)]
 
+pub mod backend;
 pub mod board_sim;
 pub mod bridge;
 mod conv_unit;
@@ -18,7 +20,7 @@ pub mod golden;
 pub mod serial;
 pub mod verilator;
 
-use systole_core::ArrayConfig;
+use systole_core::{ArrayConfig, ConfigError};
 use systole_golden::conv::{self, Conv2dGeom};
 use systole_golden::tensor::QMatrix;
 use systole_golden::{NumericError, OutputSpec};
@@ -55,12 +57,46 @@ pub enum DeviceError {
         /// What to install or rebuild.
         how_to_fix: String,
     },
+    /// The array configuration is not valid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
     /// The backend cannot run this configuration or operation.
     #[error("{0}")]
     Unsupported(String),
-    /// The device or the link to it failed; the operation produced no result.
-    #[error("device failure: {0}")]
-    Transport(String),
+    /// The device or the link to it failed; the operation produced no result. `source` is
+    /// the typed cause (the driver's error, holding the bus's: `SimError`, a serial
+    /// `LinkError`, a `BridgeError`).
+    #[error("{device} failed")]
+    Transport {
+        /// The device, as [`Device::name`] gives it (or its port, before it was opened).
+        device: String,
+        /// What failed.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
+    /// A serial port could not be opened.
+    #[error("cannot open serial port {path}")]
+    Open {
+        /// The port.
+        path: String,
+        /// Why not.
+        #[source]
+        source: serialport::Error,
+    },
+    /// The board answers but is not a systole accelerator.
+    #[error(
+        "the board at {at} reports ID {id:#010x}, not a systole accelerator ({:#010x}): check the port and what the board is flashed with (the firmware, or `systole bitstream` for bridge:)",
+        systole_core::regmap::ID_VALUE
+    )]
+    NotAccelerator {
+        /// The board's port.
+        at: String,
+        /// Its `ID` register.
+        id: u32,
+    },
+    /// A backend's result differs from the golden model's (a benchmark's check).
+    #[error("{0} differs from the golden model")]
+    DiffersFromGolden(String),
     /// A `--device` value of a known kind, written wrongly (the text says how).
     #[error("{0}")]
     BadSpec(String),
@@ -69,6 +105,21 @@ pub enum DeviceError {
         "unknown device '{0}': use golden, verilator, serial:PATH (e.g. serial:/dev/ttyUSB0) or bridge:PATH[@BAUD] (e.g. bridge:/dev/ttyUSB1@115200)"
     )]
     UnknownDevice(String),
+}
+
+impl DeviceError {
+    /// The first cause of type `E` in this error's source chain (the typed error of the bus or
+    /// link under a [`DeviceError::Transport`], e.g. a serial `LinkError`).
+    pub fn cause<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        let mut next: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(e) = next {
+            if let Some(found) = e.downcast_ref::<E>() {
+                return Some(found);
+            }
+            next = e.source();
+        }
+        None
+    }
 }
 
 /// An accelerator (or a stand-in for one) that runs the numeric contract's operations.
@@ -221,45 +272,4 @@ pub fn open(spec: &str, config: ArrayConfig) -> Result<Box<dyn Device>, DeviceEr
             }
         }
     }
-}
-
-/// Checks a product's operands against the contract and builds the tile driver's job: the one
-/// path every backend that runs `systole_firmware::driver` (verilator, serial, bridge) takes.
-pub(crate) fn driver_job<'a>(
-    a: &'a QMatrix,
-    b: &'a QMatrix,
-    out: &OutputSpec,
-) -> Result<systole_firmware::driver::MatmulJob<'a>, DeviceError> {
-    if a.cols != b.rows {
-        return Err(NumericError::Shape(format!(
-            "A is {}x{} and B is {}x{}: A's columns must equal B's rows",
-            a.rows, a.cols, b.rows, b.cols
-        ))
-        .into());
-    }
-    if a.cols > systole_core::numeric::MAX_K {
-        return Err(NumericError::KTooLong(a.cols).into());
-    }
-    Ok(systole_firmware::driver::MatmulJob {
-        a: &a.data,
-        b: &b.data,
-        m: a.rows,
-        k: a.cols,
-        n: b.cols,
-        shift: systole_golden::output_shift(a.frac + b.frac, out.frac)?,
-        rounding: out.rounding,
-        seed: out.seed,
-    })
-}
-
-/// Adds one driver run to a backend's counters (bytes are counted by each backend).
-pub(crate) fn record_driver_run(
-    stats: &mut DeviceStats,
-    job: &systole_firmware::driver::MatmulJob<'_>,
-    run: &systole_firmware::driver::DriverStats,
-) {
-    stats.ops += 1;
-    stats.macs += (job.m * job.k * job.n) as u64;
-    stats.cycles += run.cycles;
-    stats.mac_cycles += run.mac_cycles;
 }

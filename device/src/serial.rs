@@ -14,22 +14,19 @@
 //! A frame is resent with the same sequence number after a timeout, a damaged response or the
 //! board's CRC error; the board answers a resent frame from its stored response without running
 //! it twice. When the port fails or closes, or no answer comes after all retries, the operation
-//! fails with [`DeviceError::Transport`] ("device failure: ...") and returns no result.
+//! fails with [`DeviceError::Transport`], whose source chain holds the [`LinkError`], and
+//! returns no result.
 
-use super::conv_unit::{self, ConvOperands};
-use super::{Device, DeviceError, DeviceStats};
+use super::backend::{check_config, check_id, BusDevice, Link};
+use super::DeviceError;
 use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 use systole_core::{regmap, AcceleratorBus, ArrayConfig};
-use systole_firmware::driver;
 use systole_firmware::frame::{self, Decoder, FRAME_CAPACITY, MAX_PAYLOAD};
 use systole_firmware::protocol::{
     cmd, panic, Buffer, ErrorCode, RemoteError, Request, Words, BATCH_ENTRY_HEADER, ERROR,
     RESPONSE, WRITE_FM_HEADER, WRITE_ROWS_HEADER,
 };
-use systole_golden::conv::Conv2dGeom;
-use systole_golden::tensor::QMatrix;
-use systole_golden::OutputSpec;
 
 /// Line rate used to open a port (the simulated board ignores it).
 pub const DEFAULT_BAUD: u32 = 3_000_000;
@@ -463,48 +460,41 @@ impl<T: Read + Write> AcceleratorBus for SerialBus<T> {
     }
 }
 
-/// A board behind a serial port as a [`Device`].
-pub struct SerialDevice {
-    path: String,
-    config: ArrayConfig,
-    bus: SerialBus<Box<dyn serialport::SerialPort>>,
-    stats: DeviceStats,
+/// A board behind a serial port as a [`Device`](crate::Device).
+pub type SerialDevice = BusDevice<SerialBus<Box<dyn serialport::SerialPort>>>;
+
+impl<T: Read + Write> Link for SerialBus<T> {
+    const KIND: &'static str = "serial";
+
+    fn settle(&mut self) -> Result<(), LinkError> {
+        self.flush()
+    }
+
+    fn link_bytes(&self) -> Option<(u64, u64)> {
+        Some((self.counters.bytes_out, self.counters.bytes_in))
+    }
 }
 
 impl SerialDevice {
     /// Opens `path` (e.g. `/dev/ttyUSB0`, or a simulated board's pty), pings the board and
     /// checks it implements `config`.
     pub fn open(path: &str, config: ArrayConfig) -> Result<Self, DeviceError> {
-        config
-            .validate()
-            .map_err(|e| DeviceError::Unsupported(e.to_string()))?;
+        config.validate()?;
         let port = serialport::new(path, DEFAULT_BAUD)
             .timeout(Duration::from_millis(20))
             .open()
-            .map_err(|e| DeviceError::Transport(format!("cannot open serial port {path}: {e}")))?;
+            .map_err(|source| DeviceError::Open {
+                path: path.to_string(),
+                source,
+            })?;
         let mut bus = SerialBus::new(port, config.size);
-        let info = bus
-            .ping()
-            .map_err(|e| DeviceError::Transport(format!("{path}: {e}")))?;
-        if info.id != regmap::ID_VALUE {
-            return Err(DeviceError::Transport(format!(
-                "{path}: the board's ID is {:#010x}, not a systole accelerator",
-                info.id
-            )));
-        }
-        if info.config_word != config.config_word() {
-            let found = ArrayConfig::from_config_word(info.config_word);
-            return Err(DeviceError::Unsupported(format!(
-                "the board at {path} is a {0}x{0} array with {1}-row buffers and a {2}-word feature-map buffer, but {3}x{3} with {4}-row buffers and {5} feature-map words was asked for",
-                found.size, found.buffer_depth, found.fm_depth, config.size, config.buffer_depth, config.fm_depth
-            )));
-        }
-        Ok(SerialDevice {
-            path: path.to_string(),
-            config,
-            bus,
-            stats: DeviceStats::default(),
-        })
+        let info = bus.ping().map_err(|e| DeviceError::Transport {
+            device: path.to_string(),
+            source: Box::new(e),
+        })?;
+        check_id(path, info.id)?;
+        check_config(path, info.config_word, &config)?;
+        Ok(BusDevice::with_bus(config, bus, Some(path.to_string())))
     }
 
     /// Sets the per-frame timeout and resend count.
@@ -515,77 +505,5 @@ impl SerialDevice {
     /// Link counters (bytes and frames actually moved).
     pub fn link_counters(&self) -> LinkCounters {
         self.bus.counters()
-    }
-}
-
-impl SerialDevice {
-    fn conv(
-        &mut self,
-        ops: &ConvOperands<'_>,
-        g: &Conv2dGeom,
-        out: &OutputSpec,
-    ) -> Result<QMatrix, DeviceError> {
-        let before = self.bus.counters();
-        let path = self.path.clone();
-        let wrap = |e: String| DeviceError::Transport(format!("{path}: {e}"));
-        let (r, _) = conv_unit::run(
-            &mut self.bus,
-            &self.config,
-            ops,
-            g,
-            out,
-            &mut self.stats,
-            &wrap,
-        )?;
-        self.bus.flush().map_err(|e| wrap(e.to_string()))?;
-        let after = self.bus.counters();
-        self.stats.bytes_to_device += after.bytes_out - before.bytes_out;
-        self.stats.bytes_from_device += after.bytes_in - before.bytes_in;
-        Ok(r)
-    }
-}
-
-impl Device for SerialDevice {
-    conv_unit::conv_unit_methods!();
-
-    fn name(&self) -> String {
-        format!("serial {0}x{0} at {1}", self.config.size, self.path)
-    }
-
-    fn config(&self) -> &ArrayConfig {
-        &self.config
-    }
-
-    fn matmul(
-        &mut self,
-        a: &QMatrix,
-        b: &QMatrix,
-        out: &OutputSpec,
-    ) -> Result<QMatrix, DeviceError> {
-        let job = super::driver_job(a, b, out)?;
-        let (m, n) = (job.m, job.n);
-        let before = self.bus.counters();
-        let mut c = vec![0i16; m * n];
-        let st = driver::matmul(&mut self.bus, &self.config, &job, &mut c)
-            .and_then(|st| {
-                self.bus
-                    .flush()
-                    .map(|()| st)
-                    .map_err(driver::DriverError::Bus)
-            })
-            .map_err(|e| DeviceError::Transport(format!("{}: {e}", self.path)))?;
-        let after = self.bus.counters();
-        super::record_driver_run(&mut self.stats, &job, &st);
-        self.stats.bytes_to_device += after.bytes_out - before.bytes_out;
-        self.stats.bytes_from_device += after.bytes_in - before.bytes_in;
-        Ok(QMatrix::from_vec(m, n, out.frac, c)?)
-    }
-
-    fn stats(&self) -> DeviceStats {
-        self.stats
-    }
-
-    fn reset_stats(&mut self) {
-        self.stats = DeviceStats::default();
     }
 }

@@ -11,6 +11,7 @@ use systole_core::{regmap, AcceleratorBus, ArrayConfig, Rounding};
 use systole_device::board_sim::SimBoard;
 use systole_device::serial::{LinkError, SerialBus, SerialDevice};
 use systole_device::{Device, DeviceError};
+use systole_firmware::driver::DriverError;
 use systole_golden::QMatrix;
 use systole_golden::{self as golden, OutputSpec};
 
@@ -231,8 +232,16 @@ fn link_drop_mid_operation_is_an_error_without_result() {
     };
     let r = dev.matmul(&x, &y, &spec);
     match r {
-        Err(e @ DeviceError::Transport(_)) => {
-            assert!(e.to_string().starts_with("device failure: "), "{e}")
+        Err(e @ DeviceError::Transport { .. }) => {
+            assert_eq!(e.to_string(), format!("serial 4x4 at {path} failed"));
+            // The typed cause is kept: the driver's bus error, and under it the link's.
+            let driver = e.cause::<DriverError<LinkError>>();
+            assert!(matches!(driver, Some(DriverError::Bus(_))), "{e:?}");
+            let link = e.cause::<LinkError>();
+            assert!(
+                matches!(link, Some(LinkError::NoAnswer { .. } | LinkError::Gone(_))),
+                "{e:?}"
+            );
         }
         other => panic!("expected a device failure, got {other:?}"),
     }

@@ -393,14 +393,7 @@ pub fn conv2d<B: AcceleratorBus>(
     if m == 0 || n == 0 {
         return Ok(stats);
     }
-    let found = bus.read_reg(regmap::CONFIG).map_err(DriverError::Bus)?;
-    stats.reg_reads += 1;
-    if found != cfg.config_word() {
-        return Err(DriverError::ConfigMismatch {
-            expected: cfg.config_word(),
-            found,
-        });
-    }
+    crate::driver::check_config(bus, cfg, &mut stats)?;
     let row = cfg.fm_row_words();
     let slot_words = job.slot_words(row);
     let slots = ConvGeom::slots(slot_words, cfg.fm_depth).map_err(DriverError::Geometry)?;

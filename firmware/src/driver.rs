@@ -181,14 +181,7 @@ pub fn matmul<B: AcceleratorBus>(
         out.fill(0);
         return Ok(stats);
     }
-    let found = bus.read_reg(regmap::CONFIG).map_err(DriverError::Bus)?;
-    stats.reg_reads += 1;
-    if found != cfg.config_word() {
-        return Err(DriverError::ConfigMismatch {
-            expected: cfg.config_word(),
-            found,
-        });
-    }
+    check_config(bus, cfg, &mut stats)?;
     let conversion = Conversion {
         shift: job.shift,
         rounding: job.rounding,
@@ -197,6 +190,24 @@ pub fn matmul<B: AcceleratorBus>(
     let mut run = Run::new(bus, cfg, job, conversion, None, stats);
     run.execute(cfg.buffer_depth, out)?;
     Ok(run.stats)
+}
+
+/// Reads `CONFIG` (counted in `stats`) and checks the device is the array `cfg` describes:
+/// the first bus access of every product and convolution.
+pub(crate) fn check_config<B: AcceleratorBus>(
+    bus: &mut B,
+    cfg: &ArrayConfig,
+    stats: &mut DriverStats,
+) -> Res<(), B::Error> {
+    let found = bus.read_reg(regmap::CONFIG).map_err(DriverError::Bus)?;
+    stats.reg_reads += 1;
+    if found != cfg.config_word() {
+        return Err(DriverError::ConfigMismatch {
+            expected: cfg.config_word(),
+            found,
+        });
+    }
+    Ok(())
 }
 
 fn validate<E>(cfg: &ArrayConfig, job: &MatmulJob<'_>, out: &[i16]) -> Res<(), E> {

@@ -73,40 +73,32 @@ impl Conv2dGeom {
 
     /// Output height.
     pub fn out_h(&self) -> usize {
-        (self.in_h + 2 * self.pad - self.kernel) / self.stride + 1
+        self.unit_geom().out_h()
     }
 
     /// Output width.
     pub fn out_w(&self) -> usize {
-        (self.in_w + 2 * self.pad - self.kernel) / self.stride + 1
+        self.unit_geom().out_w()
     }
 
-    /// Checks every dimension is usable. The reduction lengths are not checked here: each op
-    /// computes only one of them (its lowered product's K, see the module table), which the
-    /// product checks against the contract's limit.
+    /// Checks every dimension is usable (the conv unit's shape check,
+    /// `systole_core::gather::ConvGeom::check_shape`, plus a positive batch). The reduction
+    /// lengths are not checked here: each op computes only one of them (its lowered
+    /// product's K, see the module table), which the product checks against the contract's
+    /// limit.
     pub fn validate(&self) -> Result<(), NumericError> {
-        let g = self;
-        if g.batch == 0
-            || g.in_ch == 0
-            || g.out_ch == 0
-            || g.in_h == 0
-            || g.in_w == 0
-            || g.kernel == 0
-            || g.stride == 0
-        {
-            return Err(NumericError::Shape(format!(
-                "convolution dimensions must all be positive: {g}"
-            )));
+        let positive = || {
+            NumericError::Shape(format!(
+                "convolution dimensions must all be positive: {self}"
+            ))
+        };
+        if self.batch == 0 {
+            return Err(positive());
         }
-        if g.kernel > g.in_h + 2 * g.pad || g.kernel > g.in_w + 2 * g.pad {
-            return Err(NumericError::Shape(format!(
-                "kernel {} is larger than the padded input {}x{}",
-                g.kernel,
-                g.in_h + 2 * g.pad,
-                g.in_w + 2 * g.pad
-            )));
-        }
-        Ok(())
+        self.unit_geom().check_shape().map_err(|e| match e {
+            systole_core::gather::GeomError::Shape => positive(),
+            other => NumericError::Shape(other.to_string()),
+        })
     }
 
     fn check_map(

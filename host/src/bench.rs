@@ -87,8 +87,8 @@ pub fn matmul_table(
                 seconds = seconds.min(t0.elapsed().as_secs_f64());
                 simulated = dev.sim_cycles() - sim0;
                 if run == 0 && c != golden::matmul(&a, &b, &spec, size)? {
-                    return Err(DeviceError::Transport(format!(
-                        "{m}x{k}x{n} on the {size}x{size} model differs from the golden model"
+                    return Err(DeviceError::DiffersFromGolden(format!(
+                        "{m}x{k}x{n} on the {size}x{size} model"
                     )));
                 }
             }

@@ -92,8 +92,8 @@ pub fn conv_table(sizes: &[usize], g: &Conv2dGeom) -> Result<Vec<ConvRow>, Devic
                     ),
                 };
                 if got != want {
-                    return Err(DeviceError::Transport(format!(
-                        "{op} on the {size}x{size} model differs from the golden model"
+                    return Err(DeviceError::DiffersFromGolden(format!(
+                        "{op} on the {size}x{size} model"
                     )));
                 }
                 let st = dev.stats();

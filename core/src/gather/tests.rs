@@ -236,7 +236,15 @@ fn bad_geometry_is_named() {
         stride: 1,
         pad: 0,
     };
-    assert_eq!(ConvGeom { kernel: 5, ..ok }.check(), Err(GeomError::Shape));
+    assert_eq!(
+        ConvGeom { kernel: 5, ..ok }.check(),
+        Err(GeomError::KernelTooLarge {
+            kernel: 5,
+            padded_h: 4,
+            padded_w: 4
+        })
+    );
+    assert_eq!(ConvGeom { out_ch: 0, ..ok }.check(), Err(GeomError::Shape));
     assert_eq!(
         ConvGeom { stride: 16, ..ok }.check(),
         Err(GeomError::Stride(16))

@@ -1,6 +1,7 @@
 //! The bridge backend against a scripted board, with literal bytes.
 
 use super::*;
+use crate::Device;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 

@@ -105,3 +105,14 @@ impl<E: fmt::Display> fmt::Display for DriverError<E> {
         }
     }
 }
+
+/// The bus's error is the typed cause of [`DriverError::Bus`] (hosts walk the chain to it).
+impl<E: core::error::Error + 'static> core::error::Error for DriverError<E> {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            DriverError::Bus(e) => Some(e),
+            DriverError::Config(e) => Some(e),
+            _ => None,
+        }
+    }
+}

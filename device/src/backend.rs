@@ -1,0 +1,257 @@
+//! [`BusDevice`]: the one backend that runs the firmware's drivers over a [`Link`], an
+//! [`AcceleratorBus`] to an accelerator. The verilator, serial and bridge backends are its
+//! instances; each contributes only its bus and how that bus opens.
+
+use super::conv_unit::{self, ConvOperands};
+use super::{Device, DeviceError, DeviceStats};
+use systole_core::{AcceleratorBus, ArrayConfig};
+use systole_firmware::conv::{conv2d, ConvOp};
+use systole_firmware::driver::{self, DriverError, DriverStats};
+use systole_golden::conv::Conv2dGeom;
+use systole_golden::tensor::QMatrix;
+use systole_golden::{NumericError, OutputSpec};
+
+/// An [`AcceleratorBus`] a [`BusDevice`] runs on: a simulated array or a link to a board.
+pub trait Link: AcceleratorBus {
+    /// The backend's name in device names and messages (`verilator`, `serial`, `bridge`).
+    const KIND: &'static str;
+
+    /// Sends every buffered write and waits until the device has taken it (the driver's last
+    /// reads may leave writes in flight on a link; a simulator has none).
+    fn settle(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
+    /// Bytes moved to and from the device so far as the link counts them; `None` where no
+    /// link counts them (then a run's bytes are its port use: rows, registers, map words).
+    fn link_bytes(&self) -> Option<(u64, u64)> {
+        None
+    }
+}
+
+/// A device that runs every product and convolution through the firmware's drivers on `L`.
+pub struct BusDevice<L> {
+    pub(crate) config: ArrayConfig,
+    pub(crate) bus: L,
+    /// Where the device is (a port path), if anywhere but this process.
+    pub(crate) at: Option<String>,
+    pub(crate) stats: DeviceStats,
+}
+
+impl<L: Link> BusDevice<L>
+where
+    L::Error: std::error::Error + Send + Sync + 'static,
+{
+    pub(crate) fn with_bus(config: ArrayConfig, bus: L, at: Option<String>) -> Self {
+        BusDevice {
+            config,
+            bus,
+            at,
+            stats: DeviceStats::default(),
+        }
+    }
+
+    /// Runs one driver call of `macs` multiply-accumulates and settles the link, counting the
+    /// bytes it moved (also when it failed: they crossed the link all the same) and, when it
+    /// succeeded, the op. A failure keeps the driver's typed error as its source.
+    fn run(
+        &mut self,
+        macs: u64,
+        call: impl FnOnce(&mut L, &ArrayConfig) -> Result<DriverStats, DriverError<L::Error>>,
+    ) -> Result<(), DeviceError> {
+        let before = self.bus.link_bytes();
+        let r = call(&mut self.bus, &self.config)
+            .and_then(|st| self.bus.settle().map(|()| st).map_err(DriverError::Bus));
+        let (to, from) = match (before, self.bus.link_bytes(), &r) {
+            (Some((out0, in0)), Some((out1, in1)), _) => (out1 - out0, in1 - in0),
+            (_, _, Ok(st)) => conv_unit::port_bytes(&self.config, st),
+            _ => (0, 0),
+        };
+        self.stats.bytes_to_device += to;
+        self.stats.bytes_from_device += from;
+        let st = r.map_err(|e| DeviceError::Transport {
+            device: self.name(),
+            source: Box::new(e),
+        })?;
+        self.stats.ops += 1;
+        self.stats.macs += macs;
+        self.stats.cycles += st.cycles;
+        self.stats.mac_cycles += st.mac_cycles;
+        Ok(())
+    }
+
+    /// One convolution on the conv unit; the result is NCHW for the forward and input-gradient
+    /// ops and `out_ch x in_ch·k·k` for the weight gradient.
+    fn conv(
+        &mut self,
+        ops: &ConvOperands<'_>,
+        g: &Conv2dGeom,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let job = conv_unit::job(ops, g, out)?;
+        let (m, k, n) = job.shape();
+        let mut c = vec![0i16; m * n];
+        self.run((m * k * n) as u64, |bus, cfg| {
+            conv2d(bus, cfg, &job, &mut c)
+        })?;
+        let lowered = QMatrix::from_vec(m, n, out.frac, c)?;
+        Ok(conv_unit::reshape(ops.op, g, lowered))
+    }
+}
+
+impl<L: Link> Device for BusDevice<L>
+where
+    L::Error: std::error::Error + Send + Sync + 'static,
+{
+    fn name(&self) -> String {
+        let n = self.config.size;
+        match &self.at {
+            Some(at) => format!("{} {n}x{n} at {at}", L::KIND),
+            None => format!("{} {n}x{n}", L::KIND),
+        }
+    }
+
+    fn config(&self) -> &ArrayConfig {
+        &self.config
+    }
+
+    fn matmul(
+        &mut self,
+        a: &QMatrix,
+        b: &QMatrix,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let job = driver_job(a, b, out)?;
+        let (m, n) = (job.m, job.n);
+        let mut c = vec![0i16; m * n];
+        self.run((m * job.k * n) as u64, |bus, cfg| {
+            driver::matmul(bus, cfg, &job, &mut c)
+        })?;
+        Ok(QMatrix::from_vec(m, n, out.frac, c)?)
+    }
+
+    // Each convolution runs on the conv unit, or, when the array was built without one or the
+    // maps do not fit its buffer, as the host-lowered product.
+    fn conv2d_forward(
+        &mut self,
+        x: &QMatrix,
+        w: &QMatrix,
+        g: &Conv2dGeom,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let op = ConvOp::Forward;
+        if !conv_unit::runs_on_unit(&self.config, g, op) {
+            return super::lowered_forward(self, x, w, g, out);
+        }
+        let ops = ConvOperands {
+            op,
+            x: Some(x),
+            dy: None,
+            w: Some(w),
+        };
+        self.conv(&ops, g, out)
+    }
+
+    fn conv2d_backward_input(
+        &mut self,
+        dy: &QMatrix,
+        w: &QMatrix,
+        g: &Conv2dGeom,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let op = ConvOp::BackwardInput;
+        if !conv_unit::runs_on_unit(&self.config, g, op) {
+            return super::lowered_backward_input(self, dy, w, g, out);
+        }
+        let ops = ConvOperands {
+            op,
+            x: None,
+            dy: Some(dy),
+            w: Some(w),
+        };
+        self.conv(&ops, g, out)
+    }
+
+    fn conv2d_backward_weights(
+        &mut self,
+        x: &QMatrix,
+        dy: &QMatrix,
+        g: &Conv2dGeom,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let op = ConvOp::BackwardWeights;
+        if !conv_unit::runs_on_unit(&self.config, g, op) {
+            return super::lowered_backward_weights(self, x, dy, g, out);
+        }
+        let ops = ConvOperands {
+            op,
+            x: Some(x),
+            dy: Some(dy),
+            w: None,
+        };
+        self.conv(&ops, g, out)
+    }
+
+    fn stats(&self) -> DeviceStats {
+        self.stats
+    }
+
+    fn reset_stats(&mut self) {
+        self.stats = DeviceStats::default();
+    }
+}
+
+/// Checks a product's operands against the contract and builds the tile driver's job.
+fn driver_job<'a>(
+    a: &'a QMatrix,
+    b: &'a QMatrix,
+    out: &OutputSpec,
+) -> Result<driver::MatmulJob<'a>, DeviceError> {
+    if a.cols != b.rows {
+        return Err(NumericError::Shape(format!(
+            "A is {}x{} and B is {}x{}: A's columns must equal B's rows",
+            a.rows, a.cols, b.rows, b.cols
+        ))
+        .into());
+    }
+    if a.cols > systole_core::numeric::MAX_K {
+        return Err(NumericError::KTooLong(a.cols).into());
+    }
+    Ok(driver::MatmulJob {
+        a: &a.data,
+        b: &b.data,
+        m: a.rows,
+        k: a.cols,
+        n: b.cols,
+        shift: systole_golden::output_shift(a.frac + b.frac, out.frac)?,
+        rounding: out.rounding,
+        seed: out.seed,
+    })
+}
+
+/// Checks a board's `ID` register: is it a systole accelerator? `at` names it in messages.
+pub(crate) fn check_id(at: &str, id: u32) -> Result<(), DeviceError> {
+    if id == systole_core::regmap::ID_VALUE {
+        return Ok(());
+    }
+    Err(DeviceError::NotAccelerator {
+        at: at.to_string(),
+        id,
+    })
+}
+
+/// Checks a board's `CONFIG` register against the array asked for.
+pub(crate) fn check_config(
+    at: &str,
+    config_word: u32,
+    asked: &ArrayConfig,
+) -> Result<(), DeviceError> {
+    if config_word == asked.config_word() {
+        return Ok(());
+    }
+    let found = ArrayConfig::from_config_word(config_word);
+    Err(DeviceError::Unsupported(format!(
+        "the board at {at} is a {0}x{0} array with {1}-row buffers and a {2}-word feature-map buffer, but {3}x{3} with {4}-row buffers and {5} feature-map words was asked for",
+        found.size, found.buffer_depth, found.fm_depth, asked.size, asked.buffer_depth, asked.fm_depth
+    )))
+}
