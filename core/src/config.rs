@@ -71,8 +71,6 @@ impl core::fmt::Display for ConfigError {
     }
 }
 
-impl core::error::Error for ConfigError {}
-
 impl ArrayConfig {
     /// The default configuration for a `size x size` array: 16-bit words, 48-bit accumulators,
     /// 8 fractional bits, 512-row buffer banks, a 32768-word feature-map buffer.
