@@ -21,12 +21,13 @@ pub struct VerilatorDevice {
 impl From<SimError> for DeviceError {
     fn from(e: SimError) -> Self {
         match e {
-            SimError::NotBuilt | SimError::SizeNotBuilt { .. } | SimError::TraceNotBuilt => {
-                DeviceError::NotBuilt {
-                    backend: "verilator",
-                    how_to_fix: e.to_string(),
-                }
-            }
+            SimError::NotBuilt
+            | SimError::SizeNotBuilt { .. }
+            | SimError::TraceNotBuilt
+            | SimError::SocNotBuilt(_) => DeviceError::NotBuilt {
+                backend: "verilator",
+                how_to_fix: e.to_string(),
+            },
             SimError::Config(c) => DeviceError::Unsupported(c.to_string()),
             SimError::TraceTooLate => DeviceError::Unsupported(e.to_string()),
             other => DeviceError::Transport(other.to_string()),
