@@ -8,7 +8,7 @@ use crate::DeviceError;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
 use nix::sys::termios;
 use std::fs::File;
-use std::io::{ErrorKind, Read as _, Write as _};
+use std::io::{ErrorKind, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use systole_core::{AcceleratorBus, ArrayConfig};
 use systole_firmware::board::{Board, BoardError};
-use systole_sim::VerilatedBoard;
+use systole_sim::{VerilatedBoard, VerilatedSoc};
 
 /// The board side of the pty: blocking reads that give up when asked to stop, and an optional
 /// byte budget after which the link "drops" (for link-failure tests).
@@ -139,13 +139,36 @@ impl SimBoard {
     pub fn spawn_bridge_image() -> Result<SimBoard, DeviceError> {
         // Fail early (on this thread) with the simulator's own message if it was not built.
         drop(VerilatedBoard::new()?);
+        SimBoard::spawn_pins("systole-bridge-image", || {
+            VerilatedBoard::new().map(Pins::Bridge)
+        })
+    }
+
+    /// The SoC image (the VexRiscv CPU running the firmware image of `soc-firmware/`, the
+    /// UART and the array with its conv unit) simulated through its serial pins, on a new pty:
+    /// open it with `--device serial:PATH`, as a flashed SoC board. Returns it with its
+    /// accelerator's configuration.
+    pub fn spawn_soc_image() -> Result<(SimBoard, ArrayConfig), DeviceError> {
+        let config = VerilatedSoc::with_firmware()?.config();
+        let board = SimBoard::spawn_pins("systole-soc-image", || {
+            VerilatedSoc::with_firmware().map(Pins::Soc)
+        })?;
+        Ok((board, config))
+    }
+
+    /// Serves an image simulated through its serial pins on a new pty. The simulation runs
+    /// while a command is in flight and sleeps on the pty otherwise.
+    fn spawn_pins(
+        name: &str,
+        make: impl FnOnce() -> Result<Pins, systole_sim::SimError> + Send + 'static,
+    ) -> Result<SimBoard, DeviceError> {
         let (mut master, slave, path) = open_pty()?;
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
         let thread = std::thread::Builder::new()
-            .name("systole-bridge-image".into())
+            .name(name.into())
             .spawn(move || {
-                let mut board = VerilatedBoard::new().map_err(|e| e.to_string())?;
+                let mut board = make().map_err(|e| e.to_string())?;
                 // Short slices of simulated time, so new bytes from the host are taken in
                 // between; the image is clocked only while the host may wait for an answer
                 // (until `SILENT_SLICES` slices passed without a byte).
@@ -220,6 +243,46 @@ impl SimBoard {
     }
 }
 
+/// An image driven through its serial pins.
+enum Pins {
+    Bridge(VerilatedBoard),
+    Soc(VerilatedSoc),
+}
+
+impl Pins {
+    fn set_read_timeout(&mut self, bit_times: u32) {
+        match self {
+            Pins::Bridge(b) => b.set_read_timeout(bit_times),
+            Pins::Soc(s) => s.set_read_timeout(bit_times),
+        }
+    }
+}
+
+impl Read for Pins {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Pins::Bridge(b) => b.read(buf),
+            Pins::Soc(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Pins {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Pins::Bridge(b) => b.write(buf),
+            Pins::Soc(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Pins::Bridge(b) => b.flush(),
+            Pins::Soc(s) => s.flush(),
+        }
+    }
+}
+
 impl Drop for SimBoard {
     fn drop(&mut self) {
         let _ = self.shutdown();
@@ -232,6 +295,26 @@ pub fn run_board_sim(config: ArrayConfig) -> Result<(), DeviceError> {
     println!(
         "simulated {0}x{0} board on {1} (use --device serial:{1}); Ctrl-C to stop",
         config.size,
+        board.path().display()
+    );
+    loop {
+        std::thread::park();
+    }
+}
+
+/// `systole-board-sim --soc`: serves the simulated SoC image (the firmware on the CPU) on a
+/// pty until killed, printing its path. `size`, when given, must be the SoC model's array size.
+pub fn run_soc_image_sim(size: Option<usize>) -> Result<(), DeviceError> {
+    let (board, config) = SimBoard::spawn_soc_image()?;
+    let n = config.size;
+    if size.is_some_and(|s| s != n) {
+        return Err(DeviceError::Unsupported(format!(
+            "the SoC image in this build has a {n}x{n} array: use --soc --array {n} (or no --array)"
+        )));
+    }
+    println!(
+        "simulated SoC image (VexRiscv running the firmware, {n}x{n} array with a {}-word conv unit) on {1} (use --device serial:{1} --array {n}); Ctrl-C to stop",
+        config.fm_depth,
         board.path().display()
     );
     loop {

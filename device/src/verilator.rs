@@ -17,7 +17,10 @@ impl Link for VerilatedArray {
 impl From<SimError> for DeviceError {
     fn from(e: SimError) -> Self {
         match e {
-            SimError::NotBuilt | SimError::SizeNotBuilt { .. } | SimError::TraceNotBuilt => {
+            SimError::NotBuilt
+            | SimError::SizeNotBuilt { .. }
+            | SimError::TraceNotBuilt
+            | SimError::SocNotBuilt(_) => {
                 DeviceError::NotBuilt {
                     backend: "verilator",
                     how_to_fix: e.to_string(),

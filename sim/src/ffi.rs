@@ -93,3 +93,4 @@ pub(crate) struct Loader {
 }
 
 include!(concat!(env!("OUT_DIR"), "/models.rs"));
+include!(concat!(env!("OUT_DIR"), "/firmware.rs"));

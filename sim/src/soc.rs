@@ -64,6 +64,28 @@ impl VerilatedSoc {
         })
     }
 
+    /// The SoC running the firmware image of `soc-firmware/` (built with this crate by
+    /// `systole_soc_image`): the frame protocol server of `systole_firmware::board` on the CPU.
+    pub fn with_firmware() -> Result<Self, SimError> {
+        Self::with_image(&ffi::SOC_FIRMWARE)
+    }
+
+    /// [`VerilatedSoc::with_firmware`] with the firmware's `panic-test` build, whose `IDLE` of
+    /// `protocol::panic::PANIC_TEST_IDLE_CYCLES` cycles panics.
+    pub fn with_panic_test_firmware() -> Result<Self, SimError> {
+        Self::with_image(&ffi::SOC_PANIC_FIRMWARE)
+    }
+
+    fn with_image(image: &Result<&'static [u8], &'static str>) -> Result<Self, SimError> {
+        if let Err(why) = &ffi::SOC {
+            return Err(SimError::SocNotBuilt((*why).to_string()));
+        }
+        let image = image.map_err(|why| {
+            SimError::SocNotBuilt(format!("no firmware image in this build: {why}"))
+        })?;
+        Self::new(image)
+    }
+
     /// Array size of the SoC's accelerator.
     pub fn size(&self) -> usize {
         self.board.size()

@@ -161,6 +161,9 @@ pub fn build(features: &[&str]) -> Result<Image, ImageError> {
         cmd.arg("--features").arg(features.join(","));
     }
     clean_env(&mut cmd);
+    // The build never reads input: a caller's stdin (a build script inherits cargo's) must
+    // not reach rustc, which reads its target probe from stdin.
+    cmd.stdin(std::process::Stdio::null());
     let out = cmd.output().map_err(|source| ImageError::Spawn {
         what: "cargo",
         source,

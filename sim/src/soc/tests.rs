@@ -147,4 +147,5 @@ fn bad_images_are_refused() {
     }
 }
 
+mod firmware;
 mod monitor;
