@@ -20,12 +20,10 @@ impl From<SimError> for DeviceError {
             SimError::NotBuilt
             | SimError::SizeNotBuilt { .. }
             | SimError::TraceNotBuilt
-            | SimError::SocNotBuilt(_) => {
-                DeviceError::NotBuilt {
-                    backend: "verilator",
-                    how_to_fix: e.to_string(),
-                }
-            }
+            | SimError::SocNotBuilt(_) => DeviceError::NotBuilt {
+                backend: "verilator",
+                how_to_fix: e.to_string(),
+            },
             SimError::Config(c) => DeviceError::Config(c),
             other => DeviceError::Transport {
                 device: VerilatedArray::KIND.into(),
