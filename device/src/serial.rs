@@ -201,16 +201,20 @@ impl<T: Read + Write> SerialBus<T> {
     }
 
     fn close_runs(&mut self) -> Result<(), LinkError> {
-        for (i, buffer) in [(0, Buffer::A), (1, Buffer::B)] {
-            if let Some(run) = self.runs[i].take() {
-                self.push_entry(&Request::WriteRows {
-                    buffer,
-                    bank: run.bank,
-                    start: run.start,
-                    count: run.count,
-                    words: Words::from_le_bytes(&run.bytes),
-                })?;
-            }
+        self.close_run(0)?;
+        self.close_run(1)
+    }
+
+    /// Queues the open run of rows for buffer `which` (0: A, 1: B) as one `WRITE_ROWS` entry.
+    fn close_run(&mut self, which: usize) -> Result<(), LinkError> {
+        if let Some(run) = self.runs[which].take() {
+            self.push_entry(&Request::WriteRows {
+                buffer: if which == 0 { Buffer::A } else { Buffer::B },
+                bank: run.bank,
+                start: run.start,
+                count: run.count,
+                words: Words::from_le_bytes(&run.bytes),
+            })?;
         }
         Ok(())
     }
@@ -221,16 +225,7 @@ impl<T: Read + Write> SerialBus<T> {
             && u32::from(r.start) + u32::from(r.count) == u32::from(row)
             && r.bytes.len() + 2 * data.len() <= limit);
         if !fits {
-            if let Some(run) = self.runs[which].take() {
-                let buffer = if which == 0 { Buffer::A } else { Buffer::B };
-                self.push_entry(&Request::WriteRows {
-                    buffer,
-                    bank: run.bank,
-                    start: run.start,
-                    count: run.count,
-                    words: Words::from_le_bytes(&run.bytes),
-                })?;
-            }
+            self.close_run(which)?;
             self.runs[which] = Some(Run {
                 bank,
                 start: row,
