@@ -1,8 +1,15 @@
-//! Floating-point baselines on the host: f32, and f16 / bf16 *storage* (every tensor is rounded
-//! to the format after each operation, arithmetic inside an operation is f32) via `half`.
+//! Floating-point baselines on the host: f32, and f16 / bf16 trained the way mixed-precision
+//! training does it (via `half`): every operation reads its operands in the format and rounds
+//! its result to it (arithmetic inside an operation is f32), while the weights and their momentum
+//! are f32 *master* copies that the SGD update writes unrounded. A bf16 weight would lose every
+//! update smaller than half its ulp (2^-9 of its size, 2^-12 for f16): late in training most of
+//! them, which cost bf16 a point on Fashion-MNIST (README). Masters were chosen over stochastic
+//! rounding of the update because they keep the runs deterministic with no extra state in the
+//! checkpoint, and cost only the rounding of each weight as an operand.
 
 use super::arith::{max_pool2_backward_slice, max_pool2_slice, Arith, TensorState};
 use super::TrainError;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use systole_golden::Conv2dGeom;
 
@@ -66,6 +73,16 @@ impl FloatArith {
             data.iter_mut().for_each(|x| *x = self.format.round(*x));
         }
         FMat { rows, cols, data }
+    }
+
+    /// `v` as an operand of this format: a no-op for f32 and for the tensors the operations
+    /// produced (already rounded), the rounding of a master weight for f16 / bf16.
+    fn operand<'a>(&self, v: &'a [f32]) -> Cow<'a, [f32]> {
+        if self.format == FloatFormat::F32 {
+            Cow::Borrowed(v)
+        } else {
+            Cow::Owned(v.iter().map(|&x| self.format.round(x)).collect())
+        }
     }
 
     /// `C = op(A)·op(B)` through `sgemm`; strides express the transposes without copying.
@@ -260,10 +277,10 @@ impl Arith for FloatArith {
             a.rows,
             a.cols,
             b.cols,
-            &a.data,
+            &self.operand(&a.data),
             a.cols as isize,
             1,
-            &b.data,
+            &self.operand(&b.data),
             b.cols as isize,
             1,
         );
@@ -284,10 +301,10 @@ impl Arith for FloatArith {
             a.rows,
             a.cols,
             b.rows,
-            &a.data,
+            &self.operand(&a.data),
             a.cols as isize,
             1,
-            &b.data,
+            &self.operand(&b.data),
             1,
             b.cols as isize,
         );
@@ -308,10 +325,10 @@ impl Arith for FloatArith {
             a.cols,
             a.rows,
             b.cols,
-            &a.data,
+            &self.operand(&a.data),
             1,
             a.cols as isize,
-            &b.data,
+            &self.operand(&b.data),
             b.cols as isize,
             1,
         );
@@ -326,7 +343,7 @@ impl Arith for FloatArith {
         g: &Conv2dGeom,
     ) -> Result<FMat, TrainError> {
         g.validate().map_err(|e| shape_err(op, e.to_string()))?;
-        let cols = im2col(&x.data, g);
+        let cols = im2col(&self.operand(&x.data), g);
         let p = g.out_h() * g.out_w();
         // (batch·p x in_ch·k·k) · Wᵀ -> (batch·p) x out_ch
         let kk = w.cols;
@@ -337,7 +354,7 @@ impl Arith for FloatArith {
             &cols,
             kk as isize,
             1,
-            &w.data,
+            &self.operand(&w.data),
             1,
             kk as isize,
         );
@@ -357,7 +374,7 @@ impl Arith for FloatArith {
     ) -> Result<FMat, TrainError> {
         g.validate().map_err(|e| shape_err(op, e.to_string()))?;
         let p = g.out_h() * g.out_w();
-        let dyr = nchw_to_rows(&dy.data, g.batch, g.out_ch, p);
+        let dyr = nchw_to_rows(&self.operand(&dy.data), g.batch, g.out_ch, p);
         let dcols = self.gemm(
             g.batch * p,
             g.out_ch,
@@ -365,7 +382,7 @@ impl Arith for FloatArith {
             &dyr,
             g.out_ch as isize,
             1,
-            &w.data,
+            &self.operand(&w.data),
             w.cols as isize,
             1,
         );
@@ -381,8 +398,8 @@ impl Arith for FloatArith {
     ) -> Result<FMat, TrainError> {
         g.validate().map_err(|e| shape_err(op, e.to_string()))?;
         let p = g.out_h() * g.out_w();
-        let dyr = nchw_to_rows(&dy.data, g.batch, g.out_ch, p);
-        let cols = im2col(&x.data, g);
+        let dyr = nchw_to_rows(&self.operand(&dy.data), g.batch, g.out_ch, p);
+        let cols = im2col(&self.operand(&x.data), g);
         let kk = g.in_ch * g.kernel * g.kernel;
         let dw = self.gemm(
             g.out_ch,
@@ -411,11 +428,12 @@ impl Arith for FloatArith {
                 format!("bias of {} x{repeat} for {} columns", bias.cols, y.cols),
             ));
         }
+        let bias = self.operand(&bias.data);
         let d = y
             .data
             .iter()
             .enumerate()
-            .map(|(i, &v)| v + bias.data[(i % y.cols) / repeat])
+            .map(|(i, &v)| v + bias[(i % y.cols) / repeat])
             .collect();
         Ok(self.store(y.rows, y.cols, d))
     }
@@ -486,10 +504,10 @@ impl Arith for FloatArith {
         lr: f32,
         momentum: f32,
     ) -> Result<(), TrainError> {
-        let f = self.format;
+        // `w` and `v` are f32 masters in every format (module docs); `g` is in the format.
         for ((wi, vi), &gi) in w.data.iter_mut().zip(v.data.iter_mut()).zip(&g.data) {
-            *vi = f.round(momentum * *vi + gi);
-            *wi = f.round(*wi - lr * *vi);
+            *vi = momentum * *vi + gi;
+            *wi -= lr * *vi;
         }
         Ok(())
     }
