@@ -141,15 +141,27 @@ impl Conv2dGeom {
     }
 }
 
+/// Checks `g` and the shapes of a forward convolution's operands.
+pub fn check_forward(x: &QMatrix, w: &QMatrix, g: &Conv2dGeom) -> Result<(), NumericError> {
+    g.validate()?;
+    g.check_map(x, "input", g.in_ch, g.in_h, g.in_w)?;
+    g.check_weights(w)
+}
+
+/// Checks `g` and the shapes of an input gradient's operands.
+pub fn check_backward_input(dy: &QMatrix, w: &QMatrix, g: &Conv2dGeom) -> Result<(), NumericError> {
+    g.validate()?;
+    g.check_map(dy, "output gradient", g.out_ch, g.out_h(), g.out_w())?;
+    g.check_weights(w)
+}
+
 /// The matrices whose product is the forward convolution: `(im2col(x), Wᵀ)`.
 pub fn forward_operands(
     x: &QMatrix,
     w: &QMatrix,
     g: &Conv2dGeom,
 ) -> Result<(QMatrix, QMatrix), NumericError> {
-    g.validate()?;
-    g.check_map(x, "input", g.in_ch, g.in_h, g.in_w)?;
-    g.check_weights(w)?;
+    check_forward(x, w, g)?;
     Ok((im2col(x, g), w.transpose()))
 }
 
@@ -213,10 +225,8 @@ pub fn backward_input_operands(
     w: &QMatrix,
     g: &Conv2dGeom,
 ) -> Result<(QMatrix, QMatrix), NumericError> {
-    g.validate()?;
+    check_backward_input(dy, w, g)?;
     let (oh, ow, k) = (g.out_h(), g.out_w(), g.kernel);
-    g.check_map(dy, "output gradient", g.out_ch, oh, ow)?;
-    g.check_weights(w)?;
     let cols = g.out_ch * k * k;
     let mut gath = QMatrix::zeros(g.batch * g.in_h * g.in_w, cols, dy.frac);
     for b in 0..g.batch {

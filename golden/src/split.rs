@@ -11,17 +11,18 @@ use systole_core::numeric::MAX_K;
 pub const SUM_FRAC: u32 = 15;
 
 /// The chunks of a reduction over `units` units of `unit_len` reduction indices each (one index
-/// per unit for a matrix product; one image of `out_h * out_w` indices for a convolution's
-/// weight gradient): consecutive ranges of units, each of `MAX_K / unit_len` units (the most
-/// whole units that fit the limit) except the last, which holds the rest. One chunk when the
-/// whole reduction fits. An error when one unit alone is longer than the limit.
+/// per unit for a matrix product; one image of `out_h * out_w` indices for a convolution's weight
+/// gradient; one channel of `k * k` indices for its forward product and input gradient):
+/// consecutive ranges of units, each of `MAX_K / unit_len` units (the most whole units that fit
+/// the limit) except the last, which holds the rest. One chunk when the whole reduction fits.
+/// An error when one unit alone is longer than the limit.
 pub fn reduction_chunks(units: usize, unit_len: usize) -> Result<Vec<Range<usize>>, NumericError> {
     let per = MAX_K / unit_len.max(1);
     if per == 0 {
         return Err(NumericError::Shape(format!(
-            "one unit of the reduction (one image's {unit_len} output pixels) is longer than the \
-             contract's limit of {MAX_K}, and a reduction is only split between units: use \
-             smaller images"
+            "one unit of the reduction ({unit_len} products: an image's output pixels, or a \
+             kernel's window) is longer than the contract's limit of {MAX_K}, and a reduction is \
+             only split between units: use smaller images or kernels"
         )));
     }
     // At least one chunk, so an empty reduction is still one operation (of zeros).
@@ -64,6 +65,12 @@ pub fn cols_of(m: &QMatrix, c: Range<usize>) -> QMatrix {
         frac: m.frac,
         data,
     }
+}
+
+/// Channels `c` of `m`, whose rows hold `m.cols / per_channel` channels of `per_channel`
+/// consecutive words each (an NCHW map's rows, or the `in_ch·k·k` rows of conv weights).
+pub fn channels_of(m: &QMatrix, c: Range<usize>, per_channel: usize) -> QMatrix {
+    cols_of(m, c.start * per_channel..c.end * per_channel)
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use systole_core::Rounding;
 use systole_device::Device;
-use systole_golden::split::{cols_of, reduction_chunks, rows_of};
+use systole_golden::split::{channels_of, cols_of, reduction_chunks, rows_of};
 use systole_golden::tensor::QMatrix;
 use systole_golden::{self as golden, convert_sequential, Conv2dGeom, NumericError, OutputSpec};
 
@@ -164,8 +164,8 @@ pub fn add_exact_at(sum: &mut [i64], t: &QMatrix, frac: u32) {
     }
 }
 
-/// Cuts one operand's reduction dimension (rows or columns) to a chunk.
-type Slice = fn(&QMatrix, Range<usize>) -> QMatrix;
+/// Cuts one operand's reduction dimension (rows, columns or channels) to a chunk of units.
+type Slice<'s> = &'s dyn Fn(&QMatrix, Range<usize>) -> QMatrix;
 
 /// The operands of each chunk of a reduction (the contract's "Long reductions" rule), borrowed
 /// as they are when the whole reduction fits one device operation.
@@ -181,8 +181,8 @@ impl<'a> Chunks<'a> {
     /// `a` and `b` with the length of their reduction dimension in units of `unit_len`
     /// indices and how to slice it.
     fn new(
-        (a, units_a, slice_a): (&'a QMatrix, usize, Slice),
-        (b, units_b, slice_b): (&'a QMatrix, usize, Slice),
+        (a, units_a, slice_a): (&'a QMatrix, usize, Slice<'_>),
+        (b, units_b, slice_b): (&'a QMatrix, usize, Slice<'_>),
         unit_len: usize,
     ) -> Result<Self, NumericError> {
         let ranges = reduction_chunks(units_a, unit_len)?;
@@ -220,7 +220,8 @@ impl<'a> Chunks<'a> {
         self.parts.get(j).map_or(self.whole.1, |p| &p.1)
     }
 
-    /// Units (images of a weight gradient) in chunk `j`.
+    /// Units (images of a weight gradient, channels of a forward product or input gradient) in
+    /// chunk `j`.
     fn units(&self, j: usize) -> usize {
         self.ranges[j].len()
     }
@@ -292,7 +293,8 @@ impl Arith for FixedArith {
     }
 
     fn matmul(&mut self, op: &str, a: &QMatrix, b: &QMatrix) -> Result<QMatrix, TrainError> {
-        let p = Chunks::new((a, a.cols, cols_of), (b, b.rows, rows_of), 1).map_err(numeric(op))?;
+        let p =
+            Chunks::new((a, a.cols, &cols_of), (b, b.rows, &rows_of), 1).map_err(numeric(op))?;
         self.offload(
             op,
             a.frac + b.frac,
@@ -304,7 +306,8 @@ impl Arith for FixedArith {
     }
 
     fn matmul_nt(&mut self, op: &str, a: &QMatrix, b: &QMatrix) -> Result<QMatrix, TrainError> {
-        let p = Chunks::new((a, a.cols, cols_of), (b, b.cols, cols_of), 1).map_err(numeric(op))?;
+        let p =
+            Chunks::new((a, a.cols, &cols_of), (b, b.cols, &cols_of), 1).map_err(numeric(op))?;
         self.offload(
             op,
             a.frac + b.frac,
@@ -316,7 +319,8 @@ impl Arith for FixedArith {
     }
 
     fn matmul_tn(&mut self, op: &str, a: &QMatrix, b: &QMatrix) -> Result<QMatrix, TrainError> {
-        let p = Chunks::new((a, a.rows, rows_of), (b, b.rows, rows_of), 1).map_err(numeric(op))?;
+        let p =
+            Chunks::new((a, a.rows, &rows_of), (b, b.rows, &rows_of), 1).map_err(numeric(op))?;
         self.offload(
             op,
             a.frac + b.frac,
@@ -334,14 +338,25 @@ impl Arith for FixedArith {
         w: &QMatrix,
         g: &Conv2dGeom,
     ) -> Result<QMatrix, TrainError> {
-        let bound = max_abs(x) * max_abs(w) * w.cols as f64;
+        // The reduction runs over (input channel, ky, kx): split between input channels.
+        golden::check_forward(x, w, g).map_err(numeric(op))?;
+        let kk = g.kernel * g.kernel;
+        let (x_ch, w_ch) = (
+            |m: &QMatrix, r| channels_of(m, r, g.in_h * g.in_w),
+            |m: &QMatrix, r| channels_of(m, r, kk),
+        );
+        let p = Chunks::new((x, g.in_ch, &x_ch), (w, g.in_ch, &w_ch), kk).map_err(numeric(op))?;
+        let geom = |j: usize| Conv2dGeom {
+            in_ch: p.units(j),
+            ..*g
+        };
         self.offload(
             op,
             x.frac + w.frac,
-            bound,
-            1,
-            &|d, s, _| d.conv2d_forward(x, w, g, s),
-            &|s, t, _| golden::conv2d_forward(x, w, g, s, t),
+            max_abs(x) * max_abs(w) * p.k as f64,
+            p.len(),
+            &|d, s, j| d.conv2d_forward(p.a(j), p.b(j), &geom(j), s),
+            &|s, t, j| golden::conv2d_forward(p.a(j), p.b(j), &geom(j), s, t),
         )
     }
 
@@ -352,14 +367,23 @@ impl Arith for FixedArith {
         w: &QMatrix,
         g: &Conv2dGeom,
     ) -> Result<QMatrix, TrainError> {
-        let bound = max_abs(dy) * max_abs(w) * (g.out_ch * g.kernel * g.kernel) as f64;
+        // The reduction runs over (output channel, ky, kx): split between output channels.
+        golden::check_backward_input(dy, w, g).map_err(numeric(op))?;
+        let dy_ch = |m: &QMatrix, r| channels_of(m, r, g.out_h() * g.out_w());
+        let kk = g.kernel * g.kernel;
+        let p = Chunks::new((dy, g.out_ch, &dy_ch), (w, g.out_ch, &rows_of), kk)
+            .map_err(numeric(op))?;
+        let geom = |j: usize| Conv2dGeom {
+            out_ch: p.units(j),
+            ..*g
+        };
         self.offload(
             op,
             dy.frac + w.frac,
-            bound,
-            1,
-            &|d, s, _| d.conv2d_backward_input(dy, w, g, s),
-            &|s, t, _| golden::conv2d_backward_input(dy, w, g, s, t),
+            max_abs(dy) * max_abs(w) * p.k as f64,
+            p.len(),
+            &|d, s, j| d.conv2d_backward_input(p.a(j), p.b(j), &geom(j), s),
+            &|s, t, j| golden::conv2d_backward_input(p.a(j), p.b(j), &geom(j), s, t),
         )
     }
 
@@ -381,8 +405,8 @@ impl Arith for FixedArith {
             });
         }
         let pix = g.out_h() * g.out_w();
-        let p =
-            Chunks::new((x, g.batch, rows_of), (dy, g.batch, rows_of), pix).map_err(numeric(op))?;
+        let p = Chunks::new((x, g.batch, &rows_of), (dy, g.batch, &rows_of), pix)
+            .map_err(numeric(op))?;
         let geom = |j: usize| Conv2dGeom {
             batch: p.units(j),
             ..*g

@@ -161,3 +161,104 @@ fn an_op_error_names_its_cause_once() {
     );
     assert_eq!(s.matches("200704").count(), 1, "{s}");
 }
+
+/// Sparse small integer words (at 0 fractional bits every product and sum below is exact) with
+/// the last `dense` words all non-zero, so the last chunk of a split reduction counts.
+fn sparse_words(n: usize, dense: usize, mul: usize) -> Vec<i16> {
+    (0..n)
+        .map(|i| match (i * mul) % 61 {
+            _ if i >= n - dense => ((i % 5) as i16 - 2) | 1,
+            0 => (i % 7) as i16 - 3,
+            _ => 0,
+        })
+        .collect()
+}
+
+/// A convolution whose reduction is 5 products longer than `MAX_K` (14,564 channels of a 3x3
+/// kernel), split into two chunks, equals the exact unsplit convolution computed here.
+#[test]
+fn long_conv_reductions_are_split_and_equal_the_exact_convolution() {
+    use systole_core::numeric::MAX_K;
+    let long = 14_564;
+    assert_eq!(long * 9, MAX_K + 5);
+    // 4x4 maps (not 3x3) so a map channel and a kernel window differ in size.
+    let (hw, k) = (4usize, 3usize);
+    let px = hw * hw;
+    let at = |b: usize, c: usize, ch: usize, y: usize, x: usize| ((b * ch + c) * hw + y) * hw + x;
+    // Input position of output (oy, ox) under kernel tap (ky, kx), padding 1.
+    let tap = |o: usize, t: usize| (o + t).checked_sub(1).filter(|&i| i < hw);
+
+    // Forward: in_ch is the long dimension.
+    let g = Conv2dGeom {
+        batch: 2,
+        in_ch: long,
+        in_h: hw,
+        in_w: hw,
+        out_ch: 2,
+        kernel: k,
+        stride: 1,
+        pad: 1,
+    };
+    let x = QMatrix::from_vec(2, long * px, 0, sparse_words(2 * long * px, px, 7919)).unwrap();
+    let w = QMatrix::from_vec(2, long * 9, 0, sparse_words(2 * long * 9, 9, 104_729)).unwrap();
+    let mut want = vec![0f32; 2 * 2 * px];
+    for (b, co, oy, ox) in grid4(2, 2, hw, hw) {
+        let mut s = 0i64;
+        for ci in 0..long {
+            for ky in 0..k {
+                for kx in 0..k {
+                    if let (Some(y), Some(xx)) = (tap(oy, ky), tap(ox, kx)) {
+                        s += x.data[at(b, ci, long, y, xx)] as i64
+                            * w.data[(co * long + ci) * 9 + ky * k + kx] as i64;
+                    }
+                }
+            }
+        }
+        want[at(b, co, 2, oy, ox)] = s as f32;
+    }
+    let mut a = arith(Rounding::Stochastic);
+    a.begin_step(3);
+    let y = a.conv_forward("fwd", &x, &w, &g).unwrap();
+    assert_eq!(a.saturation()["fwd"].ops, 2, "two chunks, no retry");
+    assert_eq!(y.to_f32(), want);
+
+    // Input gradient: out_ch is the long dimension.
+    let g = Conv2dGeom {
+        in_ch: 2,
+        out_ch: long,
+        ..g
+    };
+    let dy = QMatrix::from_vec(2, long * px, 0, sparse_words(2 * long * px, px, 7919)).unwrap();
+    let w = QMatrix::from_vec(long, 2 * 9, 0, sparse_words(long * 2 * 9, 2 * 9, 104_729)).unwrap();
+    let mut want = vec![0f32; 2 * 2 * px];
+    for (b, ci, y, xx) in grid4(2, 2, hw, hw) {
+        let mut s = 0i64;
+        for co in 0..long {
+            for ky in 0..k {
+                for kx in 0..k {
+                    // y = oy + ky - 1  =>  oy = y + 1 - ky.
+                    if let (Some(oy), Some(ox)) = (tap(y, 2 - ky), tap(xx, 2 - kx)) {
+                        s += dy.data[at(b, co, long, oy, ox)] as i64
+                            * w.data[(co * 2 + ci) * 9 + ky * k + kx] as i64;
+                    }
+                }
+            }
+        }
+        want[at(b, ci, 2, y, xx)] = s as f32;
+    }
+    let dx = a.conv_backward_input("dx", &dy, &w, &g).unwrap();
+    assert_eq!(a.saturation()["dx"].ops, 2, "two chunks, no retry");
+    assert_eq!(dx.to_f32(), want);
+}
+
+/// Every `(a, b, c, d)` below the bounds, the last index fastest.
+fn grid4(
+    n0: usize,
+    n1: usize,
+    n2: usize,
+    n3: usize,
+) -> impl Iterator<Item = (usize, usize, usize, usize)> {
+    (0..n0).flat_map(move |a| {
+        (0..n1).flat_map(move |b| (0..n2).flat_map(move |c| (0..n3).map(move |d| (a, b, c, d))))
+    })
+}

@@ -102,19 +102,31 @@ fn master_weights_keep_updates_that_low_precision_weights_would_lose() {
     // Each update moves the weight 1.0 by a quarter of the format's ulp below 1 (2^-8 for bf16,
     // 2^-11 for f16): rounded to the format after each update the weight never moves; the f32
     // master moves by one ulp after 4 updates, and the next product sees it.
-    for (format, ulp) in [(FloatFormat::Bf16, 2f32.powi(-8)), (FloatFormat::F16, 2f32.powi(-11))] {
+    for (format, ulp) in [
+        (FloatFormat::Bf16, 2f32.powi(-8)),
+        (FloatFormat::F16, 2f32.powi(-11)),
+    ] {
         let step = ulp / 4.0;
-        assert_eq!(format.round(1.0 - step), 1.0, "{format:?}: the step is lost once rounded");
+        assert_eq!(
+            format.round(1.0 - step),
+            1.0,
+            "{format:?}: the step is lost once rounded"
+        );
         let mut a = FloatArith::new(format);
         let (mut w, mut v) = (m(1, 1, &[1.0]), m(1, 1, &[0.0]));
         for _ in 0..4 {
-            a.sgd("t", &mut w, &mut v, &m(1, 1, &[step]), 1.0, 0.0).unwrap();
+            a.sgd("t", &mut w, &mut v, &m(1, 1, &[step]), 1.0, 0.0)
+                .unwrap();
         }
         let seen = a.matmul("t", &w, &m(1, 1, &[1.0])).unwrap();
         assert_eq!(seen.data, vec![1.0 - ulp], "{format:?}");
         // Below one ulp the master still holds the updates the operand does not show yet.
-        a.sgd("t", &mut w, &mut v, &m(1, 1, &[step]), 1.0, 0.0).unwrap();
+        a.sgd("t", &mut w, &mut v, &m(1, 1, &[step]), 1.0, 0.0)
+            .unwrap();
         assert_eq!(w.data, vec![1.0 - ulp - step], "{format:?}");
-        assert_eq!(a.matmul("t", &w, &m(1, 1, &[1.0])).unwrap().data, vec![1.0 - ulp]);
+        assert_eq!(
+            a.matmul("t", &w, &m(1, 1, &[1.0])).unwrap().data,
+            vec![1.0 - ulp]
+        );
     }
 }

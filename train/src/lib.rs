@@ -93,9 +93,9 @@ pub enum Precision {
     Fixed16,
     /// f32 on the host.
     F32,
-    /// f16 storage, f32 arithmetic, on the host.
+    /// f16 operands and results, f32 arithmetic and f32 master weights, on the host.
     F16,
-    /// bf16 storage, f32 arithmetic, on the host.
+    /// bf16 operands and results, f32 arithmetic and f32 master weights, on the host.
     Bf16,
 }
 
