@@ -178,6 +178,23 @@ fn sparse_words(n: usize, dense: usize, mul: usize) -> Vec<i16> {
 /// kernel), split into two chunks, equals the exact unsplit convolution computed here.
 #[test]
 fn long_conv_reductions_are_split_and_equal_the_exact_convolution() {
+    long_conv_case(&mut arith(Rounding::Stochastic));
+}
+
+/// The same through the Verilated 4x4 array (the split runs in the trainer, above every
+/// backend), each chunk also checked against the golden model.
+#[test]
+fn long_conv_reductions_are_split_on_the_verilated_array() {
+    let device = systole_device::verilator::VerilatorDevice::new(ArrayConfig::square(4)).unwrap();
+    long_conv_case(&mut FixedArith::new(
+        Box::new(device),
+        Rounding::Stochastic,
+        1,
+        true,
+    ));
+}
+
+fn long_conv_case(a: &mut FixedArith) {
     use systole_core::numeric::MAX_K;
     let long = 14_564;
     assert_eq!(long * 9, MAX_K + 5);
@@ -216,7 +233,6 @@ fn long_conv_reductions_are_split_and_equal_the_exact_convolution() {
         }
         want[at(b, co, 2, oy, ox)] = s as f32;
     }
-    let mut a = arith(Rounding::Stochastic);
     a.begin_step(3);
     let y = a.conv_forward("fwd", &x, &w, &g).unwrap();
     assert_eq!(a.saturation()["fwd"].ops, 2, "two chunks, no retry");
