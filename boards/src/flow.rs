@@ -68,7 +68,11 @@ pub fn boards_table() -> String {
             None => largest.push_str("; none"),
         }
         if let Some(c) = super::soc::largest_conv_unit(b) {
-            let _ = write!(largest, "; beside the CPU {0}x{0} with {1} words", c.size, c.fm_depth);
+            let _ = write!(
+                largest,
+                "; beside the CPU {0}x{0} with {1} words",
+                c.size, c.fm_depth
+            );
         }
         let bram = match b.family {
             Family::Xc7 => format!("{}x18k", b.budget.bram_blocks),

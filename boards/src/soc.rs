@@ -181,7 +181,8 @@ pub fn soc_files(
     for i in 0..ram_words {
         hex.push_str(&format!("{:08x}\n", image.get(i).copied().unwrap_or(0)));
     }
-    let tcl = generate::generate_vivado_tcl(board, &[VEXRISCV_FILE, SOC_VERILOG, files::XDC], "top");
+    let tcl =
+        generate::generate_vivado_tcl(board, &[VEXRISCV_FILE, SOC_VERILOG, files::XDC], "top");
     Ok(vec![
         (SOC_VERILOG, verilog),
         (FIRMWARE_HEX, hex),

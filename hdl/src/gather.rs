@@ -345,11 +345,11 @@ impl GatherEngine {
         // The first row waits while an array command still reads (or will read) the bank,
         // and every row while a feature-map row is written (in hardware the write takes the
         // block RAMs' read ports).
-        self.hold.next = ((self.count.q.val() == 0) & self.bank_busy.val().get_bit(0))
-            | self.fm_we.val();
+        self.hold.next =
+            ((self.count.q.val() == 0) & self.bank_busy.val().get_bit(0)) | self.fm_we.val();
         if self.bank.q.val() {
-            self.hold.next = ((self.count.q.val() == 0) & self.bank_busy.val().get_bit(1))
-                | self.fm_we.val();
+            self.hold.next =
+                ((self.count.q.val() == 0) & self.bank_busy.val().get_bit(1)) | self.fm_we.val();
         }
         if (self.state.q.val() == 3) & !self.hold.val() {
             self.k_walk.step.next = true;

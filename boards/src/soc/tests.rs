@@ -19,9 +19,18 @@ fn generated_files_hold_the_soc_the_image_and_the_board() {
         [SOC_VERILOG, FIRMWARE_HEX, files::XDC, files::VIVADO_TCL]
     );
     let (v, hex, xdc, tcl) = (&f[0].1, &f[1].1, &f[2].1, &f[3].1);
-    assert!(v.contains("module top(") && v.contains("VexRiscv cpu("), "not the SoC");
-    assert!(v.contains("$readmemh(\"firmware.hex\", ram)"), "no RAM init");
-    assert!(!v.contains("load_we"), "a board build has no simulation loader");
+    assert!(
+        v.contains("module top(") && v.contains("VexRiscv cpu("),
+        "not the SoC"
+    );
+    assert!(
+        v.contains("$readmemh(\"firmware.hex\", ram)"),
+        "no RAM init"
+    );
+    assert!(
+        !v.contains("load_we"),
+        "a board build has no simulation loader"
+    );
     // Every RAM word, the image first, then zeros.
     let words: Vec<&str> = hex.lines().collect();
     assert_eq!(words.len(), DEFAULT_RAM_BYTES as usize / 4);
@@ -31,7 +40,10 @@ fn generated_files_hold_the_soc_the_image_and_the_board() {
         assert!(xdc.contains(&format!("{{ {port} }}")), "{port} not placed");
     }
     for file in [VEXRISCV_FILE, SOC_VERILOG, files::XDC] {
-        assert!(tcl.contains(&format!("{{{file}}}")), "{file} not read:\n{tcl}");
+        assert!(
+            tcl.contains(&format!("{{{file}}}")),
+            "{file} not read:\n{tcl}"
+        );
     }
     assert!(tcl.contains("synth_design -top top -part xc7a35ticsg324-1L"));
 }
@@ -42,11 +54,7 @@ fn bram_parts_count_every_memory() {
     // 8x8, 4096 words: CPU 10, 64 KiB RAM 32, 2 KiB FIFO 1, 16 lanes of A/B 16, two engines
     // of four 64-kbit copies 32 (Yosys: 91).
     let parts = bram_parts(arty, &conv(8, 4096));
-    assert_eq!(
-        parts.map(|p| p.1),
-        [CPU_RAMB18, 32, 1, 16, 32],
-        "{parts:?}"
-    );
+    assert_eq!(parts.map(|p| p.1), [CPU_RAMB18, 32, 1, 16, 32], "{parts:?}");
     assert_eq!(estimate(arty, &conv(8, 4096)).brams, 91);
     assert_eq!(estimate(arty, &conv(8, 8192)).brams, 123);
 }
@@ -82,7 +90,10 @@ fn a_missing_or_oversized_image_is_refused() {
     let too_big = vec![0; DEFAULT_RAM_BYTES as usize / 4 + 1];
     for image in [&[][..], &too_big[..]] {
         let e = soc_files(arty, &conv(4, 0), image).unwrap_err().to_string();
-        assert!(e.contains("firmware image") && e.contains("systole-soc-image"), "{e}");
+        assert!(
+            e.contains("firmware image") && e.contains("systole-soc-image"),
+            "{e}"
+        );
     }
 }
 
