@@ -224,6 +224,20 @@ pub fn bitstream(a: &BitstreamArgs) -> anyhow::Result<()> {
         r.verilog.display(),
         r.constraints.display()
     );
+    let (u, b) = (&r.resources, &board.budget);
+    outln!(
+        "yosys: {} of {} LUTs (with {} LUT RAM and shift registers), {} of {} flip-flops, {} of {} \
+         multipliers, {} of {} block RAMs",
+        u.luts.max(u.logic_cells) + u.lutram,
+        b.luts,
+        u.lutram,
+        u.ffs,
+        b.ffs,
+        u.dsps,
+        b.dsps,
+        u.brams,
+        b.bram_blocks
+    );
     if let Some(f) = &r.fmax {
         outln!("{f}");
     }
