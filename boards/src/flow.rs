@@ -47,12 +47,13 @@ fn write(path: PathBuf, text: &str) -> Result<PathBuf, BoardError> {
 }
 
 /// One line per board: part, budget, clock, and the largest array and the largest conv unit
-/// (array, feature-map words) the resource model fits (`model`: estimates, not synthesis).
+/// (array, feature-map words) the resource model fits, alone and (7-series) beside the SoC's
+/// CPU (`model`, `soc`: estimates, not synthesis).
 pub fn boards_table() -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<13} {:<19} {:>7} {:>7} {:>4} {:>8} {:>9}  largest array; with conv unit (estimated)",
+        "{:<13} {:<19} {:>7} {:>7} {:>4} {:>8} {:>9}  largest array; with conv unit; with conv unit beside the SoC's CPU (estimated)",
         "board", "part", "LUTs", "FFs", "DSP", "BRAM", "logic clk"
     );
     for b in super::list() {
@@ -65,6 +66,13 @@ pub fn boards_table() -> String {
                 let _ = write!(largest, "; {0}x{0} with {1} words", c.size, c.fm_depth);
             }
             None => largest.push_str("; none"),
+        }
+        if let Some(c) = super::soc::largest_conv_unit(b) {
+            let _ = write!(
+                largest,
+                "; beside the CPU {0}x{0} with {1} words",
+                c.size, c.fm_depth
+            );
         }
         let bram = match b.family {
             Family::Xc7 => format!("{}x18k", b.budget.bram_blocks),
@@ -128,7 +136,7 @@ pub fn bitstream(
             let tcl = generate::generate_vivado_tcl(board, &[files::VERILOG, files::XDC], "top");
             let script = write(out_dir.join(files::VIVADO_TCL), &tcl)?;
             report.vivado_script = Some(script);
-            report.resources = tools::yosys_synth(board, files::VERILOG, out_dir)?;
+            report.resources = tools::yosys_synth(board, &[files::VERILOG], out_dir)?;
             tools::check_fits(board, &report.resources)?;
             match tools::which("vivado") {
                 Some(vivado) => {
@@ -151,7 +159,7 @@ pub fn bitstream(
             // Look all tools up first, so a missing one is reported before minutes of synthesis.
             let nextpnr = tools::require("nextpnr-ice40")?;
             let icepack = tools::require("icepack")?;
-            report.resources = tools::yosys_synth(board, files::VERILOG, out_dir)?;
+            report.resources = tools::yosys_synth(board, &[files::VERILOG], out_dir)?;
             tools::check_fits(board, &report.resources)?;
             // Every clock domain is checked at the logic's clock (with a halved clock the
             // oscillator domain holds only the toggle flip-flop, which passes easily).
@@ -222,7 +230,8 @@ mod tests {
         assert!(
             arty.contains("xc7a35ticsg324-1L")
                 && arty.contains("9x9")
-                && arty.contains("; 8x8 with 4096 words"),
+                && arty.contains("; 7x7 with 8192 words")
+                && arty.contains("; beside the CPU 7x7 with 4096 words"),
             "{arty}"
         );
         let ice = t.lines().find(|l| l.starts_with("icebreaker")).unwrap();

@@ -12,6 +12,7 @@
 pub mod flow;
 pub mod generate;
 pub mod model;
+pub mod soc;
 mod table;
 pub mod tools;
 

@@ -16,9 +16,10 @@
 //! * Logic: a fixed part (register file, controller, UART bridge) plus per-PE and per-column
 //!   (converter with its LFSR) LUTs and flip-flops.
 //! * Conv unit (`fm_depth` not 0): each of its two gather engines keeps one copy of the feature
-//!   map per lane, a block RAM `fm_row_words` words wide (`hdl/src/gather/verilog.rs`), so a
-//!   copy takes its bits in blocks but never fewer blocks than its row needs ports (two 16-bit
-//!   words per RAMB18 port, one per iCE40 EBR); its logic (configuration registers, walkers,
+//!   map per pair of lanes, a true dual-port block RAM written half a row of `fm_row_words`
+//!   through each port (`hdl/src/gather/verilog.rs`), so a copy takes its bits in blocks but
+//!   never fewer blocks than a half row needs ports (one 16-bit word per RAMB18 port in true
+//!   dual-port use; iCE40 EBRs have no second read port, and no conv unit fits there); its logic (configuration registers, walkers,
 //!   lane adders and comparators) is a fixed part plus a part per lane, fitted to Yosys.
 //!
 //! Fitting keeps `LUT_HEADROOM` of the LUTs free so that placement and routing can close.
@@ -52,7 +53,7 @@ struct Coefficients {
     conv_ffs: u32,
     conv_lane_luts: u32,
     conv_lane_ffs: u32,
-    /// 16-bit words one block RAM reads or writes per port and clock.
+    /// 16-bit words one block RAM reads or writes per port and clock in true dual-port use.
     block_port_words: u32,
 }
 
@@ -73,15 +74,18 @@ const XC7: Coefficients = Coefficients {
     conv_ffs: CONV_XC7.1,
     conv_lane_luts: CONV_XC7.2,
     conv_lane_ffs: CONV_XC7.3,
-    block_port_words: 2,
+    block_port_words: 1,
 };
 
 /// The conv unit on 7-series (LUTs, flip-flops of the fixed part; LUTs, flip-flops per lane),
 /// fitted so that the estimates equal Yosys 0.23 `synth_xilinx -flatten` on the board top
-/// (LUT RAM and shift registers not counted): 8x8 with 4096 words 17,492 LUTs and 12,943 flip-flops,
-/// 4x4 with 512 words 8481 and 5768 (the unit adds 3862 / 3042 LUTs to the measured arrays
-/// without it). The fixed part is mostly the two engines' configuration registers and walkers.
-const CONV_XC7: (u32, u32, u32, u32) = (2277, 2455, 172, 111);
+/// (LUT RAM and shift registers not counted): 8x8 with 4096 words 18,401 LUTs and 13,003
+/// flip-flops, 4x4 with 512 words 8427 and 5804; 8x8 with 8192 words measured 18,324 and
+/// 13,083, 16x16 with 8192 words 45,959 LUTs (the estimate 4% above). The fixed part is mostly
+/// the two engines' configuration registers and walkers; a lane adds its walker state, address
+/// adder and the multiplexers of its shared block-RAM port (address, and the word picked from
+/// the half-row entry).
+const CONV_XC7: (u32, u32, u32, u32) = (1261, 2468, 412, 117);
 
 /// iCE40: one measured point (the 2x2 board top through nextpnr-ice40: 4452 logic cells,
 /// 1350 flip-flops), spread over the terms in the 7-series proportions. "LUTs" here are placed
@@ -115,21 +119,20 @@ pub fn estimate(board: &Board, cfg: &ArrayConfig) -> Estimate {
     let lane_bits = 2 * cfg.buffer_depth as u64 * u64::from(cfg.word_bits);
     let blocks_per_lane = lane_bits.div_ceil(u64::from(board.budget.bram_block_bits));
     // Two matrices (A, B), n lanes each; with the conv unit, each of its two gather engines
-    // keeps a copy of the feature map per lane, read a row at a time.
-    let (fm_blocks_per_lane, conv_luts, conv_ffs) = if cfg.has_conv_unit() {
+    // keeps a copy of the feature map per pair of lanes, written half a row through each port.
+    let (fm_blocks, conv_luts, conv_ffs) = if cfg.has_conv_unit() {
         let bits = (cfg.fm_depth as u64 * u64::from(cfg.word_bits))
             .div_ceil(u64::from(board.budget.bram_block_bits));
-        let ports = (cfg.fm_row_words() as u64).div_ceil(u64::from(k.block_port_words));
+        let ports = (cfg.fm_row_words() as u64 / 2).div_ceil(u64::from(k.block_port_words));
         (
-            bits.max(ports),
+            2 * u64::from(n.div_ceil(2)) * bits.max(ports),
             k.conv_luts + n * k.conv_lane_luts,
             k.conv_ffs + n * k.conv_lane_ffs,
         )
     } else {
         (0, 0, 0)
     };
-    let brams =
-        (2 * u64::from(n) * (blocks_per_lane + fm_blocks_per_lane)).min(u64::from(u32::MAX)) as u32;
+    let brams = (2 * u64::from(n) * blocks_per_lane + fm_blocks).min(u64::from(u32::MAX)) as u32;
     Estimate {
         luts: k.fixed_luts + n * n * k.pe_luts + n * k.column_luts + conv_luts,
         ffs: k.fixed_ffs + n * n * k.pe_ffs + n * k.column_ffs + conv_ffs,
@@ -264,12 +267,13 @@ mod tests {
             ..plain(8)
         };
         assert_eq!(estimate(arty, &deep).brams, 64);
-        // A 4096-word feature map: 64 kbit per lane copy = 4 RAMB18, 8 lanes, 2 engines.
+        // A 4096-word feature map: 64 kbit per copy = 4 RAMB18, a copy per two of the 8
+        // lanes, 2 engines.
         let conv = ArrayConfig {
             fm_depth: 4096,
             ..plain(8)
         };
-        assert_eq!(estimate(arty, &conv).brams, 16 + 2 * 8 * 4);
+        assert_eq!(estimate(arty, &conv).brams, 16 + 2 * 4 * 4);
         let ice = find("icebreaker").unwrap();
         // Two 512 x 16 banks are four 4-kbit EBR.
         assert_eq!(estimate(ice, &plain(2)).brams, 16);
@@ -281,9 +285,9 @@ mod tests {
     fn conv_unit_matches_the_yosys_measurements() {
         let arty = find("arty-a7-35").unwrap();
         for (n, fm_depth, luts, ffs, brams) in [
-            (4, 512, 8481, 5768, 24),
-            (8, 4096, 17492, 12943, 80),
-            (8, 8192, 17710, 13023, 144),
+            (4, 512, 8427, 5804, 16),
+            (8, 4096, 18401, 13003, 48),
+            (8, 8192, 18324, 13083, 80),
         ] {
             let e = estimate(
                 arty,
@@ -297,7 +301,8 @@ mod tests {
                 close(e.luts, luts) && close(e.ffs, ffs),
                 "{n} {fm_depth}: {e:?}"
             );
-            // 512 words in rows of 4: half a RAMB18's bits, but a 64-bit row takes two.
+            // 512 words in rows of 4: half a RAMB18's bits, but a copy's two 32-bit ports
+            // take two.
             assert_eq!(e.brams, brams, "{n} {fm_depth}");
         }
     }
@@ -305,10 +310,11 @@ mod tests {
     #[test]
     fn largest_conv_units_by_the_estimate() {
         let conv = |name| largest_conv_unit(find(name).unwrap()).map(|c| (c.size, c.fm_depth));
-        // 8x8 with 4096 words: 17,493 of the 17,680 LUTs (85%) the estimate allows; 8192
-        // words need 144 of 100 RAMB18, 9x9 about 20,200 LUTs.
-        assert_eq!(conv("arty-a7-35"), Some((8, 4096)));
-        // 15x15 (the most DSP48E1 allow) with two 8192-word maps: all 270 RAMB18.
+        // 7x7 with 8192 words: 78 RAMB18 (16384 words: 142 of 100); 8x8 needs about 18,400
+        // LUTs with any map, over the 17,680 (85%) the estimate allows (Yosys: 89% with
+        // 4096 words).
+        assert_eq!(conv("arty-a7-35"), Some((7, 8192)));
+        // 15x15 (the most DSP48E1 allow) with 8192 words: 158 of 270 RAMB18 (16384: 286).
         assert_eq!(conv("arty-a7-100"), Some((15, 8192)));
         assert_eq!(conv("icebreaker"), None);
     }

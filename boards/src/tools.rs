@@ -190,13 +190,17 @@ pub fn parse_yosys_stat(text: &str) -> Result<ResourceReport, BoardError> {
     Ok(r)
 }
 
-/// Synthesizes the Verilog file named `verilog` in `dir` (top module `top`) with Yosys for the
+/// Synthesizes the Verilog files named `verilog` in `dir` (top module `top`) with Yosys for the
 /// board's family, running inside `dir`, and returns the cell counts. 7-series uses `synth_xilinx -flatten -family xc7` (so each MAC with
 /// its accumulator lands in one DSP48E1); iCE40 uses `synth_ice40 -dsp` and also writes
 /// `top.json` for nextpnr.
-pub fn yosys_synth(board: &Board, verilog: &str, dir: &Path) -> Result<ResourceReport, BoardError> {
+pub fn yosys_synth(
+    board: &Board,
+    verilog: &[&str],
+    dir: &Path,
+) -> Result<ResourceReport, BoardError> {
     let yosys = require("yosys")?;
-    let v = verilog;
+    let v = verilog.join(" ");
     let json = files::JSON;
     let script = match board.family {
         Family::Xc7 => format!(

@@ -1,10 +1,11 @@
 //! A gather engine of the conv unit: fills rows `0..klen` of one A or B bank from the
 //! feature-map buffer, generating every im2col address on chip (`systole_core::gather`).
 //!
-//! Each lane has a read port on the feature map (in hardware, one block-RAM copy per lane, all
-//! written together, a row of words per clock, through the feature-map port), so all lanes
-//! read a word per clock and a bank fills at one row per clock, the rate at which the array
-//! consumes it. A command runs: one cycle to load walker
+//! Each lane has a read port on the feature map (in hardware, one true dual-port block-RAM
+//! copy per pair of lanes, all written together, a row of words per clock through both ports,
+//! from the feature-map port), so all lanes read a word per clock and a bank fills at one row
+//! per clock, the rate at which the array consumes it; a clock that writes a feature-map row
+//! pauses the reads (the write takes the ports). A command runs: one cycle to load walker
 //! start states, `size` cycles to step the lane walker into the lane registers (skipped when
 //! the lanes are kept), then `klen` cycles of reads; each read lands in the bank one cycle
 //! later. `busy` stays high until the last row is written. The first read waits while an
@@ -341,10 +342,14 @@ impl GatherEngine {
                 self.state.d.next = 3.into();
             }
         }
-        // The first row waits while an array command still reads (or will read) the bank.
-        self.hold.next = (self.count.q.val() == 0) & self.bank_busy.val().get_bit(0);
+        // The first row waits while an array command still reads (or will read) the bank,
+        // and every row while a feature-map row is written (in hardware the write takes the
+        // block RAMs' read ports).
+        self.hold.next =
+            ((self.count.q.val() == 0) & self.bank_busy.val().get_bit(0)) | self.fm_we.val();
         if self.bank.q.val() {
-            self.hold.next = (self.count.q.val() == 0) & self.bank_busy.val().get_bit(1);
+            self.hold.next =
+                ((self.count.q.val() == 0) & self.bank_busy.val().get_bit(1)) | self.fm_we.val();
         }
         if (self.state.q.val() == 3) & !self.hold.val() {
             self.k_walk.step.next = true;

@@ -142,6 +142,49 @@ fn the_far_too_big_bitstream_writes_nothing_and_runs_no_tool() {
     assert!(!build.exists(), "files were written");
 }
 
+/// The SoC whose block RAM the model counts over the part's is refused before the firmware
+/// build, any file or Yosys, naming where the block RAM goes and what fits instead.
+#[test]
+fn a_soc_over_the_block_ram_writes_nothing_and_runs_no_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let build = dir.path().join("build");
+    let b = build.to_str().unwrap();
+    let o = systole(&[
+        "bitstream",
+        "--board",
+        "arty-a7-35",
+        "--soc",
+        "--array",
+        "8",
+        "--fm-depth",
+        "8192",
+        "--out",
+        b,
+    ]);
+    fails_with(
+        &o,
+        &[
+            "does not fit arty-a7-35",
+            "needs 123 RAMB18",
+            "feature maps 64",
+            "beside the CPU is 7x7 with 4096 words",
+        ],
+    );
+    assert!(!build.exists(), "files were written");
+    let o = systole(&[
+        "bitstream",
+        "--board",
+        "icebreaker",
+        "--soc",
+        "--array",
+        "2",
+        "--out",
+        b,
+    ]);
+    fails_with(&o, &["7-series boards only"]);
+    assert!(!build.exists(), "files were written");
+}
+
 #[test]
 fn error_causes_are_printed_once() {
     let dir = tempfile::tempdir().unwrap();

@@ -67,7 +67,7 @@ pub struct BoardTopOptions {
     pub halve_clock: bool,
     /// Feature-map words of the conv unit (`ArrayConfig::fm_depth`: 0 leaves the unit out;
     /// else a power of two in 512..=32768). Each of the two gather engines keeps one copy of
-    /// the map per lane: `2 * n * fm_depth * 16` bits of block RAM.
+    /// the map per pair of lanes: `2 * ceil(n / 2) * fm_depth * 16` bits of block RAM.
     pub fm_depth: usize,
 }
 

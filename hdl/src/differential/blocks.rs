@@ -391,4 +391,22 @@ fn mutations_of_the_hand_written_verilog_are_caught() {
             Some(("x = l_qx_2 + kw_qx", "x = l_qx_2 - kw_qx")),
         ),
     );
+    // The feature map's layout: two lanes per copy, half a row per port, the word picked
+    // after the registered entry, and the reads paused while a row is written.
+    for (n, from, to) in [
+        (
+            4,
+            "fm_1[e_3] = {fm_data$3, fm_data$2}",
+            "fm_1[e_3] = {fm_data$2, fm_data$3}",
+        ),
+        (4, "q_1[{sel_1, 4'h0} +: 16]", "q_1[{sel_0, 4'h0} +: 16]"),
+        (
+            3,
+            "if (~fm_we) q_2 <= fm_1[e_2]",
+            "if (~fm_we) q_2 <= fm_1[e_3]",
+        ),
+        (3, "bank_busy[bank]) | fm_we)", "bank_busy[bank]) & fm_we)"),
+    ] {
+        caught("gather", gather_run(n, 16, 512, 4_000, Some((from, to))));
+    }
 }

@@ -12,9 +12,13 @@
 //! `tests.rs`). Verilator runs this text, the conv conformance tests check it bit for bit
 //! against the golden model, and the differential test (`crate::differential`) against the
 //! Verilog rust-hdl generates from `kernel`, every output in every cycle. The differences
-//! cannot be seen on the ports while `wr_en` is low: each lane's word (the block RAM's
-//! registered read) and its valid bit change only while the engine reads (the model's valid
-//! bit changes on every clock).
+//! cannot be seen on the ports while `wr_en` is low: each lane's entry (the block RAM's
+//! registered read, the word picked after it) and its valid bit change only while the engine
+//! reads (the model's valid bit changes on every clock).
+//!
+//! The model's feature map has a read port per lane; here two lanes share a copy, a true
+//! dual-port block RAM (see `engine_verilog`), which is why a feature-map row write pauses the
+//! engine's reads for its clock in both (`hold` in `kernel`).
 
 use std::fmt::Write;
 use systole_core::field::Field;
@@ -40,8 +44,12 @@ pub(super) fn engine_verilog(n: usize, row_words: usize, fm_words: usize, enable
     }
     let rows = fm_words / row_words;
     let row_bits = rows.trailing_zeros() as usize;
-    let sel_bits = row_words.trailing_zeros() as usize;
-    let addr_bits = row_bits + sel_bits;
+    let addr_bits = row_bits + row_words.trailing_zeros() as usize;
+    // Words of a memory entry (half a row), bits picking a word in it, entries per copy.
+    let half = row_words / 2;
+    let sel_bits = half.trailing_zeros() as usize;
+    let entries = fm_words / half;
+    let copies = n.div_ceil(2);
     let lanes = |f: &dyn Fn(usize) -> String| (0..n).map(f).collect::<String>();
     let mut v = String::new();
     // Declarations: configuration words, control, feature map, walkers, lanes.
@@ -61,16 +69,20 @@ reg [15:0] row_d;
     // registers, not a memory: they form a shift register.
     let cfg: Vec<String> = (0..WORDS).map(|i| format!("cfg_{i}")).collect();
     let _ = writeln!(v, "reg [31:0] {};", cfg.join(", "));
-    // The feature map: one copy per lane, each a block RAM with a row-wide write port (the
-    // `row_words` words of a row written on one edge) and a word-wide read port into a
-    // register (`word_{i}`), so every lane reads a word per clock. FPGA block RAMs take such
-    // ports of different widths, so no multiplexer picks the word. `in_{i}` says whether the
-    // lane's coordinates were inside the map (else the lane's word is 0).
+    // The feature map: one copy per pair of lanes, each a true dual-port block RAM whose
+    // entries hold half a row (`half` words): lane `2c` reads copy `c` through port A, lane
+    // `2c + 1` through port B, each an entry per clock into a register (`q_{i}`) with the word
+    // picked after it (`sel_{i}`). A row write takes both ports of every copy (port A the low
+    // half, port B the high half), so while `fm_we` the engine's reads pause (`hold`). Two
+    // lanes per copy halve the block RAM of one copy per lane; a row-wide write port would
+    // need a third port. `in_{i}` says whether the lane's coordinates were inside the map
+    // (else the lane's word is 0).
     let _ = writeln!(
         v,
-        "reg [15:0] {};",
-        (0..n)
-            .map(|i| format!("fm_{i} [0:{}]", fm_words - 1))
+        "reg [{}:0] {};",
+        half * 16 - 1,
+        (0..copies)
+            .map(|c| format!("fm_{c} [0:{}]", entries - 1))
             .collect::<Vec<_>>()
             .join(", ")
     );
@@ -84,7 +96,9 @@ reg [15:0] row_d;
     v.push_str(&lanes(&|i| {
         format!(
             "reg [15:0] l_qy_{i}, l_qx_{i};\nreg [3:0] l_ry_{i}, l_rx_{i};\nreg [23:0] l_addr_{i};\n\
-             reg [15:0] word_{i};\nreg in_{i};\n"
+             reg [{qm}:0] q_{i};\n{sel}reg in_{i};\n",
+            qm = half * 16 - 1,
+            sel = if sel_bits > 0 { format!("reg [{}:0] sel_{i};\n", sel_bits - 1) } else { String::new() }
         )
     }));
     // Power-up state: rust-hdl's registers start at zero (the feature map is written before
@@ -103,8 +117,11 @@ reg [15:0] row_d;
         }
     }
     for i in 0..n {
-        for r in ["l_qy", "l_qx", "l_ry", "l_rx", "l_addr", "word", "in"] {
+        for r in ["l_qy", "l_qx", "l_ry", "l_rx", "l_addr", "q", "in"] {
             let _ = writeln!(v, "    {r}_{i} = 0;");
+        }
+        if sel_bits > 0 {
+            let _ = writeln!(v, "    sel_{i} = 0;");
         }
     }
     v.push_str("end\n");
@@ -116,6 +133,19 @@ wire [16:0] new_klen = reg_wdata{klen};
 ",
         klen = sl(gcmd::KLEN)
     );
+    // Each port's entry: the row's half while a row is written, else the lane's read (a
+    // port without a lane, the last of an odd count, only writes).
+    for i in 0..2 * copies {
+        let (row_hi, bit) = (row_bits - 1, i % 2);
+        let write = format!("{{fm_row[{row_hi}:0], 1'b{bit}}}");
+        let entry = if i < n {
+            let _ = writeln!(v, "wire [23:0] a_{i} = l_addr_{i} + kw_addr;");
+            format!("fm_we ? {write} : a_{i}[{}:{sel_bits}]", addr_bits - 1)
+        } else {
+            write
+        };
+        let _ = writeln!(v, "wire [{row_bits}:0] e_{i} = {entry};");
+    }
     v.push_str(
         "\
 wire refused = (state != 2'h0) | we_d | (new_klen == 17'h0) | (new_klen > depth);
@@ -128,7 +158,6 @@ always @(posedge clock) begin : engine
     reg [4:0] modulus, sum_y, sum_x;
     reg [3:0] diff_y, diff_x;
     reg [15:0] y, x;
-    reg [23:0] a;
     // Every register is read in this block before it is assigned (the states in reverse
     // order, the walkers after the lanes, commands and configuration last): then Verilator
     // keeps no copy of its old value, which it would make on every clock, busy or not.
@@ -140,27 +169,32 @@ always @(posedge clock) begin : engine
     kw_step = 1'b0;
     we_d <= 1'b0;
     if (st == 2'h3) begin
-        // Every lane reads its word (zero outside the map, after the read); the first row
-        // waits while an array command still reads (or will read) the bank.
+        // Every lane reads its entry (its word zero outside the map, after the read); the
+        // first row waits while an array command still reads (or will read) the bank, and
+        // every row while a feature-map row is written (the write takes the read ports).
 ",
     );
     v.push_str(&lanes(&|i| {
         format!(
             "        y = l_qy_{i} + kw_qy;
         x = l_qx_{i} + kw_qx;
-        a = l_addr_{i} + kw_addr;
         in_{i} <= (l_ry_{i} == kw_ry) & (l_rx_{i} == kw_rx) & (y < cfg_{lim}{ly})
             & (x < cfg_{lim}{lx});
-        word_{i} <= fm_{i}[a[{ahi}:0]];
-",
-            ahi = addr_bits - 1,
+        if (~fm_we) q_{i} <= fm_{c}[e_{i}];
+{sel}",
+            c = i / 2,
+            sel = if sel_bits > 0 {
+                format!("        sel_{i} <= a_{i}[{}:0];\n", sel_bits - 1)
+            } else {
+                String::new()
+            },
             lim = lay::LIMITS,
             ly = sl(LIMIT_Y),
             lx = sl(LIMIT_X),
         )
     }));
     v.push_str(
-        "        if (~((cnt == 17'h0) & bank_busy[bank])) begin
+        "        if (~(((cnt == 17'h0) & bank_busy[bank]) | fm_we)) begin
             kw_step = 1'b1;
             we_d <= 1'b1;
             row_d <= cnt[15:0];
@@ -224,20 +258,22 @@ always @(posedge clock) begin : engine
         let _ = writeln!(v, "        cfg_{i} <= cfg_{};", i + 1);
     }
     let _ = writeln!(v, "        cfg_{} <= reg_wdata;\n    end", WORDS - 1);
-    // Every lane's copy takes the same row. Blocking writes, after every read of the maps in
-    // this block (so reads still see the old words): Verilator keeps a set flag per
-    // non-blocking memory write and clears and tests them all on every clock (2 x n x
-    // `row_words` of them), which cost about a third of the 8x8 simulation speed. Nothing
-    // else reads the maps, so the lint's rule against blocking writes is waived for these.
+    // Every copy takes the same row, through both ports. Blocking writes, after every read
+    // of the maps in this block (so reads still see the old words): Verilator keeps a set
+    // flag per non-blocking memory write and clears and tests them all on every clock, which
+    // cost about a third of the 8x8 simulation speed. Nothing else reads the maps, so the
+    // lint's rule against blocking writes is waived for these.
+    let half_row = |h: usize| {
+        (h * half..(h + 1) * half)
+            .rev()
+            .map(|w| format!("fm_data${w}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     v.push_str("    /* verilator lint_off BLKSEQ */\n    if (fm_we) begin\n");
-    for i in 0..n {
-        for w in 0..row_words {
-            let _ = writeln!(
-                v,
-                "        fm_{i}[{{fm_row[{}:0], {sel_bits}'d{w}}}] = fm_data${w};",
-                row_bits - 1,
-            );
-        }
+    for c in 0..copies {
+        let _ = writeln!(v, "        fm_{c}[e_{}] = {{{}}};", 2 * c, half_row(0));
+        let _ = writeln!(v, "        fm_{c}[e_{}] = {{{}}};", 2 * c + 1, half_row(1));
     }
     v.push_str("    end\n    /* verilator lint_on BLKSEQ */\n");
     v.push_str(
@@ -254,7 +290,12 @@ assign wr_row = row_d;
 ",
     );
     v.push_str(&lanes(&|i| {
-        format!("assign wr_data${i} = in_{i} ? word_{i} : 16'h0;\n")
+        let word = if sel_bits > 0 {
+            format!("q_{i}[{{sel_{i}, 4'h0}} +: 16]")
+        } else {
+            format!("q_{i}")
+        };
+        format!("assign wr_data${i} = in_{i} ? {word} : 16'h0;\n")
     }));
     // `enabled` is always 1 here; rows above the map's size do not exist.
     let high_rows = if row_bits < 16 {
@@ -262,7 +303,12 @@ assign wr_row = row_d;
     } else {
         String::new()
     };
-    let _ = writeln!(v, "wire unused_gather = &{{1'b0, enabled{high_rows}}};");
+    // Address bits above the map's size (it wraps).
+    let high_addr: String = lanes(&|i| format!(", a_{i}[23:{addr_bits}]"));
+    let _ = writeln!(
+        v,
+        "wire unused_gather = &{{1'b0, enabled{high_rows}{high_addr}}};"
+    );
     v
 }
 

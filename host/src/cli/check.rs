@@ -206,8 +206,12 @@ pub fn bitstream(a: &BitstreamArgs) -> anyhow::Result<()> {
     };
     cfg.validate()
         .map_err(|e| anyhow::anyhow!("--fm-depth {}: {e}", a.fm_depth))?;
-    refuse_before_the_flow(board, &cfg, &a.out)?;
-    let r = systole_boards::bitstream(board, &cfg, &a.out)?;
+    refuse_before_the_flow(board, &cfg, &a.out, a.soc)?;
+    let r = if a.soc {
+        soc_bitstream(board, &cfg, &a.out)?
+    } else {
+        systole_boards::bitstream(board, &cfg, &a.out)?
+    };
     outln!(
         "{}: {}x{} array, files in {}",
         r.board,
@@ -220,6 +224,20 @@ pub fn bitstream(a: &BitstreamArgs) -> anyhow::Result<()> {
         r.verilog.display(),
         r.constraints.display()
     );
+    let (u, b) = (&r.resources, &board.budget);
+    outln!(
+        "yosys: {} of {} LUTs (with {} LUT RAM and shift registers), {} of {} flip-flops, {} of {} \
+         multipliers, {} of {} block RAMs",
+        u.luts.max(u.logic_cells) + u.lutram,
+        b.luts,
+        u.lutram,
+        u.ffs,
+        b.ffs,
+        u.dsps,
+        b.dsps,
+        u.brams,
+        b.bram_blocks
+    );
     if let Some(f) = &r.fmax {
         outln!("{f}");
     }
@@ -231,16 +249,39 @@ pub fn bitstream(a: &BitstreamArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `bitstream --soc`: the firmware image (built now if its sources changed) and the CPU's
+/// Verilog, then the SoC flow.
+fn soc_bitstream(
+    board: &'static systole_boards::Board,
+    cfg: &ArrayConfig,
+    out: &std::path::Path,
+) -> anyhow::Result<systole_boards::BitstreamReport> {
+    let cpu = systole_hdl::soc::vexriscv_verilog()?;
+    let image = systole_soc_image::build(&[]).context("building the SoC firmware image")?;
+    let words: Vec<u32> = image.words().collect();
+    outln!("firmware image: {}", image.budget);
+    Ok(systole_boards::soc::bitstream(
+        board, cfg, out, &words, &cpu,
+    )?)
+}
+
 /// What `bitstream` can refuse before any file is written or tool started: an array the board
 /// certainly cannot hold (the resource model, so an icebreaker `--array 16` fails at once
-/// instead of after minutes of Yosys), and a build folder that is not a folder or holds a
-/// link, device or FIFO the flow would write through.
+/// instead of after minutes of Yosys; with `--soc` also block RAM, which the model counts per
+/// memory), and a build folder that is not a folder or holds a link, device or FIFO the flow
+/// would write through.
 fn refuse_before_the_flow(
     board: &'static systole_boards::Board,
     cfg: &ArrayConfig,
     out: &std::path::Path,
+    soc: bool,
 ) -> anyhow::Result<()> {
-    if let Some(what) = systole_boards::model::clearly_too_big(board, cfg) {
+    let too_big = if soc {
+        systole_boards::soc::clearly_too_big(board, cfg)
+    } else {
+        systole_boards::model::clearly_too_big(board, cfg)
+    };
+    if let Some(what) = too_big {
         return Err(systole_boards::BoardError::DoesNotFit {
             board: board.name,
             what,

@@ -67,6 +67,11 @@ pub struct BitstreamArgs {
     /// host; else a power of two in 512..=32768, e.g. 4096). Costs block RAM: two copies per lane.
     #[arg(long, value_parser = whole, default_value_t = 0)]
     pub fm_depth: usize,
+    /// Build the SoC (7-series boards): the VexRiscv CPU runs the firmware (its image built
+    /// now and put into the RAM's initial contents) beside the array; drive it with
+    /// `--device serial:PORT` instead of `bridge:`.
+    #[arg(long)]
+    pub soc: bool,
     /// Build folder.
     #[arg(long, default_value = "build")]
     pub out: PathBuf,

@@ -1,0 +1,117 @@
+use super::super::find;
+use super::*;
+
+fn conv(n: usize, fm_depth: usize) -> ArrayConfig {
+    ArrayConfig {
+        fm_depth,
+        ..ArrayConfig::square(n)
+    }
+}
+
+#[test]
+fn generated_files_hold_the_soc_the_image_and_the_board() {
+    let arty = find("arty-a7-35").unwrap();
+    let image = [0x0000_0297, 0xdead_beef, 7];
+    let f = soc_files(arty, &conv(4, 4096), &image).unwrap();
+    let names: Vec<&str> = f.iter().map(|(n, _)| *n).collect();
+    assert_eq!(
+        names,
+        [SOC_VERILOG, FIRMWARE_HEX, files::XDC, files::VIVADO_TCL]
+    );
+    let (v, hex, xdc, tcl) = (&f[0].1, &f[1].1, &f[2].1, &f[3].1);
+    assert!(
+        v.contains("module top(") && v.contains("VexRiscv cpu("),
+        "not the SoC"
+    );
+    assert!(
+        v.contains("$readmemh(\"firmware.hex\", ram)"),
+        "no RAM init"
+    );
+    assert!(
+        !v.contains("load_we"),
+        "a board build has no simulation loader"
+    );
+    // Every RAM word, the image first, then zeros.
+    let words: Vec<&str> = hex.lines().collect();
+    assert_eq!(words.len(), DEFAULT_RAM_BYTES as usize / 4);
+    assert_eq!(words[..4], ["00000297", "deadbeef", "00000007", "00000000"]);
+    assert!(words[3..].iter().all(|w| *w == "00000000"));
+    for port in ["clock", "reset_pin", "uart_rx", "uart_tx", "led0", "led1"] {
+        assert!(xdc.contains(&format!("{{ {port} }}")), "{port} not placed");
+    }
+    for file in [VEXRISCV_FILE, SOC_VERILOG, files::XDC] {
+        assert!(
+            tcl.contains(&format!("{{{file}}}")),
+            "{file} not read:\n{tcl}"
+        );
+    }
+    assert!(tcl.contains("synth_design -top top -part xc7a35ticsg324-1L"));
+}
+
+#[test]
+fn bram_parts_count_every_memory() {
+    let arty = find("arty-a7-35").unwrap();
+    // 8x8, 4096 words: CPU 10, 64 KiB RAM 32, 2 KiB FIFO 1, 16 lanes of A/B 16, two engines
+    // of four 64-kbit copies 32 (Yosys: 91).
+    let parts = bram_parts(arty, &conv(8, 4096));
+    assert_eq!(parts.map(|p| p.1), [CPU_RAMB18, 32, 1, 16, 32], "{parts:?}");
+    assert_eq!(estimate(arty, &conv(8, 4096)).brams, 91);
+    assert_eq!(estimate(arty, &conv(8, 8192)).brams, 123);
+}
+
+#[test]
+fn a_soc_that_cannot_fit_is_refused_before_any_file() {
+    let arty = find("arty-a7-35").unwrap();
+    let dir = std::env::temp_dir().join(format!("systole-soc-refused-{}", std::process::id()));
+    let e = bitstream(arty, &conv(8, 8192), &dir, &[1], Path::new("/nonexistent"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("123 RAMB18") && e.contains("feature maps 64") && e.contains("has 100"),
+        "{e}"
+    );
+    let best = largest_conv_unit(arty).unwrap();
+    assert!(
+        e.contains(&format!("{0}x{0} with {1} words", best.size, best.fm_depth)),
+        "{e}"
+    );
+    assert!(!dir.exists(), "nothing may be written");
+    let ice = find("icebreaker").unwrap();
+    let e = soc_files(ice, &conv(2, 0), &[1]).unwrap_err().to_string();
+    assert!(e.contains("7-series boards only"), "{e}");
+    // Too many multipliers: the accelerator's own check.
+    let e = soc_files(arty, &conv(10, 0), &[1]).unwrap_err().to_string();
+    assert!(e.contains("hard multipliers"), "{e}");
+}
+
+#[test]
+fn a_missing_or_oversized_image_is_refused() {
+    let arty = find("arty-a7-35").unwrap();
+    let too_big = vec![0; DEFAULT_RAM_BYTES as usize / 4 + 1];
+    for image in [&[][..], &too_big[..]] {
+        let e = soc_files(arty, &conv(4, 0), image).unwrap_err().to_string();
+        assert!(
+            e.contains("firmware image") && e.contains("systole-soc-image"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn largest_conv_units_beside_the_cpu() {
+    let best = |name| largest_conv_unit(find(name).unwrap()).map(|c| (c.size, c.fm_depth));
+    assert_eq!(best("icebreaker"), None);
+    let arty = best("arty-a7-35").unwrap();
+    // 8x8 with 4096 words beside the CPU fits the part's block RAM (91 of 100 RAMB18) and
+    // LUTs (about 92%, Yosys), but not the 15% of LUTs the model keeps free for placement.
+    assert_eq!(arty, (7, 4096));
+    let e = estimate(find("arty-a7-35").unwrap(), &conv(8, 4096));
+    assert!(e.brams <= 100 && e.luts <= 20_800 && e.dsps <= 90, "{e:?}");
+    let board = find("arty-a7-35").unwrap();
+    let fits = |n, d| model::fits(board, &estimate(board, &conv(n, d)));
+    assert!(fits(arty.0, arty.1), "{arty:?}");
+    assert!(
+        !fits(arty.0 + 1, 512) && !fits(arty.0, arty.1 * 2),
+        "{arty:?} is not the largest"
+    );
+}
