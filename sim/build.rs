@@ -335,7 +335,11 @@ fn build_model(out: &Path, include: &Path, m: &Model, verilog: &str) {
     let name = m.name();
     // The key covers this script and the tools too, so a change in how models are built
     // rebuilds them.
-    let key = format!("{verilog}\n// {name} {} {:x}", tool_version(), script_hash());
+    let key = format!(
+        "{verilog}\n// {name} {} {:x}",
+        tool_version(),
+        script_hash()
+    );
     cached(out, &format!("systole_{name}"), &key, || {
         verilate(include, &out.join(&name), m, verilog)
     });

@@ -247,6 +247,8 @@ pub fn lowered_backward_weights<D: Device + ?Sized>(
     dev.matmul(&p, &q, out)
 }
 
+pub use systole_sim::{TraceFormat, TraceState, TraceWindow};
+
 /// [`open`], writing the cycles of `trace` (when given) to a waveform file: only the
 /// `verilator` device runs a model in this process that can be traced; any other is an error
 /// naming what to do instead.
@@ -258,21 +260,30 @@ pub fn open_traced(
     let Some(window) = trace else {
         return open(spec, config);
     };
-    if spec != "verilator" {
-        let why = match spec {
-            "golden" => "the golden device is the numeric contract in Rust and has no signals".to_string(),
-            s if s.starts_with("serial:") || s.starts_with("bridge:") => format!(
-                "{s} is a board (or a simulated board in another process): trace a simulated board with systole-board-sim --trace"
-            ),
-            s => format!("'{s}' is not a simulated device"),
-        };
-        return Err(DeviceError::Unsupported(format!(
-            "--trace needs --device verilator (the Verilated model running in this process): {why}"
-        )));
-    }
+    traceable(spec)?;
     let mut dev = verilator::VerilatorDevice::new(config)?;
     dev.open_trace(window)?;
     Ok(Box::new(dev))
+}
+
+/// `Ok` when the device `spec` can be traced (`verilator`, the model running in this process),
+/// else an error naming what to do instead.
+pub fn traceable(spec: &str) -> Result<(), DeviceError> {
+    if spec == "verilator" {
+        return Ok(());
+    }
+    let why = match spec {
+        "golden" => {
+            "the golden device is the numeric contract in Rust and has no signals".to_string()
+        }
+        s if s.starts_with("serial:") || s.starts_with("bridge:") => format!(
+            "{s} is a board (or a simulated board in another process): trace a simulated board with systole-board-sim --trace"
+        ),
+        s => format!("'{s}' is not a simulated device"),
+    };
+    Err(DeviceError::Unsupported(format!(
+        "--trace needs --device verilator (the Verilated model running in this process): {why}"
+    )))
 }
 
 /// Opens a device from a `--device` value: `golden`, `verilator`, `serial:PATH` (a board

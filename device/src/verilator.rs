@@ -16,12 +16,12 @@ impl Link for VerilatedArray {
 impl From<SimError> for DeviceError {
     fn from(e: SimError) -> Self {
         match e {
-            SimError::NotBuilt
-            | SimError::SizeNotBuilt { .. }
-            | SimError::SocNotBuilt(_) => DeviceError::NotBuilt {
-                backend: "verilator",
-                how_to_fix: e.to_string(),
-            },
+            SimError::NotBuilt | SimError::SizeNotBuilt { .. } | SimError::SocNotBuilt(_) => {
+                DeviceError::NotBuilt {
+                    backend: "verilator",
+                    how_to_fix: e.to_string(),
+                }
+            }
             SimError::Config(c) => DeviceError::Config(c),
             e @ (SimError::TraceSetup(_)
             | SimError::TraceFile { .. }

@@ -73,7 +73,11 @@ fn shim_ports_come_from_the_hdl_definition() {
         assert_eq!(p.clock_member(), "clock");
         let shim = ports::shim_cpp("x", &p, None);
         for q in systole_hdl::ports(&cfg).unwrap() {
-            assert!(shim.contains(&format!("m->{}", q.name)), "{n}: {} not driven", q.name);
+            assert!(
+                shim.contains(&format!("m->{}", q.name)),
+                "{n}: {} not driven",
+                q.name
+            );
         }
     }
 }

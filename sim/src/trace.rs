@@ -265,7 +265,11 @@ impl TracedTop {
     }
 
     /// One beat: the inputs of `inp`, a clock edge, then the C row into `c_out` when given.
-    pub fn tick(&mut self, inp: &crate::ffi::PortIn, c_out: Option<&mut [i16]>) -> Result<(), SimError> {
+    pub fn tick(
+        &mut self,
+        inp: &crate::ffi::PortIn,
+        c_out: Option<&mut [i16]>,
+    ) -> Result<(), SimError> {
         let p = &self.p;
         let mut w: Vec<(Port, u64)> = vec![
             (p.reg_addr, inp.reg_addr.into()),
@@ -289,14 +293,24 @@ impl TracedTop {
                 // SAFETY (of the caller): an enabled row points at one word per lane.
                 #[allow(unsafe_code)]
                 let words = unsafe { core::slice::from_raw_parts(data, lanes.len()) };
-                w.extend(lanes.iter().zip(words).map(|(l, &v)| (*l, u64::from(v as u16))));
+                w.extend(
+                    lanes
+                        .iter()
+                        .zip(words)
+                        .map(|(l, &v)| (*l, u64::from(v as u16))),
+                );
             }
         }
         if inp.fm_en != 0 {
             #[allow(unsafe_code)]
             // SAFETY (of the caller): an enabled feature-map row points at a row of words.
             let words = unsafe { core::slice::from_raw_parts(inp.fm_data, p.fm_data.len()) };
-            w.extend(p.fm_data.iter().zip(words).map(|(l, &v)| (*l, u64::from(v as u16))));
+            w.extend(
+                p.fm_data
+                    .iter()
+                    .zip(words)
+                    .map(|(l, &v)| (*l, u64::from(v as u16))),
+            );
         }
         for (port, v) in w {
             self.write(port, v)?;

@@ -11,7 +11,10 @@ use systole_core::{AcceleratorBus, Rounding};
 /// The smallest compiled size, or `None` (and a note) without Verilator.
 fn smallest() -> Option<ArrayConfig> {
     if cfg!(systole_no_verilator) {
-        eprintln!("systole-sim built without Verilator: {}", crate::INSTALL_HINT);
+        eprintln!(
+            "systole-sim built without Verilator: {}",
+            crate::INSTALL_HINT
+        );
         return None;
     }
     built_sizes().into_iter().min().map(ArrayConfig::square)
@@ -71,7 +74,10 @@ impl Vcd {
     fn at(&self, suffix: &str, time: u64) -> Option<u64> {
         let mut found = self.signals.iter().filter(|(p, _)| p.ends_with(suffix));
         let (path, changes) = found.next().unwrap_or_else(|| panic!("no signal {suffix}"));
-        assert!(found.next().is_none(), "{suffix} names two signals ({path}, ..)");
+        assert!(
+            found.next().is_none(),
+            "{suffix} names two signals ({path}, ..)"
+        );
         let i = changes.partition_point(|&(t, _)| t <= time);
         i.checked_sub(1).and_then(|i| changes[i].1)
     }
@@ -95,20 +101,33 @@ fn traced_tile(cfg: &ArrayConfig, path: &Path, window: u64) -> (Vec<Vec<i16>>, u
     let w = TraceWindow::new(path, None, command_cycle, Some(window)).unwrap();
     sim.open_trace(w).unwrap();
     sim.write_reg(regmap::SHIFT, shift).unwrap();
-    sim.write_reg(regmap::ROUNDING, Rounding::NearestEven.code()).unwrap();
+    sim.write_reg(regmap::ROUNDING, Rounding::NearestEven.code())
+        .unwrap();
     sim.write_reg(regmap::K_LEN, k as u32).unwrap();
     for r in 0..k {
         let beat = systole_core::bus::Beat {
-            a: Some(systole_core::bus::RowWrite { bank: 0, row: r as u16, data: &a[r] }),
-            b: Some(systole_core::bus::RowWrite { bank: 0, row: r as u16, data: &b[r] }),
+            a: Some(systole_core::bus::RowWrite {
+                bank: 0,
+                row: r as u16,
+                data: &a[r],
+            }),
+            b: Some(systole_core::bus::RowWrite {
+                bank: 0,
+                row: r as u16,
+                data: &b[r],
+            }),
             c: None,
         };
         sim.beat(&beat, &mut []).unwrap();
     }
     assert_eq!(sim.cycles(), command_cycle);
-    sim.write_reg(regmap::COMMAND, cmd::CLEAR.put(1) | cmd::EMIT.put(1)).unwrap();
+    sim.write_reg(regmap::COMMAND, cmd::CLEAR.put(1) | cmd::EMIT.put(1))
+        .unwrap();
     while sim.read_reg(regmap::DONE_COUNT).unwrap() == 0 {
-        assert!(sim.cycles() < command_cycle + 100, "the tile never finished");
+        assert!(
+            sim.cycles() < command_cycle + 100,
+            "the tile never finished"
+        );
         sim.idle(1).unwrap();
     }
     let done = sim.cycles();
@@ -116,7 +135,9 @@ fn traced_tile(cfg: &ArrayConfig, path: &Path, window: u64) -> (Vec<Vec<i16>>, u
         .map(|i| {
             (0..n)
                 .map(|j| {
-                    let acc: i64 = (0..k).map(|r| i64::from(a[r][i]) * i64::from(b[r][j])).sum();
+                    let acc: i64 = (0..k)
+                        .map(|r| i64::from(a[r][i]) * i64::from(b[r][j]))
+                        .sum();
                     convert(acc, shift, Rounding::NearestEven, 0, 16) as i16
                 })
                 .collect()
@@ -157,10 +178,18 @@ fn converter_outputs_carry_c_on_their_cycles_and_the_window_bounds_the_file() {
             let at = |s: &str| vcd.at(&format!("{conv}{s}"), t);
             assert_eq!(at("wr_en"), Some(1), "column {c} row {r} at {t}");
             assert_eq!(at("wr_row"), Some(r as u64), "column {c} row {r} at {t}");
-            assert_eq!(at("wr_data"), Some(u64::from(row[c] as u16)), "column {c} row {r}");
+            assert_eq!(
+                at("wr_data"),
+                Some(u64::from(row[c] as u16)),
+                "column {c} row {r}"
+            );
         }
         let before = 2 * (done - 2 * n + c as u64) - 1;
-        assert_eq!(vcd.at(&format!("{conv}wr_en"), before), Some(0), "column {c}");
+        assert_eq!(
+            vcd.at(&format!("{conv}wr_en"), before),
+            Some(0),
+            "column {c}"
+        );
     }
 }
 
@@ -229,7 +258,10 @@ fn bad_trace_requests_are_clear_errors() {
     let e = e.unwrap().create_file(true).unwrap_err();
     assert!(e.to_string().contains("not a regular file"), "{e}");
     let w = TraceWindow::new(Path::new("/nonexistent-dir/x.vcd"), None, 0, None).unwrap();
-    assert!(matches!(w.create_file(false), Err(SimError::TraceFile { .. })));
+    assert!(matches!(
+        w.create_file(false),
+        Err(SimError::TraceFile { .. })
+    ));
     // Too late: the fast model has run.
     let Some(cfg) = smallest() else { return };
     let mut sim = VerilatedArray::new(&cfg).unwrap();
