@@ -131,6 +131,23 @@ pub fn emit_verilog(a: &EmitArgs) -> anyhow::Result<()> {
     cfg.validate()
         .map_err(|e| anyhow::anyhow!("--fm-depth: {e}"))?;
     let v = systole_hdl::generate_verilog(&cfg)?;
+    if let Some(p) = &a.cocotb {
+        if a.out.as_deref() == Some(p.as_path()) {
+            anyhow::bail!("--cocotb and --out name the same file: give each its own");
+        }
+        let py = systole_hdl::cocotb::python_constants(&cfg)?;
+        systole_train::outfile::write_atomic(p, py.as_bytes())?;
+        // On standard output the Verilog comes alone: the note goes to standard error.
+        let note = format!(
+            "wrote {} (cocotb constants of the same top: ports, registers, bit fields)",
+            p.display()
+        );
+        if a.out.is_some() {
+            outln!("{note}");
+        } else {
+            eprintln!("{note}");
+        }
+    }
     match &a.out {
         Some(p) => {
             systole_train::outfile::write_atomic(p, v.as_bytes())?;

@@ -104,6 +104,11 @@ pub struct EmitArgs {
     /// Output file (default: standard output).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Also write the Python constants of this `top` for a cocotb testbench (its ports, the
+    /// register addresses and bit fields, `encode`/`decode`), e.g. systole_top.py; the same
+    /// definitions the Verilog and the Rust drivers come from (tests/cocotb/ uses them).
+    #[arg(long)]
+    pub cocotb: Option<PathBuf>,
 }
 
 /// Options of `guide`.
