@@ -175,7 +175,7 @@ mod tests {
 
     #[test]
     fn small_table_on_the_model_when_built() {
-        match matmul_table(&[4], &[(9, 20, 7)]) {
+        match matmul_table(&[4], &[(9, 20, 7)], None) {
             Err(DeviceError::NotBuilt { .. }) => eprintln!("verilator backend not built: skipped"),
             Err(e) => panic!("{e}"),
             Ok(rows) => {
@@ -199,7 +199,7 @@ mod tests {
             !sizes.is_empty(),
             "build with SYSTOLE_VERILATOR_SIZES including 8 or 16"
         );
-        let rows = matmul_table(&sizes, &[(256, 256, 256)]).unwrap();
+        let rows = matmul_table(&sizes, &[(256, 256, 256)], None).unwrap();
         println!("{}", BenchTable(&rows));
         for r in rows {
             assert!(

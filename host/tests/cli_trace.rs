@@ -63,6 +63,45 @@ fn check_writes_only_the_asked_cycles_with_rust_hdl_names() {
     ] {
         assert!(vars.iter().any(|v| v == name), "{name} not in {vars:?}");
     }
+    // bench and train trace the same way.
+    let b = dir.path().join("bench.vcd");
+    let o = systole(&[
+        "bench",
+        "--array",
+        "4",
+        "--sizes",
+        "16",
+        "--conv-batch",
+        "0",
+        "--trace",
+        b.to_str().unwrap(),
+        "--trace-from",
+        "10",
+        "--trace-cycles",
+        "5",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(read_vcd(&b).0.first(), Some(&20));
+    let t = dir.path().join("train.vcd");
+    let o = systole(&[
+        "train",
+        "--device",
+        "verilator",
+        "--array",
+        "4",
+        "--limit",
+        "64",
+        "--hidden",
+        "8",
+        "--epochs",
+        "1",
+        "--trace",
+        t.to_str().unwrap(),
+        "--trace-cycles",
+        "100",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(read_vcd(&t).0.last(), Some(&199));
     // Asked again without --overwrite-trace: refused, the file kept.
     let before = std::fs::read(&path).unwrap();
     let o = systole(&[
