@@ -7,11 +7,11 @@
 //! debug builds: the model is the hot loop). Writes `OUT_DIR/models.rs`, the table of compiled
 //! models that `src/ffi.rs` includes.
 //!
-//! Each size is Verilated twice: `Vsa{n}` without `--trace`, the fast model every simulation
-//! uses, and (unless `SYSTOLE_VERILATOR_TRACE=0`) `Vsa{n}t` with `--trace`, used only once a
-//! VCD trace is asked for. `--trace` makes Verilator keep every traced signal as a variable
-//! and mark trace activity on each eval, which cost about 25% of the simulation speed even
-//! with no trace open.
+//! The models are built without `--trace`: it makes Verilator keep every traced signal as a
+//! variable and mark trace activity on each eval, which cost about 25% of the simulation speed
+//! even with no trace open. A traced model is Verilated at run time only when a trace is asked
+//! for (`src/trace.rs`, through `systole-testbench`). The shim's port list comes from
+//! `systole_hdl::ports`, the definition the Verilog's `top` is written from.
 //!
 //! Without `verilator` or a C++ compiler the build still succeeds: it sets
 //! `cfg(systole_no_verilator)` and the crate reports `SimError::NotBuilt` at run time.
@@ -29,26 +29,10 @@ fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-changed=build/ports.rs");
     println!("cargo::rerun-if-env-changed=SYSTOLE_VERILATOR_SIZES");
-    println!("cargo::rerun-if-env-changed=SYSTOLE_VERILATOR_TRACE");
     println!("cargo::rustc-check-cfg=cfg(systole_no_verilator)");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let sizes = parse_sizes();
-    // 0 leaves the traced models out (half the C++ to compile).
-    let trace = std::env::var("SYSTOLE_VERILATOR_TRACE").map_or(true, |v| v != "0");
-    let models: Vec<Model> = sizes
-        .iter()
-        .flat_map(|&size| {
-            let traced = trace.then_some(Model { size, traced: true });
-            [
-                Some(Model {
-                    size,
-                    traced: false,
-                }),
-                traced,
-            ]
-        })
-        .flatten()
-        .collect();
+    let models: Vec<Model> = sizes.iter().map(|&size| Model { size }).collect();
 
     let root = match tools() {
         Ok(root) => root,
@@ -73,11 +57,9 @@ fn main() {
     for &n in &sizes {
         let verilog = systole_hdl::generate_verilog(&ArrayConfig::square(n))
             .unwrap_or_else(|e| panic!("systole-hdl could not generate the {n}x{n} array: {e}"));
-        for m in models.iter().filter(|m| m.size == n) {
-            build_model(&out, &include, m, &verilog);
-        }
+        build_model(&out, &include, &Model { size: n }, &verilog);
     }
-    build_runtime(&out, &include, trace);
+    build_runtime(&out, &include);
     for m in &models {
         println!("cargo::rustc-link-lib=static=systole_{}", m.name());
     }
@@ -165,7 +147,7 @@ fn build_board(out: &Path, include: &Path, n: usize) {
         }
         let shim = dir.join("shim_board.cpp");
         std::fs::write(&shim, ports::board_shim_cpp()).expect("write board shim");
-        let mut b = cxx_build(include, false);
+        let mut b = cxx_build(include);
         b.include(&dir).file(&shim);
         for f in classes(&dir, "board") {
             b.file(f);
@@ -225,7 +207,7 @@ fn build_soc(out: &Path, include: &Path, n: usize, cpu: &Path) {
         }
         let shim = dir.join("shim_soc.cpp");
         std::fs::write(&shim, ports::soc_shim_cpp()).expect("write SoC shim");
-        let mut b = cxx_build(include, false);
+        let mut b = cxx_build(include);
         b.include(&dir).file(&shim);
         for f in classes(&dir, "soc") {
             b.file(f);
@@ -268,17 +250,15 @@ fn write_firmware(out: &Path) {
     std::fs::write(out.join("firmware.rs"), text).expect("write firmware.rs");
 }
 
-/// One Verilated build of one array size.
+/// The Verilated build of one array size.
 struct Model {
     size: usize,
-    /// Verilated with `--trace` (the model a VCD is written from).
-    traced: bool,
 }
 
 impl Model {
-    /// `sa{n}` or `sa{n}t`: the suffix of the C++ class (`Vsa{n}`), shim functions and library.
+    /// `sa{n}`: the suffix of the C++ class (`Vsa{n}`), shim functions and library.
     fn name(&self) -> String {
-        format!("sa{}{}", self.size, if self.traced { "t" } else { "" })
+        format!("sa{}", self.size)
     }
 }
 
@@ -330,7 +310,7 @@ fn tools() -> Result<PathBuf, String> {
     Ok(root)
 }
 
-fn cxx_build(include: &Path, trace: bool) -> cc::Build {
+fn cxx_build(include: &Path) -> cc::Build {
     let mut b = cc::Build::new();
     b.cpp(true)
         .cargo_metadata(false)
@@ -344,8 +324,8 @@ fn cxx_build(include: &Path, trace: bool) -> cc::Build {
         .include(include.join("vltstd"))
         .define("VM_COVERAGE", "0")
         .define("VM_SC", "0")
-        .define("VM_TRACE", if trace { "1" } else { "0" })
-        .define("VM_TRACE_VCD", if trace { "1" } else { "0" })
+        .define("VM_TRACE", "0")
+        .define("VM_TRACE_VCD", "0")
         .define("VM_TRACE_FST", "0");
     b
 }
@@ -356,8 +336,7 @@ fn build_model(out: &Path, include: &Path, m: &Model, verilog: &str) {
     // The key covers this script and the tools too, so a change in how models are built
     // rebuilds them.
     let key = format!(
-        "{verilog}\n// {name} trace={} {} {:x}",
-        m.traced,
+        "{verilog}\n// {name} {} {:x}",
         tool_version(),
         script_hash()
     );
@@ -368,19 +347,16 @@ fn build_model(out: &Path, include: &Path, m: &Model, verilog: &str) {
 
 /// Verilates one model and compiles it and its shim into `libsystole_{name}.a`.
 fn verilate(include: &Path, dir: &Path, m: &Model, verilog: &str) {
-    let (n, trace, name) = (m.size, m.traced, m.name());
+    let (n, name) = (m.size, m.name());
     // Verilator leaves files of an earlier run in its --Mdir; start clean.
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).expect("create model dir");
-    let ports = ports::parse_top_ports(verilog)
-        .and_then(|p| ports::TopPorts::find(&p, n))
+    let ports = ports::TopPorts::of(&ArrayConfig::square(n))
         .unwrap_or_else(|e| panic!("{n}x{n} array: {e}"));
     std::fs::write(dir.join("src.v"), verilog).expect("write Verilog");
-    let mut cmd = verilator_cc(&format!("V{name}"), dir, &dir.join("src.v"));
-    if trace {
-        cmd.arg("--trace");
-    }
-    let o = cmd.output().expect("run verilator");
+    let o = verilator_cc(&format!("V{name}"), dir, &dir.join("src.v"))
+        .output()
+        .expect("run verilator");
     if !o.status.success() {
         panic!(
             "verilator failed on the generated {n}x{n} Verilog ({}):\n{}",
@@ -397,8 +373,8 @@ fn verilate(include: &Path, dir: &Path, m: &Model, verilog: &str) {
     let prev = root_h
         .contains(&format!(" {prev};"))
         .then_some(prev.as_str());
-    std::fs::write(&shim, ports::shim_cpp(&name, &ports, trace, prev)).expect("write shim");
-    let mut b = cxx_build(include, trace);
+    std::fs::write(&shim, ports::shim_cpp(&name, &ports, prev)).expect("write shim");
+    let mut b = cxx_build(include);
     b.include(dir).file(&shim);
     for f in classes(dir, &name) {
         b.file(f);
@@ -447,19 +423,12 @@ fn classes(dir: &Path, name: &str) -> Vec<PathBuf> {
 }
 
 /// Verilator's runtime, shared by every model.
-fn build_runtime(out: &Path, include: &Path, trace: bool) {
-    let key = format!(
-        "runtime trace={trace} {} {:x}",
-        tool_version(),
-        script_hash()
-    );
+fn build_runtime(out: &Path, include: &Path) {
+    let key = format!("runtime {} {:x}", tool_version(), script_hash());
     cached(out, "systole_verilated", &key, || {
-        let mut b = cxx_build(include, trace);
+        let mut b = cxx_build(include);
         b.file(include.join("verilated.cpp"))
             .file(include.join("verilated_threads.cpp"));
-        if trace {
-            b.file(include.join("verilated_vcd_c.cpp"));
-        }
         b.compile("systole_verilated");
     });
 }
@@ -529,7 +498,7 @@ fn write_models(out: &Path, models: &[Model], board: Option<usize>, soc: Result<
     let mut decls = String::new();
     let mut entries = String::new();
     for m in models {
-        let (d, e) = ports::rust_entry(&m.name(), m.size, m.traced);
+        let (d, e) = ports::rust_entry(&m.name(), m.size);
         decls.push_str(&d);
         entries.push_str(&e);
     }
@@ -552,7 +521,7 @@ fn write_models(out: &Path, models: &[Model], board: Option<usize>, soc: Result<
     };
     let text = format!(
         "// Generated by build.rs: the Verilated models compiled into this build.\n{decls}\n\
-         /// One entry per compiled model (a fast and maybe a traced one per size).\npub static MODELS: &[ModelFns] = &[\n{entries}];\n\
+         /// One entry per compiled model (one per size).\npub static MODELS: &[ModelFns] = &[\n{entries}];\n\
          /// The board image's model, when one was built.\npub static BOARD: Option<BoardFns> = {board};\n\
          /// The SoC image's model, or why this build has none.\npub static SOC: Result<BoardFns, &str> = {soc};\n"
     );

@@ -213,13 +213,21 @@ impl SimBoard {
 
     /// A simulated board with a Verilated array of `config`.
     pub fn spawn_verilated(config: ArrayConfig) -> Result<SimBoard, DeviceError> {
-        // Fail early (on this thread) with the simulator's own message if the size is missing.
-        drop(systole_sim::VerilatedArray::new(&config)?);
-        SimBoard::spawn(
-            config,
-            move || systole_sim::VerilatedArray::new(&config).map_err(|e| e.to_string()),
-            None,
-        )
+        SimBoard::spawn_verilated_traced(config, None)
+    }
+
+    /// [`SimBoard::spawn_verilated`], writing the cycles of `trace` (when given) to its file.
+    pub fn spawn_verilated_traced(
+        config: ArrayConfig,
+        trace: Option<systole_sim::TraceWindow>,
+    ) -> Result<SimBoard, DeviceError> {
+        // Built on this thread, so a missing size or a trace that cannot be set up fails here
+        // with the simulator's own message.
+        let mut sim = systole_sim::VerilatedArray::new(&config)?;
+        if let Some(w) = trace {
+            sim.open_trace(w)?;
+        }
+        SimBoard::spawn(config, move || Ok(sim), None)
     }
 
     /// The pty path to open as a serial port.
@@ -290,8 +298,11 @@ impl Drop for SimBoard {
 }
 
 /// `systole-board-sim`: serves a Verilated board on a pty until killed, printing its path.
-pub fn run_board_sim(config: ArrayConfig) -> Result<(), DeviceError> {
-    let board = SimBoard::spawn_verilated(config)?;
+pub fn run_board_sim(
+    config: ArrayConfig,
+    trace: Option<systole_sim::TraceWindow>,
+) -> Result<(), DeviceError> {
+    let board = SimBoard::spawn_verilated_traced(config, trace)?;
     println!(
         "simulated {0}x{0} board on {1} (use --device serial:{1}); Ctrl-C to stop",
         config.size,

@@ -63,6 +63,9 @@ pub enum DeviceError {
     /// The backend cannot run this configuration or operation.
     #[error("{0}")]
     Unsupported(String),
+    /// A waveform trace could not be set up or written.
+    #[error(transparent)]
+    Trace(Box<systole_sim::SimError>),
     /// The device or the link to it failed; the operation produced no result. `source` is
     /// the typed cause (the driver's error, holding the bus's: `SimError`, a serial
     /// `LinkError`, a `BridgeError`).
@@ -242,6 +245,45 @@ pub fn lowered_backward_weights<D: Device + ?Sized>(
 ) -> Result<QMatrix, DeviceError> {
     let (p, q) = conv::backward_weights_operands(x, dy, g)?;
     dev.matmul(&p, &q, out)
+}
+
+pub use systole_sim::{TraceFormat, TraceState, TraceWindow};
+
+/// [`open`], writing the cycles of `trace` (when given) to a waveform file: only the
+/// `verilator` device runs a model in this process that can be traced; any other is an error
+/// naming what to do instead.
+pub fn open_traced(
+    spec: &str,
+    config: ArrayConfig,
+    trace: Option<systole_sim::TraceWindow>,
+) -> Result<Box<dyn Device>, DeviceError> {
+    let Some(window) = trace else {
+        return open(spec, config);
+    };
+    traceable(spec)?;
+    let mut dev = verilator::VerilatorDevice::new(config)?;
+    dev.open_trace(window)?;
+    Ok(Box::new(dev))
+}
+
+/// `Ok` when the device `spec` can be traced (`verilator`, the model running in this process),
+/// else an error naming what to do instead.
+pub fn traceable(spec: &str) -> Result<(), DeviceError> {
+    if spec == "verilator" {
+        return Ok(());
+    }
+    let why = match spec {
+        "golden" => {
+            "the golden device is the numeric contract in Rust and has no signals".to_string()
+        }
+        s if s.starts_with("serial:") || s.starts_with("bridge:") => format!(
+            "{s} is a board (or a simulated board in another process): trace a simulated board with systole-board-sim --trace"
+        ),
+        s => format!("'{s}' is not a simulated device"),
+    };
+    Err(DeviceError::Unsupported(format!(
+        "--trace needs --device verilator (the Verilated model running in this process): {why}"
+    )))
 }
 
 /// Opens a device from a `--device` value: `golden`, `verilator`, `serial:PATH` (a board

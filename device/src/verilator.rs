@@ -3,9 +3,8 @@
 
 use super::backend::{BusDevice, Link};
 use super::DeviceError;
-use std::path::Path;
 use systole_core::ArrayConfig;
-use systole_sim::{SimError, VerilatedArray};
+use systole_sim::{SimError, TraceState, TraceWindow, VerilatedArray};
 
 /// A Verilated accelerator of one array size.
 pub type VerilatorDevice = BusDevice<VerilatedArray>;
@@ -17,14 +16,17 @@ impl Link for VerilatedArray {
 impl From<SimError> for DeviceError {
     fn from(e: SimError) -> Self {
         match e {
-            SimError::NotBuilt
-            | SimError::SizeNotBuilt { .. }
-            | SimError::TraceNotBuilt
-            | SimError::SocNotBuilt(_) => DeviceError::NotBuilt {
-                backend: "verilator",
-                how_to_fix: e.to_string(),
-            },
+            SimError::NotBuilt | SimError::SizeNotBuilt { .. } | SimError::SocNotBuilt(_) => {
+                DeviceError::NotBuilt {
+                    backend: "verilator",
+                    how_to_fix: e.to_string(),
+                }
+            }
             SimError::Config(c) => DeviceError::Config(c),
+            e @ (SimError::TraceSetup(_)
+            | SimError::TraceFile { .. }
+            | SimError::Traced(_)
+            | SimError::TraceTooLate) => DeviceError::Trace(Box::new(e)),
             other => DeviceError::Transport {
                 device: VerilatedArray::KIND.into(),
                 source: Box::new(other),
@@ -41,15 +43,15 @@ impl BusDevice<VerilatedArray> {
         Ok(BusDevice::with_bus(config, sim, None))
     }
 
-    /// Starts writing a VCD waveform of every signal to `path` (view with GTKWave); call it
+    /// Writes the cycles of `window` (every signal, rust-hdl's names) to its file; call it
     /// before the first product (see [`VerilatedArray::open_trace`]).
-    pub fn open_trace(&mut self, path: &Path) -> Result<(), DeviceError> {
-        Ok(self.bus.open_trace(path)?)
+    pub fn open_trace(&mut self, window: TraceWindow) -> Result<(), DeviceError> {
+        Ok(self.bus.open_trace(window)?)
     }
 
-    /// Flushes and closes the waveform, if one is open.
-    pub fn close_trace(&mut self) {
-        self.bus.close_trace();
+    /// Where the trace window stands (`None` without a trace).
+    pub fn trace_state(&self) -> Option<TraceState> {
+        self.bus.trace_state()
     }
 
     /// Clock cycles simulated since the model was created.

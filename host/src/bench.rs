@@ -59,14 +59,23 @@ pub(crate) fn operand(rows: usize, cols: usize, seed: u64, frac: u32, drop: u32)
 
 /// Runs each shape `(m, k, n)` on a Verilated array of each size, checks the result against
 /// the golden model, and reports cycles, utilization and simulation speed.
+///
+/// `trace`: the waveform of the first size's model (its products run once each then, not
+/// timed best of several: a trace is for looking at signals, and its speed is the trace
+/// writer's).
 pub fn matmul_table(
     sizes: &[usize],
     shapes: &[(usize, usize, usize)],
+    mut trace: Option<systole_device::TraceWindow>,
 ) -> Result<Vec<BenchRow>, DeviceError> {
     let mut rows = Vec::new();
     for &size in sizes {
         let cfg = ArrayConfig::square(size);
         let mut dev = VerilatorDevice::new(cfg)?;
+        let traced = trace.is_some();
+        if let Some(w) = trace.take() {
+            dev.open_trace(w)?;
+        }
         for (i, &(m, k, n)) in shapes.iter().enumerate() {
             let a = operand(m, k, 2 * i as u64 + 1, 8, 0);
             let b = operand(k, n, 2 * i as u64 + 2, 8, 0);
@@ -79,7 +88,7 @@ pub fn matmul_table(
             // without the first run's cold caches and the machine's other load.
             let mut seconds = f64::INFINITY;
             let mut simulated = 0;
-            for run in 0..RUNS {
+            for run in 0..if traced { 1 } else { RUNS } {
                 dev.reset_stats();
                 let sim0 = dev.sim_cycles();
                 let t0 = Instant::now();
@@ -166,7 +175,7 @@ mod tests {
 
     #[test]
     fn small_table_on_the_model_when_built() {
-        match matmul_table(&[4], &[(9, 20, 7)]) {
+        match matmul_table(&[4], &[(9, 20, 7)], None) {
             Err(DeviceError::NotBuilt { .. }) => eprintln!("verilator backend not built: skipped"),
             Err(e) => panic!("{e}"),
             Ok(rows) => {
@@ -190,7 +199,7 @@ mod tests {
             !sizes.is_empty(),
             "build with SYSTOLE_VERILATOR_SIZES including 8 or 16"
         );
-        let rows = matmul_table(&sizes, &[(256, 256, 256)]).unwrap();
+        let rows = matmul_table(&sizes, &[(256, 256, 256)], None).unwrap();
         println!("{}", BenchTable(&rows));
         for r in rows {
             assert!(

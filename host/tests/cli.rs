@@ -96,3 +96,58 @@ fn mpirun_without_mpi_feature_is_a_clear_error() {
         "{err}"
     );
 }
+
+/// `emit-verilog --cocotb` writes the Python constants of exactly the top it emits: its ports
+/// as the Verilog declares them and the register map, from the same definitions.
+#[test]
+fn emit_verilog_writes_the_cocotb_constants_of_the_same_top() {
+    let dir = tempfile::tempdir().unwrap();
+    let (v, py) = (dir.path().join("top.v"), dir.path().join("systole_top.py"));
+    let o = systole(&[
+        "emit-verilog",
+        "--array",
+        "3",
+        "--fm-depth",
+        "0",
+        "--buffer-depth",
+        "64",
+        "--out",
+        v.to_str().unwrap(),
+        "--cocotb",
+        py.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (verilog, text) = (
+        std::fs::read_to_string(&v).unwrap(),
+        std::fs::read_to_string(&py).unwrap(),
+    );
+    let mut cfg = systole_core::ArrayConfig::new(3, 8, 64).unwrap();
+    cfg.fm_depth = 0;
+    assert_eq!(text, systole_hdl::cocotb::python_constants(&cfg).unwrap());
+    assert!(text.contains("FM_DEPTH = 0\n") && text.contains("BUFFER_DEPTH = 64\n"));
+    // Every port in PORTS is declared by the Verilog's `top` with that width.
+    let ports: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("PORTS = {"))
+        .skip(1)
+        .take_while(|l| *l != "}")
+        .collect();
+    assert_eq!(ports.len(), systole_hdl::ports(&cfg).unwrap().len());
+    for line in ports {
+        let (name, rest) = line.trim().split_once(": (").unwrap();
+        let (dir, width) = rest.trim_end_matches("),").split_once(", ").unwrap();
+        let (name, dir) = (name.trim_matches('"'), dir.trim_matches('"'));
+        let width: u32 = width.parse().unwrap();
+        let range = if width > 1 {
+            format!(" [{}:0]", width - 1)
+        } else {
+            String::new()
+        };
+        let decl = format!("    {dir} wire{range} {name};");
+        assert!(verilog.contains(&decl), "{decl} not in the Verilog");
+    }
+    let same = v.to_str().unwrap();
+    let o = systole(&["emit-verilog", "--out", same, "--cocotb", same]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("the same file"));
+}

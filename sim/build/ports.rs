@@ -1,67 +1,14 @@
-//! Reads the `top` module's port list from generated Verilog and writes the C++ shim and the
-//! Rust function table for one Verilated model. Used by `build.rs` only.
+//! Writes the C++ shim and the Rust function table of one Verilated model of `top`, from
+//! `top`'s port list as systole-hdl defines it (`systole_hdl::ports`, the definition its
+//! Verilog wrapper is written from: the same source `systole-testbench` and the traced models
+//! use). Used by `build.rs` only.
 
 use std::fmt::Write as _;
+use systole_hdl::{PortDir, PortInfo as Port};
 
-/// One port of `top` as declared in the Verilog.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Port {
-    /// Name in the Verilog (may contain `$`).
-    pub name: String,
-    /// `true` for `input`.
-    pub input: bool,
-    /// Bit width.
-    pub width: u32,
-}
-
-impl Port {
-    /// The member name Verilator gives the port in C++ (`$` becomes `__024`).
-    pub fn cpp(&self) -> String {
-        self.name.replace('$', "__024")
-    }
-}
-
-/// The ports of `module top(...)`, in declaration order.
-pub fn parse_top_ports(verilog: &str) -> Result<Vec<Port>, String> {
-    let start = verilog
-        .find("module top(")
-        .ok_or("the generated Verilog has no `module top(`")?;
-    let body = &verilog[start..];
-    let body = &body[..body.find("endmodule").unwrap_or(body.len())];
-    let mut ports = Vec::new();
-    for line in body.lines().map(str::trim) {
-        let (input, rest) = if let Some(r) = line.strip_prefix("input wire") {
-            (true, r)
-        } else if let Some(r) = line.strip_prefix("output reg") {
-            (false, r)
-        } else if let Some(r) = line.strip_prefix("output wire") {
-            (false, r)
-        } else {
-            continue;
-        };
-        let rest = rest.trim().trim_end_matches(';').trim();
-        let rest = rest.strip_prefix("signed").unwrap_or(rest).trim();
-        let (width, name) = match rest.strip_prefix('[') {
-            Some(r) => {
-                let (range, name) = r
-                    .split_once(']')
-                    .ok_or_else(|| format!("bad port: {line}"))?;
-                let (hi, lo) = range
-                    .split_once(':')
-                    .ok_or_else(|| format!("bad port: {line}"))?;
-                let hi: u32 = hi.trim().parse().map_err(|_| format!("bad port: {line}"))?;
-                let lo: u32 = lo.trim().parse().map_err(|_| format!("bad port: {line}"))?;
-                (hi - lo + 1, name.trim())
-            }
-            None => (1, rest),
-        };
-        ports.push(Port {
-            name: name.to_string(),
-            input,
-            width,
-        });
-    }
-    Ok(ports)
+/// The member name Verilator gives a port in C++ (`$` becomes `__024`).
+fn cpp(p: &Port) -> String {
+    p.name.replace('$', "__024")
 }
 
 /// The ports the shim drives, found by the names agreed in ARCHITECTURE.md.
@@ -93,47 +40,34 @@ const SCALARS: [&str; 16] = [
 const LANES: [&str; 4] = ["a_wr_data", "b_wr_data", "c_rd_data", "fm_wr_data"];
 
 impl TopPorts {
-    /// Matches the parsed ports against the agreed names; `size` lanes per row port.
-    pub fn find(ports: &[Port], size: usize) -> Result<TopPorts, String> {
-        let all = || {
-            ports
-                .iter()
-                .map(|p| p.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let mut scalars = Vec::new();
-        for s in SCALARS {
+    /// `top`'s ports for `cfg` from systole-hdl's definition, each checked for the direction
+    /// (and the lanes for the width) the shim assumes.
+    pub fn of(cfg: &systole_core::ArrayConfig) -> Result<TopPorts, String> {
+        let ports = systole_hdl::ports(cfg).map_err(|e| e.to_string())?;
+        let find = |name: &str| {
             let p = ports
                 .iter()
-                .find(|p| p.name == s)
-                .ok_or_else(|| format!("port `{s}` is missing from top (it has: {})", all()))?;
-            scalars.push((s, p.clone()));
-        }
-        let lane_port = |base: &str, lane: usize| {
-            ports.iter().find(|p| {
-                p.name
-                    .strip_prefix(base)
-                    .map(|r| r.trim_start_matches(['$', '_']))
-                    .is_some_and(|r| r == lane.to_string())
-            })
+                .find(|p| p.name == name)
+                .ok_or_else(|| format!("systole_hdl::ports has no `{name}`"))?;
+            let input = !matches!(name, "reg_rdata") && !name.starts_with("c_rd_data");
+            if (p.dir == PortDir::Input) != input {
+                return Err(format!("`{name}` has the wrong direction for the shim"));
+            }
+            Ok(p.clone())
         };
+        let scalars = SCALARS
+            .iter()
+            .map(|&s| Ok((s, find(s)?)))
+            .collect::<Result<Vec<_>, String>>()?;
         let mut lanes: [Vec<Port>; 4] = Default::default();
-        // The feature-map row is the largest power of two of words not above the size.
-        let fm_row_words = 1usize << (usize::BITS - 1 - size.leading_zeros());
         for (i, base) in LANES.iter().enumerate() {
-            let count = if i == 3 { fm_row_words } else { size };
+            let count = if i == 3 { cfg.fm_row_words() } else { cfg.size };
             for lane in 0..count {
-                let p = lane_port(base, lane).ok_or_else(|| {
-                    format!(
-                        "lane {lane} of `{base}` is missing from top (it has: {})",
-                        all()
-                    )
-                })?;
+                let p = find(&format!("{base}_{lane}"))?;
                 if p.width != 16 {
                     return Err(format!("`{}` is {} bits wide, not 16", p.name, p.width));
                 }
-                lanes[i].push(p.clone());
+                lanes[i].push(p);
             }
         }
         Ok(TopPorts { scalars, lanes })
@@ -148,23 +82,18 @@ impl TopPorts {
         self.scalars
             .iter()
             .find(|(n, _)| *n == name)
-            .map(|(_, p)| p.cpp())
+            .map(|(_, p)| cpp(p))
             .unwrap()
     }
 }
 
 /// C++ source of the `extern "C"` shim for model class `V{name}` (functions `systole_{name}_*`).
 ///
-/// `skip_falling_eval`: the design only reacts to rising edges, so when Verilator's edge
-/// detector state (`prev_clock_member`, in the root class) is known, the falling edge is
-/// applied without a second `eval()` (which would re-run all input-combinational logic) by
-/// resetting that state directly. Off while a trace is open, so the VCD shows both phases.
-pub fn shim_cpp(
-    name: &str,
-    ports: &TopPorts,
-    trace: bool,
-    prev_clock_member: Option<&str>,
-) -> String {
+/// `prev_clock_member`: the design only reacts to rising edges, so when Verilator's edge
+/// detector state (in the root class) is known, the falling edge is applied without a second
+/// `eval()` (which would re-run all input-combinational logic) by resetting that state
+/// directly.
+pub fn shim_cpp(name: &str, ports: &TopPorts, prev_clock_member: Option<&str>) -> String {
     let cls = format!("V{name}");
     let f = format!("systole_{name}");
     let s = |n: &str| ports.s(n);
@@ -175,7 +104,7 @@ pub fn shim_cpp(
             let _ = writeln!(
                 lanes_in,
                 "        m->{} = (uint16_t)in->{en}_data[{l}];",
-                p.cpp()
+                cpp(p)
             );
         }
         let _ = writeln!(lanes_in, "    }}");
@@ -185,48 +114,14 @@ pub fn shim_cpp(
         let _ = writeln!(
             lanes_out,
             "        c_out[{l}] = (int16_t)(uint16_t)m->{};",
-            p.cpp()
+            cpp(p)
         );
     }
-    let (trace_inc, trace_dump) = if trace {
-        (
-            "#include \"verilated_vcd_c.h\"\n",
-            "    if (s->tfp) s->tfp->dump(s->t);\n    s->t++;\n",
-        )
-    } else {
-        ("", "")
-    };
-    let trace_fns = if trace {
-        format!(
-            r#"extern "C" int {f}_trace_open(State* s, const char* path) {{
-    if (s->tfp) {{ s->tfp->close(); delete s->tfp; }}
-    s->tfp = new VerilatedVcdC;
-    s->m->trace(s->tfp, 99);
-    s->tfp->open(path);
-    if (!s->tfp->isOpen()) {{ delete s->tfp; s->tfp = nullptr; return 1; }}
-    return 0;
-}}
-extern "C" void {f}_trace_close(State* s) {{
-    if (s->tfp) {{ s->tfp->close(); delete s->tfp; s->tfp = nullptr; }}
-}}
-"#
-        )
-    } else {
-        format!(
-            "extern \"C\" int {f}_trace_open(State*, const char*) {{ return 2; }}\n\
-             extern \"C\" void {f}_trace_close(State*) {{}}\n"
-        )
-    };
-    let tfp_member = if trace {
-        "VerilatedVcdC* tfp = nullptr;"
-    } else {
-        ""
-    };
     format!(
-        r#"// Generated by systole-sim's build.rs from the port list of the generated Verilog.
+        r#"// Generated by systole-sim's build.rs from systole_hdl::ports.
 #include <cstdint>
 #include "verilated.h"
-{trace_inc}#include "{cls}.h"
+#include "{cls}.h"
 #include "{cls}___024root.h"
 
 namespace systole_{name} {{
@@ -240,13 +135,10 @@ struct PortIn {{
 struct State {{
     VerilatedContext* ctx;
     {cls}* m;
-    {tfp_member}
-    uint64_t t = 0;
 }};
-// Each half cycle is one eval; traced at every eval so the VCD shows both clock phases.
 inline void settle(State* s) {{
     s->m->eval();
-{trace_dump}}}
+}}
 inline void clock_cycle(State* s) {{
     s->m->{clock} = 1;
     settle(s);
@@ -256,11 +148,9 @@ inline void clock_cycle(State* s) {{
 }}
 using namespace systole_{name};
 
-{trace_fns}
 extern "C" State* {f}_new() {{
     State* s = new State;
     s->ctx = new VerilatedContext;
-    s->ctx->traceEverOn({trace_on});
     s->m = new {cls}{{s->ctx, "top"}};
     s->m->{clock} = 0;
     s->m->{reset} = 0;
@@ -272,7 +162,6 @@ extern "C" State* {f}_new() {{
     return s;
 }}
 extern "C" void {f}_delete(State* s) {{
-    {close_trace}
     s->m->final();
     delete s->m;
     delete s->ctx;
@@ -326,25 +215,16 @@ extern "C" void {f}_idle(State* s, uint32_t cycles) {{
         c_row = s("c_rd_row"),
         fm_en = s("fm_wr_en"),
         fm_row = s("fm_wr_row"),
-        trace_on = if trace { "true" } else { "false" },
         fast_fall = match prev_clock_member {
-            Some(member) => format!(
-                "    if ({}) {{ s->m->rootp->{member} = 0; return; }}\n",
-                if trace { "!s->tfp" } else { "true" }
-            ),
+            Some(member) => format!("    s->m->rootp->{member} = 0; return;\n"),
             None => String::new(),
-        },
-        close_trace = if trace {
-            format!("{f}_trace_close(s);")
-        } else {
-            String::new()
         },
     )
 }
 
 /// Rust declarations and the [`ModelFns`] entry for model `name` of a `size x size` array
-/// (spliced into `models.rs`); `traced` when it was Verilated with `--trace`.
-pub fn rust_entry(name: &str, size: usize, traced: bool) -> (String, String) {
+/// (spliced into `models.rs`).
+pub fn rust_entry(name: &str, size: usize) -> (String, String) {
     let f = format!("systole_{name}");
     let decls = format!(
         r#"extern "C" {{
@@ -354,15 +234,12 @@ pub fn rust_entry(name: &str, size: usize, traced: bool) -> (String, String) {
     fn {f}_read_reg(s: *mut c_void, addr: u32) -> u32;
     fn {f}_tick(s: *mut c_void, inp: *const PortIn, c_out: *mut i16);
     fn {f}_idle(s: *mut c_void, cycles: u32);
-    fn {f}_trace_open(s: *mut c_void, path: *const c_char) -> i32;
-    fn {f}_trace_close(s: *mut c_void);
 }}
 "#
     );
     let entry = format!(
-        "    ModelFns {{ size: {size}, traced: {traced}, new: {f}_new, delete: {f}_delete, reset: {f}_reset, \
-         read_reg: {f}_read_reg, tick: {f}_tick, idle: {f}_idle, trace_open: {f}_trace_open, \
-         trace_close: {f}_trace_close }},\n"
+        "    ModelFns {{ size: {size}, new: {f}_new, delete: {f}_delete, reset: {f}_reset, \
+         read_reg: {f}_read_reg, tick: {f}_tick, idle: {f}_idle }},\n"
     );
     (decls, entry)
 }

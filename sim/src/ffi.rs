@@ -1,7 +1,7 @@
 //! The C ABI of the generated shims (see `build/ports.rs`) and the table of compiled models.
 #![allow(unsafe_code)]
 
-use core::ffi::{c_char, c_void};
+use core::ffi::c_void;
 
 /// Every input port of `top` for one clock beat, in the layout of the shim's `PortIn`.
 #[repr(C)]
@@ -52,8 +52,6 @@ impl PortIn {
 /// The shim functions of one compiled model.
 pub(crate) struct ModelFns {
     pub size: usize,
-    /// Verilated with `--trace`: slower, but the only kind that can write a VCD.
-    pub traced: bool,
     pub new: unsafe extern "C" fn() -> *mut c_void,
     pub delete: unsafe extern "C" fn(*mut c_void),
     pub reset: unsafe extern "C" fn(*mut c_void, u32),
@@ -61,9 +59,6 @@ pub(crate) struct ModelFns {
     /// One clock cycle with all inputs; copies the C row into the pointer when it is not null.
     pub tick: unsafe extern "C" fn(*mut c_void, *const PortIn, *mut i16),
     pub idle: unsafe extern "C" fn(*mut c_void, u32),
-    /// 0 on success, 1 when the file cannot be opened, 2 when tracing was not compiled in.
-    pub trace_open: unsafe extern "C" fn(*mut c_void, *const c_char) -> i32,
-    pub trace_close: unsafe extern "C" fn(*mut c_void),
 }
 
 /// The shim functions of the board image's model (`build.rs`, `build_board`).

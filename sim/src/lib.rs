@@ -6,10 +6,10 @@
 //! so the firmware's tile driver runs on it unchanged. Each bus call is one call into C++ that
 //! sets every input port, runs a whole clock cycle and returns the outputs.
 //!
-//! Each size has a fast model, Verilated without `--trace`, and (unless built with
-//! `SYSTOLE_VERILATOR_TRACE=0`) a slower traced one. A new [`VerilatedArray`] runs the fast
-//! model; [`VerilatedArray::open_trace`] before its first clock edge switches it to a fresh
-//! traced model.
+//! The compiled models have no tracing (it costs speed). [`VerilatedArray::open_trace`]
+//! before the first clock edge switches an array to a traced model of the same Verilog,
+//! Verilated at run time through `systole-testbench` (see [`trace`]), which writes a window of
+//! cycles to a VCD or FST file.
 //!
 //! Timing (see docs/HARDWARE.md, "Ports and timing"): `read_reg` evaluates the
 //! combinational register read without a clock edge; `write_reg`, `beat` and each `idle` cycle
@@ -19,14 +19,14 @@
 pub mod board;
 mod ffi;
 pub mod soc;
+pub mod trace;
 
 pub use board::VerilatedBoard;
 pub use soc::VerilatedSoc;
+pub use trace::{TraceFormat, TraceState, TraceWindow};
 
 use core::ffi::c_void;
 use core::ptr::NonNull;
-use std::ffi::CString;
-use std::path::Path;
 use systole_core::bus::Beat;
 use systole_core::{AcceleratorBus, ArrayConfig};
 
@@ -35,7 +35,7 @@ pub const INSTALL_HINT: &str =
     "install with: apt-get install verilator g++ (./x does this), then rebuild systole-sim";
 
 /// Why a simulation could not be created or driven.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SimError {
     /// This build has no Verilated models at all.
@@ -67,15 +67,24 @@ pub enum SimError {
     /// A bus call broke the port contract (row out of range, wrong number of words).
     #[error("bad bus access: {0}")]
     BadAccess(String),
-    /// The trace file could not be opened.
-    #[error("cannot open trace file {0}")]
-    Trace(String),
-    /// Tracing was left out of this build (`SYSTOLE_VERILATOR_TRACE=0`).
-    #[error("tracing is not compiled in: rebuild without SYSTOLE_VERILATOR_TRACE=0")]
-    TraceNotBuilt,
+    /// A trace asked for in a way that cannot work (the message says what to change).
+    #[error("{0}")]
+    TraceSetup(String),
+    /// The trace file could not be created.
+    #[error("cannot create the trace file {path}")]
+    TraceFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        cause: std::io::Error,
+    },
+    /// The traced model could not be built or driven.
+    #[error("the traced model: {0}")]
+    Traced(#[source] Box<systole_testbench::TestbenchError>),
     /// A trace was asked for after the fast (untraced) model had run.
     #[error(
-        "a VCD trace must be opened before the model's first clock edge (write, beat, idle or \
+        "a trace must be opened before the model's first clock edge (write, beat, idle or \
          reset): only then can it switch to the traced model"
     )]
     TraceTooLate,
@@ -97,17 +106,23 @@ fn describe_built(built: &[usize]) -> String {
 
 /// Array sizes compiled into this build (each with `ArrayConfig::square(n)`).
 pub fn built_sizes() -> Vec<usize> {
-    ffi::MODELS
-        .iter()
-        .filter(|m| !m.traced)
-        .map(|m| m.size)
-        .collect()
+    ffi::MODELS.iter().map(|m| m.size).collect()
+}
+
+/// The model an array runs on.
+enum Model {
+    /// A compiled model (`build.rs`): the fast path, no tracing.
+    Fast {
+        fns: &'static ffi::ModelFns,
+        state: NonNull<c_void>,
+    },
+    /// The traced model, Verilated at run time (see [`trace`]).
+    Traced(Box<trace::TracedTop>),
 }
 
 /// One simulated accelerator instance.
 pub struct VerilatedArray {
-    fns: &'static ffi::ModelFns,
-    state: NonNull<c_void>,
+    model: Model,
     cfg: ArrayConfig,
     cycles: u64,
     /// Clocked since creation: the state can no longer move to the traced model.
@@ -130,16 +145,20 @@ impl VerilatedArray {
         if cfg!(systole_no_verilator) {
             return Err(SimError::NotBuilt);
         }
-        let fns = model(cfg.size, false)
+        let fns = ffi::MODELS
+            .iter()
+            .find(|m| m.size == cfg.size)
             .filter(|_| ArrayConfig::square(cfg.size).config_word() == cfg.config_word())
             .ok_or_else(|| SimError::SizeNotBuilt {
                 size: cfg.size,
                 depth: cfg.buffer_depth,
                 built: built_sizes(),
             })?;
+        #[allow(unsafe_code)]
+        // SAFETY: `new` has no preconditions and returns an owned model.
+        let state = NonNull::new(unsafe { (fns.new)() }).ok_or(SimError::NotBuilt)?;
         let mut sim = VerilatedArray {
-            fns,
-            state: create(fns)?,
+            model: Model::Fast { fns, state },
             cfg: *cfg,
             cycles: 0,
             clocked: false,
@@ -157,11 +176,14 @@ impl VerilatedArray {
     /// Holds `reset` high for two cycles: registers, queue and counters return to zero.
     pub fn reset(&mut self) {
         self.clocked = true;
-        #[allow(unsafe_code)]
-        // SAFETY: `state` is a live model created by `fns.new`.
-        unsafe {
-            (self.fns.reset)(self.state.as_ptr(), RESET_CYCLES)
-        };
+        match &mut self.model {
+            #[allow(unsafe_code)]
+            // SAFETY: `state` is a live model created by `fns.new`.
+            Model::Fast { fns, state } => unsafe { (fns.reset)(state.as_ptr(), RESET_CYCLES) },
+            // The traced model's only failure is a trace file that stopped taking writes,
+            // which Verilator reports itself; the simulation goes on.
+            Model::Traced(t) => drop(t.reset(RESET_CYCLES)),
+        }
         self.cycles += u64::from(RESET_CYCLES);
     }
 
@@ -170,46 +192,29 @@ impl VerilatedArray {
         self.cycles
     }
 
-    /// Starts dumping every signal to a VCD file at `path` (replacing an open trace).
+    /// Writes the cycles of `window` to its file (created by the caller, see
+    /// [`TraceWindow::create_file`]).
     ///
-    /// The first call must come before any clock edge (`write_reg`, `beat`, `idle`, `reset`;
-    /// `read_reg` is fine): it replaces the fast model by a fresh traced one, reset the same
-    /// way, so the simulation is the same and only slower. Later it is [`SimError::TraceTooLate`].
-    pub fn open_trace(&mut self, path: &Path) -> Result<(), SimError> {
-        if !self.fns.traced {
-            let traced = model(self.cfg.size, true).ok_or(SimError::TraceNotBuilt)?;
-            if self.clocked {
-                return Err(SimError::TraceTooLate);
-            }
-            let state = create(traced)?;
-            #[allow(unsafe_code)]
-            // SAFETY: the fast model was created by `fns.new`; `state` replaces it at once. The
-            // traced model gets the same reset as `new` gave the fast one (`cycles` counts it).
-            unsafe {
-                (self.fns.delete)(self.state.as_ptr());
-                (traced.reset)(state.as_ptr(), RESET_CYCLES);
-            }
-            (self.fns, self.state) = (traced, state);
+    /// It must come before any clock edge (`write_reg`, `beat`, `idle`, `reset`; `read_reg` is
+    /// fine): it replaces the fast model by a traced one of the same Verilog, reset the same
+    /// way, so the simulation is the same and only slower (the first use Verilates the traced
+    /// model, about a minute; later runs load it from the cache). Later it is
+    /// [`SimError::TraceTooLate`].
+    pub fn open_trace(&mut self, window: TraceWindow) -> Result<(), SimError> {
+        if self.clocked || matches!(self.model, Model::Traced(_)) {
+            return Err(SimError::TraceTooLate);
         }
-        let shown = path.display().to_string();
-        let c = CString::new(path.as_os_str().as_encoded_bytes())
-            .map_err(|_| SimError::Trace(shown.clone()))?;
-        #[allow(unsafe_code)]
-        // SAFETY: live model; `c` is a NUL-terminated path that outlives the call.
-        match unsafe { (self.fns.trace_open)(self.state.as_ptr(), c.as_ptr()) } {
-            0 => Ok(()),
-            2 => Err(SimError::TraceNotBuilt),
-            _ => Err(SimError::Trace(shown)),
-        }
+        let traced = trace::TracedTop::new(&self.cfg, window)?;
+        self.model = Model::Traced(Box::new(traced));
+        Ok(())
     }
 
-    /// Flushes and closes the trace file, if one is open.
-    pub fn close_trace(&mut self) {
-        #[allow(unsafe_code)]
-        // SAFETY: live model; closing without an open trace is a no-op.
-        unsafe {
-            (self.fns.trace_close)(self.state.as_ptr())
-        };
+    /// Where the trace window stands (`None` without a trace).
+    pub fn trace_state(&self) -> Option<TraceState> {
+        match &self.model {
+            Model::Traced(t) => Some(t.state()),
+            Model::Fast { .. } => None,
+        }
     }
 
     fn check_row(&self, data: &[i16], row: u16, what: &str) -> Result<(), SimError> {
@@ -229,40 +234,36 @@ impl VerilatedArray {
         Ok(())
     }
 
-    fn tick(&mut self, p: &ffi::PortIn, c_out: *mut i16) {
+    /// One clock beat with the inputs of `p`; the C row into `c_out` when given. The data
+    /// pointers in `p` are null or point at a whole row (checked by the callers).
+    fn tick(&mut self, p: &ffi::PortIn, c_out: Option<&mut [i16]>) -> Result<(), SimError> {
         self.clocked = true;
-        #[allow(unsafe_code)]
-        // SAFETY: live model; the data pointers in `p` are null or point at `size` words, and
-        // `c_out` is null or points at `size` writable words (checked by the callers).
-        unsafe {
-            (self.fns.tick)(self.state.as_ptr(), p, c_out)
-        };
         self.cycles += 1;
+        match &mut self.model {
+            Model::Fast { fns, state } => {
+                let out = c_out.map_or(core::ptr::null_mut(), |c| c.as_mut_ptr());
+                #[allow(unsafe_code)]
+                // SAFETY: live model; the data pointers in `p` are null or point at `size`
+                // words, and `out` is null or points at `size` writable words.
+                unsafe {
+                    (fns.tick)(state.as_ptr(), p, out)
+                };
+                Ok(())
+            }
+            Model::Traced(t) => t.tick(p, c_out),
+        }
     }
-}
-
-/// The compiled model of a `size x size` array, fast or traced.
-fn model(size: usize, traced: bool) -> Option<&'static ffi::ModelFns> {
-    ffi::MODELS
-        .iter()
-        .find(|m| m.size == size && m.traced == traced)
-}
-
-/// A new model instance (not yet reset).
-fn create(fns: &ffi::ModelFns) -> Result<NonNull<c_void>, SimError> {
-    #[allow(unsafe_code)]
-    // SAFETY: `new` has no preconditions and returns an owned, non-null model.
-    let raw = unsafe { (fns.new)() };
-    NonNull::new(raw).ok_or(SimError::NotBuilt)
 }
 
 impl Drop for VerilatedArray {
     fn drop(&mut self) {
-        #[allow(unsafe_code)]
-        // SAFETY: the model was created by `fns.new` and is not used after this.
-        unsafe {
-            (self.fns.delete)(self.state.as_ptr())
-        };
+        if let Model::Fast { fns, state } = &self.model {
+            #[allow(unsafe_code)]
+            // SAFETY: the model was created by `fns.new` and is not used after this.
+            unsafe {
+                (fns.delete)(state.as_ptr())
+            };
+        }
     }
 }
 
@@ -270,9 +271,14 @@ impl AcceleratorBus for VerilatedArray {
     type Error = SimError;
 
     fn read_reg(&mut self, addr: u8) -> Result<u32, SimError> {
-        #[allow(unsafe_code)]
-        // SAFETY: live model.
-        Ok(unsafe { (self.fns.read_reg)(self.state.as_ptr(), u32::from(addr)) })
+        match &mut self.model {
+            #[allow(unsafe_code)]
+            // SAFETY: live model.
+            Model::Fast { fns, state } => {
+                Ok(unsafe { (fns.read_reg)(state.as_ptr(), u32::from(addr)) })
+            }
+            Model::Traced(t) => t.read_reg(addr.into()),
+        }
     }
 
     fn write_reg(&mut self, addr: u8, value: u32) -> Result<(), SimError> {
@@ -282,8 +288,7 @@ impl AcceleratorBus for VerilatedArray {
             reg_we: 1,
             ..ffi::PortIn::idle()
         };
-        self.tick(&p, core::ptr::null_mut());
-        Ok(())
+        self.tick(&p, None)
     }
 
     fn beat(&mut self, beat: &Beat<'_>, c_out: &mut [i16]) -> Result<(), SimError> {
@@ -298,7 +303,7 @@ impl AcceleratorBus for VerilatedArray {
             (p.b_en, p.b_bank, p.b_row, p.b_data) =
                 (1, u32::from(b.bank & 1), b.row.into(), b.data.as_ptr());
         }
-        let mut out = core::ptr::null_mut();
+        let mut out = None;
         if let Some(c) = beat.c {
             if usize::from(c.row) >= self.cfg.size || c_out.len() != self.cfg.size {
                 return Err(SimError::BadAccess(format!(
@@ -309,10 +314,10 @@ impl AcceleratorBus for VerilatedArray {
                     self.cfg.size
                 )));
             }
-            (p.c_bank, p.c_row, out) = (u32::from(c.bank & 1), c.row.into(), c_out.as_mut_ptr());
+            (p.c_bank, p.c_row) = (u32::from(c.bank & 1), c.row.into());
+            out = Some(c_out);
         }
-        self.tick(&p, out);
-        Ok(())
+        self.tick(&p, out)
     }
 
     fn write_fm(&mut self, addr: u32, words: &[i16]) -> Result<(), SimError> {
@@ -336,19 +341,20 @@ impl AcceleratorBus for VerilatedArray {
                 fm_data: row.as_ptr(),
                 ..ffi::PortIn::idle()
             };
-            self.tick(&p, core::ptr::null_mut());
+            self.tick(&p, None)?;
         }
         Ok(())
     }
 
     fn idle(&mut self, cycles: u32) -> Result<(), SimError> {
         self.clocked = true;
-        #[allow(unsafe_code)]
-        // SAFETY: live model.
-        unsafe {
-            (self.fns.idle)(self.state.as_ptr(), cycles)
-        };
         self.cycles += u64::from(cycles);
+        match &mut self.model {
+            #[allow(unsafe_code)]
+            // SAFETY: live model.
+            Model::Fast { fns, state } => unsafe { (fns.idle)(state.as_ptr(), cycles) },
+            Model::Traced(t) => t.idle(cycles)?,
+        }
         Ok(())
     }
 }

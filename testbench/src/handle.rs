@@ -78,8 +78,19 @@ impl Testbench {
         check_all(block).map_err(|e| TestbenchError::Check(format!("{e:?}")))?;
         let mut defines = ModuleDefines::default();
         block.accept("top", &mut defines);
-        let verilog = defines.defines();
-        let ports = ports_of(block);
+        Testbench::from_verilog(&defines.defines(), ports_of(block), opts)
+    }
+
+    /// Builds (or loads from the cache) a Verilated model of `verilog`, whose module `top` has
+    /// exactly `ports` (in any order; names as in the Verilog): for Verilog that is not one
+    /// rust-hdl block's own output, such as the accelerator's `top` (systole-sim's traced
+    /// models), with its port list from the same definition the Verilog was written from.
+    pub fn from_verilog(
+        verilog: &str,
+        ports: Vec<PortInfo>,
+        opts: &Options,
+    ) -> Result<Testbench, TestbenchError> {
+        let verilog = verilog.to_string();
         if let Some(p) = ports.iter().find(|p| p.dir == Dir::InOut) {
             return Err(TestbenchError::InOut {
                 name: p.name.clone(),

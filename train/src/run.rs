@@ -31,6 +31,8 @@ pub struct RunOptions {
     pub resume: bool,
     /// Start afresh even though `out` holds a checkpoint (which the run then replaces).
     pub overwrite: bool,
+    /// The device's waveform window (`--trace`; the verilator device only).
+    pub trace: Option<systole_device::TraceWindow>,
 }
 
 /// Refuses to start a fresh run in a folder that holds a checkpoint, unless told to overwrite
@@ -214,11 +216,12 @@ pub fn run_dist(
                 ArrayConfig::square(cfg.array).buffer_depth,
             )
             .map_err(|e| TrainError::Config(e.to_string()))?;
-            let dev =
-                systole_device::open(&opts.device, ac).map_err(|source| TrainError::Device {
+            let dev = systole_device::open_traced(&opts.device, ac, opts.trace.clone()).map_err(
+                |source| TrainError::Device {
                     op: "opening the device".into(),
                     source,
-                })?;
+                },
+            )?;
             let sharded = cfg.shards.is_some();
             drive(
                 cfg,

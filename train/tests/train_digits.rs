@@ -44,6 +44,7 @@ fn opts() -> RunOptions {
         out: None,
         resume: false,
         overwrite: false,
+        trace: None,
     }
 }
 

@@ -74,6 +74,7 @@ fn train(precision: Precision, device: &str, check: bool) -> Option<RunSummary> 
         out: None,
         resume: false,
         overwrite: false,
+        trace: None,
     };
     match run(&cfg(precision), &data(), &opts, &mut Quiet) {
         Ok(s) => Some(s),

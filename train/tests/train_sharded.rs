@@ -40,6 +40,7 @@ fn opts(out: Option<&std::path::Path>, resume: bool) -> RunOptions {
         out: out.map(|p| p.to_path_buf()),
         resume,
         overwrite: false,
+        trace: None,
     }
 }
 

@@ -1,6 +1,7 @@
 //! `systole-board-sim [--array N]`: a simulated board (firmware board loop + Verilated array)
 //! on a pseudo-terminal. Prints the pty path; then run e.g.
-//! `systole train --device serial:/dev/pts/5 --array N`.
+//! `systole train --device serial:/dev/pts/5 --array N`. `--trace FILE --trace-cycles N`
+//! (with `--trace-from C`) writes a waveform of the array's model.
 //!
 //! `systole-board-sim --bridge`: the board image of a CPU-less board (UART bridge and array, as
 //! `systole bitstream` builds it) simulated through its serial pins; use `--device bridge:PATH`.
@@ -9,57 +10,67 @@
 //! UART, the array with its conv unit) simulated through its serial pins; use
 //! `--device serial:PATH`. Its array size is the one the SoC model was built with.
 
+use clap::Parser;
+use systole::cli::{error_text, TraceArgs};
 use systole_core::ArrayConfig;
 use systole_device::board_sim::{run_board_sim, run_bridge_image_sim, run_soc_image_sim};
 
+/// A simulated board on a pseudo-terminal, until killed.
+#[derive(Debug, Parser)]
+#[command(name = "systole-board-sim", version, about)]
+struct Args {
+    /// Array size N of the board (default 8; with --soc: the SoC model's size).
+    #[arg(long, value_parser = clap::value_parser!(usize))]
+    array: Option<usize>,
+    /// The board image of a CPU-less board (UART bridge and array), driven through its serial
+    /// pins; use --device bridge:PATH.
+    #[arg(long, conflicts_with_all = ["soc", "array"])]
+    bridge: bool,
+    /// The SoC image (VexRiscv running the firmware); use --device serial:PATH.
+    #[arg(long)]
+    soc: bool,
+    /// The board runs until killed, so a trace needs --trace-cycles: the file is complete
+    /// once that many cycles are written.
+    #[command(flatten)]
+    trace: TraceArgs,
+}
+
+fn run(a: &Args) -> anyhow::Result<()> {
+    if a.trace.trace.is_some() && (a.bridge || a.soc) {
+        let image = if a.bridge { "--bridge" } else { "--soc" };
+        anyhow::bail!(
+            "{image}: the board and SoC images have no traced model; --trace works on the default board (systole-board-sim --array N --trace FILE --trace-cycles N)"
+        );
+    }
+    if a.trace.trace.is_some() && a.trace.trace_cycles.is_none() {
+        anyhow::bail!(
+            "systole-board-sim runs until killed: give --trace-cycles N, so the trace is closed (complete) after N cycles"
+        );
+    }
+    if a.bridge {
+        return Ok(run_bridge_image_sim()?);
+    }
+    if a.soc {
+        return Ok(run_soc_image_sim(a.array)?);
+    }
+    let window = a.trace.window("verilator")?;
+    if let Some(w) = &window {
+        println!(
+            "tracing cycles {}..{} to {}",
+            w.from,
+            w.from.saturating_add(w.cycles.unwrap_or(0)),
+            w.path.display()
+        );
+    }
+    let config = ArrayConfig::square(a.array.unwrap_or(8));
+    let result = run_board_sim(config, window.clone()).map_err(Into::into);
+    systole::cli::finish_trace(&window, result)
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.as_slice() == ["--bridge"] {
-        if let Err(e) = run_bridge_image_sim() {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
-        return;
-    }
-    if args.first().is_some_and(|a| a == "--soc") {
-        let size = match &args[1..] {
-            [] => None,
-            [flag, n] if flag == "--array" => match n.parse::<usize>() {
-                Ok(n) => Some(n),
-                Err(_) => {
-                    eprintln!("error: --array takes a number, e.g. --array 4 (got '{n}')");
-                    std::process::exit(2);
-                }
-            },
-            _ => {
-                eprintln!("usage: systole-board-sim --soc [--array N]");
-                std::process::exit(2);
-            }
-        };
-        if let Err(e) = run_soc_image_sim(size) {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
-        return;
-    }
-    let size = match args.as_slice() {
-        [] => 8,
-        [flag, n] if flag == "--array" => match n.parse::<usize>() {
-            Ok(n) => n,
-            Err(_) => {
-                eprintln!("error: --array takes a number, e.g. --array 8 (got '{n}')");
-                std::process::exit(2);
-            }
-        },
-        _ => {
-            eprintln!(
-                "usage: systole-board-sim [--array N] | systole-board-sim --bridge | systole-board-sim --soc [--array N]"
-            );
-            std::process::exit(2);
-        }
-    };
-    if let Err(e) = run_board_sim(ArrayConfig::square(size)) {
-        eprintln!("error: {e}");
+    let args = Args::parse();
+    if let Err(e) = run(&args) {
+        eprintln!("error: {}", error_text(&e));
         std::process::exit(1);
     }
 }

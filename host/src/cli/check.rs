@@ -37,7 +37,17 @@ pub fn check(a: &CheckArgs) -> anyhow::Result<()> {
         anyhow::bail!("--cases must be at least 1: with no cases nothing would be checked");
     }
     let cfg = array_config(&a.device)?;
-    let mut dev = device::open(&a.device.device, cfg)?;
+    let window = a.trace.window(&a.device.device)?;
+    let result = check_on(a, cfg, window.clone());
+    super::trace::finish(&window, result)
+}
+
+fn check_on(
+    a: &CheckArgs,
+    cfg: ArrayConfig,
+    window: Option<device::TraceWindow>,
+) -> anyhow::Result<()> {
+    let mut dev = device::open_traced(&a.device.device, cfg, window)?;
     let n = cfg.size;
     let mut r = rng::stream(a.seed, 0xC4EC);
     let mut total = 0;
@@ -121,6 +131,23 @@ pub fn emit_verilog(a: &EmitArgs) -> anyhow::Result<()> {
     cfg.validate()
         .map_err(|e| anyhow::anyhow!("--fm-depth: {e}"))?;
     let v = systole_hdl::generate_verilog(&cfg)?;
+    if let Some(p) = &a.cocotb {
+        if a.out.as_deref() == Some(p.as_path()) {
+            anyhow::bail!("--cocotb and --out name the same file: give each its own");
+        }
+        let py = systole_hdl::cocotb::python_constants(&cfg)?;
+        systole_train::outfile::write_atomic(p, py.as_bytes())?;
+        // On standard output the Verilog comes alone: the note goes to standard error.
+        let note = format!(
+            "wrote {} (cocotb constants of the same top: ports, registers, bit fields)",
+            p.display()
+        );
+        if a.out.is_some() {
+            outln!("{note}");
+        } else {
+            eprintln!("{note}");
+        }
+    }
     match &a.out {
         Some(p) => {
             systole_train::outfile::write_atomic(p, v.as_bytes())?;
@@ -171,8 +198,18 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<()> {
             systole_core::numeric::MAX_K
         );
     }
+    if a.trace.trace.is_some() && a.array.len() != 1 {
+        anyhow::bail!(
+            "--trace writes the waveform of one model: give one --array size (not {})",
+            a.array.len()
+        );
+    }
+    let window = a.trace.window("verilator")?;
     let shapes: Vec<(usize, usize, usize)> = a.sizes.iter().map(|&s| (s, s, s)).collect();
-    let rows = crate::bench::matmul_table(&a.array, &shapes)?;
+    let rows = super::trace::finish(
+        &window,
+        crate::bench::matmul_table(&a.array, &shapes, window.clone()).map_err(Into::into),
+    )?;
     outln!("{}", crate::bench::BenchTable(&rows));
     if a.conv_batch > 0 {
         let g = crate::bench_conv::lenet_layer(a.conv_batch);

@@ -9,7 +9,10 @@ macro_rules! outln {
 }
 
 mod check;
+mod trace;
 mod train;
+
+pub use trace::{finish as finish_trace, TraceArgs};
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -106,6 +109,11 @@ pub struct EmitArgs {
     /// Output file (default: standard output).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Also write the Python constants of this `top` for a cocotb testbench (its ports, the
+    /// register addresses and bit fields, `encode`/`decode`), e.g. systole_top.py; the same
+    /// definitions the Verilog and the Rust drivers come from (tests/cocotb/ uses them).
+    #[arg(long)]
+    pub cocotb: Option<PathBuf>,
 }
 
 /// Options of `guide`.
@@ -135,6 +143,10 @@ pub struct BenchArgs {
     /// Images of the LeNet-style conv layer measured on the conv unit (0: skip it).
     #[arg(long, value_parser = whole, default_value_t = 1)]
     pub conv_batch: usize,
+    /// --trace traces the matrix products' model (one --array size); the conv layer runs on a
+    /// model of its own, untraced.
+    #[command(flatten)]
+    pub trace: TraceArgs,
 }
 
 /// Where products run.
@@ -215,6 +227,9 @@ pub struct TrainArgs {
     /// Continue the run whose checkpoint is in --out.
     #[arg(long)]
     pub resume: bool,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub trace: TraceArgs,
     /// Start afresh in an --out folder that holds a checkpoint, replacing it (without this, or
     /// --resume, such a folder is refused so no run is lost).
     #[arg(long, conflicts_with = "resume")]
@@ -269,6 +284,9 @@ pub struct CheckArgs {
     /// Seed of the random cases.
     #[arg(long, value_parser = whole_u64, default_value_t = 1)]
     pub seed: u64,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub trace: TraceArgs,
 }
 
 /// Parses a count or size: a whole number, with a message that says so (clap's own says
@@ -279,7 +297,7 @@ fn whole(s: &str) -> Result<usize, String> {
 }
 
 /// [`whole`] for seeds and other 64-bit values.
-fn whole_u64(s: &str) -> Result<u64, String> {
+pub(crate) fn whole_u64(s: &str) -> Result<u64, String> {
     s.parse()
         .map_err(|_| format!("'{s}' is not a whole number from 0 to {}", u64::MAX))
 }

@@ -120,8 +120,9 @@ impl Observer for Bars {
     }
 }
 
-fn options(a: &TrainArgs) -> RunOptions {
+fn options(a: &TrainArgs, trace: Option<systole_device::TraceWindow>) -> RunOptions {
     RunOptions {
+        trace,
         device: a.recipe.device.device.clone(),
         check: a.recipe.check,
         out: a.out.clone(),
@@ -166,6 +167,15 @@ fn is_disagreement(e: &anyhow::Error) -> bool {
 
 fn train_on(a: &TrainArgs, dist: &dyn systole_train::dist::Collective) -> anyhow::Result<()> {
     let mut cfg = config(a)?;
+    if a.trace.trace.is_some() && dist.size() > 1 {
+        bail!("--trace writes one model's waveform: run it without mpirun (one rank)");
+    }
+    if a.trace.trace.is_some() && cfg.precision != Precision::Fixed16 {
+        bail!(
+            "--trace needs --precision fixed16: {} runs on the host, with no device to trace",
+            cfg.precision.name()
+        );
+    }
     if dist.size() > 1 && cfg.shards.is_none() {
         cfg.shards = Some(dist.size());
         cfg.validate()?;
@@ -179,6 +189,7 @@ fn train_on(a: &TrainArgs, dist: &dyn systole_train::dist::Collective) -> anyhow
     let data = data::load(&cfg.dataset)?;
     // Oversized options fail before the run is announced.
     cfg.layers_that_fit(&data)?;
+    let window = a.trace.window(&a.recipe.device.device)?;
     let t0 = std::time::Instant::now();
     if lead {
         outln!(
@@ -213,7 +224,8 @@ fn train_on(a: &TrainArgs, dist: &dyn systole_train::dist::Collective) -> anyhow
         epochs: cfg.epochs,
     };
     let obs: &mut dyn Observer = if lead { &mut bars } else { &mut Quiet };
-    let summary = run_dist(&cfg, &data, &options(a), obs, dist)?;
+    let summary = run_dist(&cfg, &data, &options(a, window.clone()), obs, dist);
+    let summary = super::trace::finish(&window, summary.map_err(Into::into))?;
     if !lead {
         return Ok(());
     }
@@ -320,6 +332,7 @@ pub fn compare(c: &CompareArgs) -> anyhow::Result<()> {
         out: None,
         resume: false,
         overwrite: false,
+        trace: None,
     };
     let mut csv = String::from("format,seed,test_acc\n");
     let mut first_mean = None;
