@@ -109,6 +109,11 @@ impl VerilatedSoc {
         self.board.cycles() - self.released_at
     }
 
+    /// Bit times of written bytes not yet on the line towards the SoC.
+    pub fn queued_bit_times(&self) -> usize {
+        self.board.queued_bit_times()
+    }
+
     /// Runs the clock for at least `cycles` clocks (whole bit times), the line towards the
     /// SoC sending what was written and then idle.
     pub fn run(&mut self, cycles: u64) {
