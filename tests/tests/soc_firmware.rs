@@ -292,6 +292,12 @@ fn the_firmware_takes_bytes_faster_than_the_line() {
         let refused = await_frame(soc).unwrap();
         assert_eq!(refused.cmd, systole_firmware::protocol::ERROR);
         assert_eq!(refused.seq, seq);
+        // Refused for its content: every byte arrived (none lost in the FIFO).
+        let code = systole_firmware::protocol::RemoteError::parse(&refused.payload).unwrap();
+        assert_eq!(
+            code.code,
+            Some(systole_firmware::protocol::ErrorCode::Malformed)
+        );
         t + refused.first_byte_after - first
     };
     let (short, long) = (64, 1000);
