@@ -257,8 +257,8 @@ fn a_matmul_through_the_firmware_equals_the_golden_model() {
 /// The firmware's receive path (UART reads, frame decode, CRC) in CPU cycles per byte, measured
 /// where the line does not pace it: a frame that arrived whole into the UART's FIFO while the
 /// firmware ran an `IDLE`. Two such frames of different lengths (`PING`s with a payload, refused
-/// as malformed once their CRC checked, so nothing else runs) differ in their answer's time by
-/// the bytes between them. The firmware must take bytes faster than the line brings them.
+/// as malformed once their CRC checked, so nothing else runs) differ in the time to their
+/// answer by the bytes between them. The firmware must take bytes faster than the line brings them.
 #[test]
 fn the_firmware_takes_bytes_faster_than_the_line() {
     let Some(mut soc) = soc(&[]) else { return };
@@ -282,12 +282,14 @@ fn the_firmware_takes_bytes_faster_than_the_line() {
         let len = frame::encode(seq + 1, cmd::PING, &vec![0x33; payload_len], &mut buf).unwrap();
         frames.extend_from_slice(&buf[..len]);
         seq = seq.wrapping_add(1);
+        // Timed from the first bit sent: a firmware slower than the line reads the second
+        // frame before it runs the IDLE, so its reading shows before the first answer, not
+        // between the two.
+        let start = soc.cycles();
         soc.write_all(&frames).unwrap();
         soc.flush().unwrap();
-        let t = soc.cycles();
         let idled = await_frame(soc).unwrap();
         assert_eq!(idled.cmd, cmd::IDLE | RESPONSE);
-        let first = t + idled.first_byte_after;
         let t = soc.cycles();
         let refused = await_frame(soc).unwrap();
         assert_eq!(refused.cmd, systole_firmware::protocol::ERROR);
@@ -298,7 +300,7 @@ fn the_firmware_takes_bytes_faster_than_the_line() {
             code.code,
             Some(systole_firmware::protocol::ErrorCode::Malformed)
         );
-        t + refused.first_byte_after - first
+        t + refused.first_byte_after - start
     };
     let (short, long) = (64, 1000);
     let per_byte = (drain(&mut soc, long) - drain(&mut soc, short)) as f64 / (long - short) as f64;
