@@ -195,7 +195,11 @@ impl SimBoard {
                             // Silence counts only once the line towards the image is idle: a
                             // frame longer than the silent slices' bit times is still arriving.
                             Err(e) if e.kind() == ErrorKind::TimedOut => {
-                                silent = if board.queued_bit_times() > 0 { 0 } else { silent + 1 }
+                                silent = if board.queued_bit_times() > 0 {
+                                    0
+                                } else {
+                                    silent + 1
+                                }
                             }
                             Err(e) => return Err(e.to_string()),
                         }

@@ -49,15 +49,13 @@ fn conformance(dev: &mut dyn Device, plan: &Plan) {
         let a = rng.matrix(m, k, fa);
         let b = rng.matrix(k, n, fb);
         let want = golden::matmul(&a, &b, &spec, size).unwrap();
-        let got = dev
-            .matmul(&a, &b, &spec)
-            .unwrap_or_else(|e| {
-                panic!(
-                    "{}: case {case} ({m}x{k}x{n}): {}",
-                    dev.name(),
-                    common::chain(&e)
-                )
-            });
+        let got = dev.matmul(&a, &b, &spec).unwrap_or_else(|e| {
+            panic!(
+                "{}: case {case} ({m}x{k}x{n}): {}",
+                dev.name(),
+                common::chain(&e)
+            )
+        });
         if let Some(i) = (0..want.data.len()).find(|&i| want.data[i] != got.data[i]) {
             panic!(
                 "{}: case {case} ({m}x{k}x{n}, {:?}, shift {}): C[{}][{}] is {} but the golden model says {}",

@@ -136,8 +136,12 @@ fn a_panic_is_reported_and_the_board_restarts() {
     send(&mut soc, 3, &Request::Ping);
     let hello = await_any_frame(&mut soc, false).expect("the start announcement");
     assert!(is_boot(hello.cmd, &hello.payload), "{:02x?}", hello.payload);
-    let again = await_any_frame(&mut soc, false)
-        .unwrap_or_else(|e| panic!("no answer {} cycles after the panic: {e}", soc.cycles() - after));
+    let again = await_any_frame(&mut soc, false).unwrap_or_else(|e| {
+        panic!(
+            "no answer {} cycles after the panic: {e}",
+            soc.cycles() - after
+        )
+    });
     println!("answered {} cycles after the panic", soc.cycles() - after);
     assert_eq!((again.cmd, again.seq), (cmd::PING | RESPONSE, 3));
 }

@@ -36,8 +36,7 @@ pub fn soc_image() -> Option<(SimBoard, Box<dyn Device>)> {
         Err(e) => panic!("simulated SoC image: {e}"),
     };
     let spec = format!("serial:{}", board.path().display());
-    let dev = device::open(&spec, config)
-        .unwrap_or_else(|e| panic!("{spec}: {e}"));
+    let dev = device::open(&spec, config).unwrap_or_else(|e| panic!("{spec}: {e}"));
     Some((board, dev))
 }
 
