@@ -226,7 +226,7 @@ fn a_panic_mid_operation_is_an_error_and_the_next_request_answers_at_once() {
 #[test]
 fn a_pty_closed_mid_operation_is_an_error_with_no_result() {
     use systole_device::board_sim::SimBoard;
-    use systole_device::{Device, DeviceError};
+    use systole_device::DeviceError;
     let (board, config) = match SimBoard::spawn_soc_image() {
         Ok(b) => b,
         Err(e @ DeviceError::NotBuilt { .. }) => {
