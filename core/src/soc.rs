@@ -47,6 +47,12 @@ pub const UART_RX_OVERRUN: Field = Field::new(
     "a received byte was lost (cleared by this read)",
 );
 
+/// Bytes the UART's receive FIFO holds (a power of two). The host sends one request frame and
+/// waits for its answer, so a FIFO that holds the largest frame (the firmware checks this
+/// against its frame capacity at compile time) waits out a firmware busy with the previous
+/// request and no byte is lost. One block RAM on an FPGA.
+pub const RX_FIFO_BYTES: usize = 2048;
+
 /// Cycle counter, low word (read-only). Reading it latches the high word into [`TIMER_HI`].
 pub const TIMER_LO: u32 = 0x8000_1000;
 /// Cycle counter, high word as latched by the last read of [`TIMER_LO`].

@@ -192,7 +192,15 @@ impl SimBoard {
                                 master.write_all(&buf[..n]).map_err(|e| e.to_string())?;
                                 silent = 0;
                             }
-                            Err(e) if e.kind() == ErrorKind::TimedOut => silent += 1,
+                            // Silence counts only once the line towards the image is idle: a
+                            // frame longer than the silent slices' bit times is still arriving.
+                            Err(e) if e.kind() == ErrorKind::TimedOut => {
+                                silent = if board.queued_bit_times() > 0 {
+                                    0
+                                } else {
+                                    silent + 1
+                                }
+                            }
                             Err(e) => return Err(e.to_string()),
                         }
                     }
@@ -258,6 +266,13 @@ enum Pins {
 }
 
 impl Pins {
+    fn queued_bit_times(&self) -> usize {
+        match self {
+            Pins::Bridge(b) => b.queued_bit_times(),
+            Pins::Soc(s) => s.queued_bit_times(),
+        }
+    }
+
     fn set_read_timeout(&mut self, bit_times: u32) {
         match self {
             Pins::Bridge(b) => b.set_read_timeout(bit_times),

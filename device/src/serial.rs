@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use systole_core::{regmap, AcceleratorBus, ArrayConfig};
 use systole_firmware::frame::{self, Decoder, FRAME_CAPACITY, MAX_PAYLOAD};
 use systole_firmware::protocol::{
-    cmd, panic, Buffer, ErrorCode, RemoteError, Request, Words, BATCH_ENTRY_HEADER, ERROR,
+    boot, cmd, panic, Buffer, ErrorCode, RemoteError, Request, Words, BATCH_ENTRY_HEADER, ERROR,
     RESPONSE, WRITE_FM_HEADER, WRITE_ROWS_HEADER,
 };
 
@@ -66,6 +66,12 @@ pub enum LinkError {
     /// The board's firmware reported a panic and reset: the operation in progress is lost.
     #[error("the board's firmware panicked and reset ({0}); the operation in progress was lost")]
     BoardPanicked(String),
+    /// The board announced a start the host did not expect (its reset button, a power cut):
+    /// everything it held is gone, so the operation in progress is lost.
+    #[error(
+        "the board restarted during the operation (reset or power loss): the operation in progress was lost; run it again"
+    )]
+    BoardRestarted,
 }
 
 /// Byte and frame counters of a [`SerialBus`].
@@ -115,6 +121,10 @@ pub struct SerialBus<T> {
     c_cache: Option<(u8, u16, Vec<i16>)>,
     decoder: Box<Decoder>,
     counters: LinkCounters,
+    /// No answer came since the port was opened or the board reported a panic: a start
+    /// announcement now (a board just powered up or restarting) is skipped, not taken for a
+    /// lost operation.
+    start_expected: bool,
 }
 
 impl<T: Read + Write> SerialBus<T> {
@@ -131,6 +141,7 @@ impl<T: Read + Write> SerialBus<T> {
             c_cache: None,
             decoder: Box::new(Decoder::new()),
             counters: LinkCounters::default(),
+            start_expected: true,
         }
     }
 
@@ -366,9 +377,18 @@ impl<T: Read + Write> SerialBus<T> {
                         // Unsolicited, so recognised whatever `seq` it carries.
                         if let Some(m) = panic::parse_panic(f.cmd, f.payload) {
                             let m = String::from_utf8_lossy(m).into_owned();
+                            // It restarts next and announces that.
+                            self.start_expected = true;
                             return Err(LinkError::BoardPanicked(m));
                         }
+                        if boot::is_boot(f.cmd, f.payload) {
+                            if std::mem::take(&mut self.start_expected) {
+                                continue;
+                            }
+                            return Err(LinkError::BoardRestarted);
+                        }
                         if f.seq == seq {
+                            self.start_expected = false;
                             return Ok(Some((f.cmd, f.payload.to_vec())));
                         }
                     }
@@ -489,6 +509,14 @@ impl SerialDevice {
         })?;
         check_id(path, info.id)?;
         check_config(path, info.config_word, &config)?;
+        // Every frame this host sends may be as long as its own limit: a board that takes
+        // less would lose the end of the longer ones.
+        if usize::from(info.max_payload) < MAX_PAYLOAD {
+            return Err(DeviceError::Unsupported(format!(
+                "the board at {path} takes frames of at most {} payload bytes, this host sends up to {MAX_PAYLOAD}: update the board's firmware",
+                info.max_payload
+            )));
+        }
         Ok(BusDevice::with_bus(config, bus, Some(path.to_string())))
     }
 

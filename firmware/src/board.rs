@@ -90,6 +90,33 @@ impl<IO: Read + Write, B: AcceleratorBus> Board<IO, B> {
         (self.io, self.bus)
     }
 
+    /// Sends the start announcement ([`crate::protocol::boot`]): call once when the firmware
+    /// starts, before serving.
+    pub fn announce_start(&mut self) -> Result<(), BoardError<IO::Error>> {
+        self.io
+            .write_all(&crate::protocol::boot::boot_frame())
+            .map_err(BoardError::Io)?;
+        self.io.flush().map_err(BoardError::Io)
+    }
+
+    /// After the byte stream reported lost bytes (a receiver overrun): drops the frame being
+    /// received, which the loss damaged, and when its header already arrived answers its `SEQ`
+    /// with [`ErrorCode::BytesLost`], so the host resends it at once instead of after a
+    /// timeout. Bytes of it still to come are skipped as garbage.
+    pub fn bytes_lost(&mut self) -> Result<(), BoardError<IO::Error>> {
+        self.stats.frames_rejected = self.stats.frames_rejected.wrapping_add(1);
+        let header = self.decoder.partial_header();
+        self.decoder.clear();
+        if let Some((seq, cmd)) = header {
+            let mut buf = [0u8; frame::OVERHEAD + 4];
+            let p = RemoteError::payload(ErrorCode::BytesLost, cmd, 0);
+            let n = frame::encode(seq, ERROR, &p, &mut buf).unwrap_or(0);
+            self.io.write_all(&buf[..n]).map_err(BoardError::Io)?;
+            self.io.flush().map_err(BoardError::Io)?;
+        }
+        Ok(())
+    }
+
     /// Serves requests until the stream fails or closes.
     pub fn serve(&mut self) -> BoardError<IO::Error> {
         loop {

@@ -183,6 +183,13 @@ impl Decoder {
         self.len - self.pending
     }
 
+    /// `SEQ` and `CMD` of the frame being received: its sync and header arrived, its end not
+    /// yet (what a board answers when bytes of it were lost).
+    pub fn partial_header(&mut self) -> Option<(u8, u8)> {
+        self.skip_garbage();
+        (self.len >= HEADER).then(|| (self.buf[4], self.buf[5]))
+    }
+
     /// Forgets everything buffered (after a link reset).
     pub fn clear(&mut self) {
         self.len = 0;

@@ -5,7 +5,9 @@
 //! A successful response has `CMD = request CMD | 0x80` ([`RESPONSE`]); a failed one has
 //! `CMD = 0xFF` ([`ERROR`]) and the payload `[code, request CMD, detail (u16)]` (see
 //! [`ErrorCode`]; `detail` is the index of the failing entry of a batch, else 0). A board whose
-//! firmware panics sends one unsolicited error frame, the [`panic`] report, and resets.
+//! firmware panics sends one unsolicited error frame, the [`panic`] report, and resets; a board
+//! that starts (power-up, reset button, or after a panic) sends one unsolicited [`boot`] frame
+//! before it serves, so a host in the middle of an operation knows the board's state is gone.
 //!
 //! | CMD | name | request payload | response payload | action |
 //! |-----|------|-----------------|------------------|--------|
@@ -32,6 +34,7 @@
 
 use crate::frame::MAX_PAYLOAD;
 
+pub mod boot;
 pub mod panic;
 
 /// Protocol version reported by `PING`.
@@ -95,6 +98,12 @@ pub enum ErrorCode {
     NotBatchable = 8,
     /// The board's firmware panicked and reset ([`panic`]: an unsolicited report).
     Panic = 9,
+    /// The board (re)started: its firmware announces this once, unsolicited, before it serves
+    /// ([`boot`]); everything the board held before is gone.
+    Restarted = 10,
+    /// The board's receiver lost bytes of this frame (its buffer was full): the host should
+    /// resend it.
+    BytesLost = 11,
 }
 
 impl ErrorCode {
@@ -110,13 +119,18 @@ impl ErrorCode {
             7 => ErrorCode::Bus,
             8 => ErrorCode::NotBatchable,
             9 => ErrorCode::Panic,
+            10 => ErrorCode::Restarted,
+            11 => ErrorCode::BytesLost,
             _ => return None,
         })
     }
 
     /// True when resending the same frame may succeed (the request was damaged in transit).
     pub fn is_transient(self) -> bool {
-        matches!(self, ErrorCode::BadCrc | ErrorCode::Oversized)
+        matches!(
+            self,
+            ErrorCode::BadCrc | ErrorCode::Oversized | ErrorCode::BytesLost
+        )
     }
 }
 
@@ -132,6 +146,8 @@ impl core::fmt::Display for ErrorCode {
             ErrorCode::Bus => "accelerator bus fault on the board",
             ErrorCode::NotBatchable => "command not allowed inside a batch",
             ErrorCode::Panic => "the board's firmware panicked and reset",
+            ErrorCode::Restarted => "the board restarted",
+            ErrorCode::BytesLost => "the board's receiver lost bytes of the frame",
         })
     }
 }

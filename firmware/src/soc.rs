@@ -25,6 +25,10 @@ use systole_core::soc::{SYS_RESET, SYS_RESET_KEY};
 /// stack holds a few row buffers of `MAX_LANES` words and the call chain.
 pub const STACK_RESERVE_BYTES: u32 = 8 * 1024;
 
+// The host sends one frame and waits for its answer: the UART's receive FIFO must hold the
+// largest frame, or a request arriving while the firmware runs the last one loses bytes.
+const _: () = assert!(crate::frame::FRAME_CAPACITY <= systole_core::soc::RX_FIFO_BYTES);
+
 /// Resets the CPU through `SYS_RESET`. On the SoC the write does not return; elsewhere (a fake
 /// register file) it does.
 pub fn reset<R: Regs>(regs: &mut R) {

@@ -85,6 +85,12 @@ impl VerilatedBoard {
         self.read_bit_times = bit_times.max(1);
     }
 
+    /// Bit times of written bytes not yet on the line towards the board (a `read` or `flush`
+    /// sends them).
+    pub fn queued_bit_times(&self) -> usize {
+        self.rx_bits.len()
+    }
+
     /// Oscillator cycles simulated so far.
     pub fn cycles(&self) -> u64 {
         self.cycles

@@ -109,6 +109,18 @@ impl VerilatedSoc {
         self.board.cycles() - self.released_at
     }
 
+    /// Presses the reset button for a bit time and releases it: the CPU restarts the image
+    /// still in its RAM (as a board's button does); the line keeps its queued bytes.
+    pub fn press_reset(&mut self) {
+        self.board.run_bit(false, true);
+        self.board.run_bit(true, true);
+    }
+
+    /// Bit times of written bytes not yet on the line towards the SoC.
+    pub fn queued_bit_times(&self) -> usize {
+        self.board.queued_bit_times()
+    }
+
     /// Runs the clock for at least `cycles` clocks (whole bit times), the line towards the
     /// SoC sending what was written and then idle.
     pub fn run(&mut self, cycles: u64) {

@@ -7,10 +7,10 @@
 
 use core::fmt::Write as _;
 use embedded_io::Write as _;
-use systole_firmware::board::Board;
+use systole_firmware::board::{Board, BoardError};
 use systole_firmware::mmio::Volatile;
 use systole_firmware::protocol::panic::{PanicMessage, PANIC_FRAME_CAPACITY};
-use systole_firmware::soc::{reset, MmioBus, Uart};
+use systole_firmware::soc::{reset, MmioBus, Uart, UartError};
 
 #[cfg(feature = "panic-test")]
 mod panic_test;
@@ -27,10 +27,14 @@ fn main() -> ! {
     #[cfg(feature = "panic-test")]
     let bus = panic_test::PanicOnIdle(bus);
     let mut board = Board::new(uart, bus, config);
+    // The host learns that anything it sent before is gone (after a panic or a reset).
+    let _ = board.announce_start();
     loop {
-        // A UART overrun ends `serve`: the damaged frame fails its CRC and the host resends it,
-        // so the board simply goes on serving with its state intact.
-        let _ = board.serve();
+        // A UART overrun ends `serve`: the frame it damaged is dropped and its sender told to
+        // resend it; the board goes on serving with its state intact.
+        if let BoardError::Io(UartError::Overrun) = board.serve() {
+            let _ = board.bytes_lost();
+        }
     }
 }
 

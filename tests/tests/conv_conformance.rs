@@ -69,7 +69,8 @@ fn conv_conformance(dev: &mut dyn Device, cases: usize, seed: u64) {
                 ),
             };
             let want = want.unwrap();
-            let got = got.unwrap_or_else(|e| panic!("{}: {op:?} {g:?}: {e}", dev.name()));
+            let got = got
+                .unwrap_or_else(|e| panic!("{}: {op:?} {g:?}: {}", dev.name(), common::chain(&e)));
             assert_eq!(
                 (got.rows, got.cols, got.frac),
                 (want.rows, want.cols, want.frac)
@@ -233,4 +234,19 @@ fn bridge_conv_board_image_4x4() {
     );
     drop(dev);
     board.close().expect("the board image reported an error");
+}
+
+/// The SoC image: the conv driver on the host, the firmware's board loop on the Verilated
+/// VexRiscv CPU writing feature maps and rows through its MMIO windows into the 4x4 array's
+/// 4096-word conv unit, driven only through the UART pins over a pty.
+#[test]
+fn soc_firmware_conv_4x4() {
+    let Some((board, mut dev)) = common::soc_image() else {
+        return;
+    };
+    let t = std::time::Instant::now();
+    conv_conformance(dev.as_mut(), 2, 0xC0_0008);
+    eprintln!("soc_firmware_conv_4x4: {:.1} s", t.elapsed().as_secs_f64());
+    drop(dev);
+    board.close().expect("the SoC image reported an error");
 }

@@ -49,9 +49,13 @@ fn conformance(dev: &mut dyn Device, plan: &Plan) {
         let a = rng.matrix(m, k, fa);
         let b = rng.matrix(k, n, fb);
         let want = golden::matmul(&a, &b, &spec, size).unwrap();
-        let got = dev
-            .matmul(&a, &b, &spec)
-            .unwrap_or_else(|e| panic!("{}: case {case} ({m}x{k}x{n}): {e}", dev.name()));
+        let got = dev.matmul(&a, &b, &spec).unwrap_or_else(|e| {
+            panic!(
+                "{}: case {case} ({m}x{k}x{n}): {}",
+                dev.name(),
+                common::chain(&e)
+            )
+        });
         if let Some(i) = (0..want.data.len()).find(|&i| want.data[i] != got.data[i]) {
             panic!(
                 "{}: case {case} ({m}x{k}x{n}, {:?}, shift {}): C[{}][{}] is {} but the golden model says {}",
@@ -255,4 +259,24 @@ fn bridge_board_image_4x4() {
     );
     drop(dev);
     board.close().expect("the board image reported an error");
+}
+
+/// The SoC image: the firmware's board loop on the Verilated VexRiscv CPU, driven only through
+/// the UART pins (16 clocks per bit) over a pty, as `systole-board-sim --soc` serves it.
+#[test]
+fn soc_firmware_4x4() {
+    let Some((board, mut dev)) = common::soc_image() else {
+        return;
+    };
+    let t = std::time::Instant::now();
+    conformance(
+        dev.as_mut(),
+        &Plan {
+            seed: 0x5EED_0006,
+            ..QUICK
+        },
+    );
+    eprintln!("soc_firmware_4x4: {:.1} s", t.elapsed().as_secs_f64());
+    drop(dev);
+    board.close().expect("the SoC image reported an error");
 }

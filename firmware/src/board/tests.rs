@@ -553,3 +553,48 @@ fn long_write_fm_arrives_whole() {
     assert!(bus.log.len() > 1, "expected the write in several pieces");
     assert_eq!(got, words);
 }
+
+/// Bytes of a frame lost in the receiver: the board drops what it has of that frame, answers
+/// its `SEQ` with `BytesLost` (a transient code: the host resends at once), runs nothing of it,
+/// and serves the resent frame.
+#[test]
+fn lost_bytes_are_answered_with_a_resend_request() {
+    let cfg = config();
+    let pipe = Pipe {
+        input: Vec::from(&WRITE_REG[..9]),
+        pos: 0,
+        chunk: 64,
+        output: Vec::new(),
+    };
+    let mut board = Board::new(pipe, MockBus::new(&cfg), cfg);
+    assert_eq!(board.step(), Ok(()));
+    board.bytes_lost().unwrap();
+    // The rest of the damaged frame, then the whole frame again.
+    board.io.input.extend_from_slice(&WRITE_REG[9..]);
+    board.io.input.extend_from_slice(WRITE_REG);
+    assert_eq!(board.serve(), BoardError::Closed);
+    let (pipe, bus) = board.into_parts();
+    let mut lost = [0u8; frame::OVERHEAD + 4];
+    let p = RemoteError::payload(ErrorCode::BytesLost, crate::protocol::cmd::WRITE_REG, 0);
+    let n = frame::encode(WRITE_REG[4], ERROR, &p, &mut lost).unwrap();
+    assert_eq!(pipe.output, cat(&[&lost[..n], WRITE_REG_OK]));
+    assert!(ErrorCode::BytesLost.is_transient());
+    // Written once, by the resent frame.
+    assert_eq!(bus.log.len(), 1);
+}
+
+/// Nothing of a frame arrived yet (no header): no answer, as there is no `SEQ` to give.
+#[test]
+fn lost_bytes_before_a_header_are_not_answered() {
+    let cfg = config();
+    let pipe = Pipe {
+        input: Vec::from(&WRITE_REG[..3]),
+        pos: 0,
+        chunk: 64,
+        output: Vec::new(),
+    };
+    let mut board = Board::new(pipe, MockBus::new(&cfg), cfg);
+    assert_eq!(board.step(), Ok(()));
+    board.bytes_lost().unwrap();
+    assert!(board.io.output.is_empty());
+}

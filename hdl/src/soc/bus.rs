@@ -52,6 +52,8 @@ input wire [31:0] load_data;",
 reg reset_sync0 = 1'b1, reset_sync1 = 1'b1;
 reg [3:0] por = 4'd0;
 reg rst = 1'b1;
+// The UART's reset: the button and power-up, not the software reset (see periph::uart).
+reg uart_rst = 1'b1;
 reg [3:0] soft_reset;
 wire btn_reset = reset_sync1;
 wire por_done = por == 4'd15;
@@ -60,6 +62,7 @@ always @(posedge clock) begin
     reset_sync1 <= reset_sync0;
     if (!por_done) por <= por + 4'd1;
     rst <= btn_reset | ~por_done | (soft_reset != 4'd0);
+    uart_rst <= btn_reset | ~por_done;
 end
 reg [23:0] heartbeat;
 always @(posedge clock) heartbeat <= heartbeat + 24'd1;

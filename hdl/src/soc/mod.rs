@@ -29,11 +29,6 @@ use rust_hdl_core::prelude::*;
 use systole_core::soc::{MMIO_BASE, RAM_BASE};
 use systole_core::ArrayConfig;
 
-/// Bytes the UART's receive FIFO holds (a power of two): a whole protocol frame (at most
-/// 1,032 bytes, `systole_firmware::frame::FRAME_CAPACITY`) waits there while the firmware is
-/// busy, so a CPU slower than the line never loses a byte. One block RAM on an FPGA (the
-/// read is registered).
-pub const RX_FIFO_BYTES: usize = 2048;
 /// Smallest RAM the SoC is built with.
 pub const MIN_RAM_BYTES: u32 = 4096;
 /// Largest RAM the SoC is built with (the MMIO range starts above it in any case).

@@ -3,7 +3,7 @@
 //! body of the SoC's `top`: declarations and clocked logic, plus the read-mux lines that
 //! [`super::bus`] places inside its MMIO read block (`mmio_q <= ...` when `mmio_rd`).
 
-use super::{Plan, RX_FIFO_BYTES};
+use super::Plan;
 use systole_core::soc::*;
 
 /// A 32-bit Verilog constant.
@@ -23,8 +23,8 @@ pub(super) fn uart(_p: &Plan) -> (String, String) {
 wire [7:0] rx_byte;
 wire rx_strobe, tx_busy;
 wire uart_tx_start = mmio_wr & (d_addr == {data}) & ~tx_busy;
-soc_uart_rx uart_rx_unit(.clock(clock), .reset(rst), .rx(uart_rx), .data(rx_byte), .valid(rx_strobe));
-soc_uart_tx uart_tx_unit(.clock(clock), .reset(rst), .data(d_dat_w[7:0]), .start(uart_tx_start),
+soc_uart_rx uart_rx_unit(.clock(clock), .reset(uart_rst), .rx(uart_rx), .data(rx_byte), .valid(rx_strobe));
+soc_uart_tx uart_tx_unit(.clock(clock), .reset(uart_rst), .data(d_dat_w[7:0]), .start(uart_tx_start),
     .busy(tx_busy), .tx(uart_tx));
 reg [7:0] rx_fifo [0:{last}];
 reg [{bits}:0] rx_head, rx_tail;
@@ -43,7 +43,7 @@ always @(posedge clock) begin
         else rx_tail <= rx_tail + {bits1}'d1;
     end
     if (uart_data_read & ~rx_empty) rx_head <= rx_head + {bits1}'d1;
-    if (rst) begin
+    if (uart_rst) begin
         rx_head <= {bits1}'d0;
         rx_tail <= {bits1}'d0;
         rx_overrun <= 1'b0;

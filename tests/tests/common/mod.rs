@@ -23,6 +23,34 @@ pub fn bridge_image() -> Option<(SimBoard, Box<dyn Device>)> {
     Some((board, dev))
 }
 
+/// The simulated SoC image (the firmware on the VexRiscv CPU, UART, 4x4 array with its conv
+/// unit) on a pty, as `systole-board-sim --soc` serves it, and the serial device opened on it,
+/// or `None` (with a message) when this build has no SoC model.
+pub fn soc_image() -> Option<(SimBoard, Box<dyn Device>)> {
+    let (board, config) = match SimBoard::spawn_soc_image() {
+        Ok(b) => b,
+        Err(e @ DeviceError::NotBuilt { .. }) => {
+            eprintln!("SKIPPED SoC image: {e}");
+            return None;
+        }
+        Err(e) => panic!("simulated SoC image: {e}"),
+    };
+    let spec = format!("serial:{}", board.path().display());
+    let dev = device::open(&spec, config).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    Some((board, dev))
+}
+
+/// `e` and every cause under it, one line: what a conformance failure prints.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        text.push_str(&format!(": {cause}"));
+        next = cause.source();
+    }
+    text
+}
+
 /// xorshift64: deterministic operands without an external generator.
 pub struct Rng(pub u64);
 
