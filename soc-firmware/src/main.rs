@@ -10,7 +10,7 @@ use embedded_io::Write as _;
 use systole_firmware::board::Board;
 use systole_firmware::mmio::Volatile;
 use systole_firmware::protocol::panic::{PanicMessage, PANIC_FRAME_CAPACITY};
-use systole_firmware::soc::{reset, MmioBus, Uart};
+use systole_firmware::soc::{cycles, reset, MmioBus, Uart};
 
 #[cfg(feature = "panic-test")]
 mod panic_test;
@@ -26,12 +26,17 @@ fn main() -> ! {
     let config = *bus.config();
     #[cfg(feature = "panic-test")]
     let bus = panic_test::PanicOnIdle(bus);
-    let mut board = Board::new(uart, bus, config);
+    let mut board = Board::new(uart, bus, config).with_clock(timer_cycles);
     loop {
         // A UART overrun ends `serve`: the damaged frame fails its CRC and the host resends it,
         // so the board simply goes on serving with its state intact.
         let _ = board.serve();
     }
+}
+
+/// The SoC's cycle counter: the board counts each request's cost with it (`COUNTERS`).
+fn timer_cycles() -> u64 {
+    cycles(&mut Volatile::new())
 }
 
 #[panic_handler]
