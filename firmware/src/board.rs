@@ -20,7 +20,8 @@ pub struct LinkStats {
     /// Bytes skipped while searching for a frame start.
     pub garbage_bytes: u32,
     /// Clock cycles spent from each request's last byte received to its response ready (the
-    /// frame's CRC check, the execution, the response's encoding), summed; `None` on a board
+    /// frame's CRC check, the execution, the response's encoding), summed over every request
+    /// but `COUNTERS`; `None` on a board
     /// without a cycle counter ([`Board::with_clock`]). Reported by `COUNTERS`.
     pub busy_cycles: Option<u64>,
 }
@@ -144,8 +145,13 @@ impl<IO: Read + Write, B: AcceleratorBus> Board<IO, B> {
             match decoder.next_frame() {
                 None => return Ok(()),
                 Some(Ok(f)) => {
+                    // `COUNTERS` itself is not counted: a host asking after every operation
+                    // must not see its own questions in the cost of the next one.
+                    let counted = f.cmd != crate::protocol::cmd::COUNTERS;
                     handle(f, bus, config, tx, tx_len, last, stats);
-                    if let (Some(now), Some(t0), Some(busy)) = (clock, start, &mut stats.busy_cycles) {
+                    if let (Some(now), Some(t0), Some(busy), true) =
+                        (clock, start, &mut stats.busy_cycles, counted)
+                    {
                         *busy = busy.wrapping_add(now().wrapping_sub(t0));
                     }
                 }

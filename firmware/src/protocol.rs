@@ -18,7 +18,7 @@
 //! | 0x07 | `IDLE` | cycles u32 | — | lets `cycles` clocks pass (a delay on real hardware) |
 //! | 0x08 | `BATCH` | entries: CMD u8, LEN u16, payload | — | runs `WRITE_REG`, `WRITE_ROWS`, `IDLE` and `WRITE_FM` entries in order |
 //! | 0x09 | `WRITE_FM` | addr u32, `count` words i16 (`count = (LEN - 4) / 2 >= 1`) | — | writes feature-map words `addr..addr+count` of the conv unit, one row of `R = fm_row_words` words per clock; `addr` and `count` multiples of `R`, `addr + count <= fm_depth` |
-//! | 0x0A | `COUNTERS` | — | clock u8 (1: the board counts cycles), frames ok u32, busy cycles u64 | the firmware's own cost: cycles spent from each executed request's last byte received to its response ready (CRC check, execution, response), summed over the requests before this one; 0 and clock 0 on a board without a cycle counter |
+//! | 0x0A | `COUNTERS` | — | clock u8 (1: the board counts cycles), frames ok u32, busy cycles u64 | the firmware's own cost: cycles spent from each executed request's last byte received to its response ready (CRC check, execution, response), summed over the requests before this one (`COUNTERS` requests not counted); 0 and clock 0 on a board without a cycle counter |
 //!
 //! Row words are little-endian, lane 0 first; `size` is the board's array size and every row of
 //! a request must be exactly `size` words. Feature-map words are little-endian too, lowest
