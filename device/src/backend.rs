@@ -27,6 +27,19 @@ pub trait Link: AcceleratorBus {
     fn link_bytes(&self) -> Option<(u64, u64)> {
         None
     }
+
+    /// Frames (or bus transactions) sent and round trips waited for so far; `None` where
+    /// there is no link.
+    fn link_exchanges(&self) -> Option<(u64, u64)> {
+        None
+    }
+
+    /// The cycles the board's firmware has spent on requests so far, as it reports them
+    /// (`None`: the board reports none). Asking may cross the link; that traffic is left out
+    /// of the counters above, as it only measures.
+    fn firmware_cycles(&mut self) -> Result<Option<u64>, Self::Error> {
+        Ok(None)
+    }
 }
 
 /// A device that runs every product and convolution through the firmware's drivers on `L`.
@@ -36,6 +49,8 @@ pub struct BusDevice<L> {
     /// Where the device is (a port path), if anywhere but this process.
     pub(crate) at: Option<String>,
     pub(crate) stats: DeviceStats,
+    /// The board's firmware cycles at the end of the last operation (`firmware_cycles`).
+    firmware_mark: Option<u64>,
 }
 
 impl<L: Link> BusDevice<L>
@@ -48,6 +63,7 @@ where
             bus,
             at,
             stats: DeviceStats::default(),
+            firmware_mark: None,
         }
     }
 
@@ -59,7 +75,18 @@ where
         macs: u64,
         call: impl FnOnce(&mut L, &ArrayConfig) -> Result<DriverStats, DriverError<L::Error>>,
     ) -> Result<(), DeviceError> {
+        let failed = |dev: &Self, e: DriverError<L::Error>| DeviceError::Transport {
+            device: dev.name(),
+            source: Box::new(e),
+        };
+        if self.firmware_mark.is_none() {
+            self.firmware_mark = self
+                .bus
+                .firmware_cycles()
+                .map_err(|e| failed(self, DriverError::Bus(e)))?;
+        }
         let before = self.bus.link_bytes();
+        let exchanges = self.bus.link_exchanges();
         let r = call(&mut self.bus, &self.config)
             .and_then(|st| self.bus.settle().map(|()| st).map_err(DriverError::Bus));
         let (to, from) = match (before, self.bus.link_bytes(), &r) {
@@ -69,10 +96,26 @@ where
         };
         self.stats.bytes_to_device += to;
         self.stats.bytes_from_device += from;
-        let st = r.map_err(|e| DeviceError::Transport {
-            device: self.name(),
-            source: Box::new(e),
-        })?;
+        if let (Some((f0, r0)), Some((f1, r1))) = (exchanges, self.bus.link_exchanges()) {
+            self.stats.frames += f1 - f0;
+            self.stats.round_trips += r1 - r0;
+        }
+        if r.is_err() {
+            // The failed operation's cost must not be taken for the next one's.
+            self.firmware_mark = None;
+        }
+        let st = r.map_err(|e| failed(self, e))?;
+        // Asked after the counts above were taken: the question is not part of the operation.
+        if let Some(mark) = self.firmware_mark {
+            let now = self
+                .bus
+                .firmware_cycles()
+                .map_err(|e| failed(self, DriverError::Bus(e)))?;
+            if let Some(now) = now {
+                self.stats.firmware_cycles += now.wrapping_sub(mark);
+                self.firmware_mark = Some(now);
+            }
+        }
         self.stats.ops += 1;
         self.stats.macs += macs;
         self.stats.cycles += st.cycles;

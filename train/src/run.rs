@@ -90,6 +90,12 @@ pub struct DeviceStatsReport {
     pub bytes_to_device: u64,
     /// Bytes from the device.
     pub bytes_from_device: u64,
+    /// Request frames (serial) or bus transactions (bridge) sent.
+    pub frames: u64,
+    /// Times the host waited for the device's answer.
+    pub round_trips: u64,
+    /// Cycles the board's firmware spent on the requests (0: no board CPU reports them).
+    pub firmware_cycles: u64,
 }
 
 impl From<DeviceStats> for DeviceStatsReport {
@@ -101,6 +107,9 @@ impl From<DeviceStats> for DeviceStatsReport {
             mac_cycles: s.mac_cycles,
             bytes_to_device: s.bytes_to_device,
             bytes_from_device: s.bytes_from_device,
+            frames: s.frames,
+            round_trips: s.round_trips,
+            firmware_cycles: s.firmware_cycles,
         }
     }
 }
