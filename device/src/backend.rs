@@ -28,9 +28,9 @@ pub trait Link: AcceleratorBus {
         None
     }
 
-    /// Frames (or bus transactions) sent and round trips waited for so far; `None` where
-    /// there is no link.
-    fn link_exchanges(&self) -> Option<(u64, u64)> {
+    /// Frames (or bus transactions) sent, round trips waited for and resends so far; `None`
+    /// where there is no link.
+    fn link_exchanges(&self) -> Option<(u64, u64, u64)> {
         None
     }
 
@@ -67,12 +67,13 @@ where
         }
     }
 
-    /// Runs one driver call of `macs` multiply-accumulates and settles the link, counting the
-    /// bytes it moved (also when it failed: they crossed the link all the same) and, when it
+    /// Runs one driver call of `macs` multiply-accumulates on operands and a result of
+    /// `tensor_bytes` and settles the link, counting the bytes it moved (also when it failed: they crossed the link all the same) and, when it
     /// succeeded, the op. A failure keeps the driver's typed error as its source.
     fn run(
         &mut self,
         macs: u64,
+        tensor_bytes: u64,
         call: impl FnOnce(&mut L, &ArrayConfig) -> Result<DriverStats, DriverError<L::Error>>,
     ) -> Result<(), DeviceError> {
         let failed = |dev: &Self, e: DriverError<L::Error>| DeviceError::Transport {
@@ -96,9 +97,14 @@ where
         };
         self.stats.bytes_to_device += to;
         self.stats.bytes_from_device += from;
-        if let (Some((f0, r0)), Some((f1, r1))) = (exchanges, self.bus.link_exchanges()) {
+        if let (Some((f0, r0, s0)), Some((f1, r1, s1))) = (exchanges, self.bus.link_exchanges()) {
             self.stats.frames += f1 - f0;
             self.stats.round_trips += r1 - r0;
+            self.stats.resends += s1 - s0;
+        }
+        if let Ok(st) = &r {
+            let (to, from) = conv_unit::port_bytes(&self.config, st);
+            self.stats.port_bytes += to + from;
         }
         if r.is_err() {
             // The failed operation's cost must not be taken for the next one's.
@@ -118,6 +124,7 @@ where
         }
         self.stats.ops += 1;
         self.stats.macs += macs;
+        self.stats.tensor_bytes += tensor_bytes;
         self.stats.cycles += st.cycles;
         self.stats.mac_cycles += st.mac_cycles;
         Ok(())
@@ -134,9 +141,16 @@ where
         let job = conv_unit::job(ops, g, out)?;
         let (m, k, n) = job.shape();
         let mut c = vec![0i16; m * n];
-        self.run((m * k * n) as u64, |bus, cfg| {
-            conv2d(bus, cfg, &job, &mut c)
-        })?;
+        let inputs: usize = [ops.x, ops.dy, ops.w]
+            .iter()
+            .flatten()
+            .map(|t| t.data.len())
+            .sum();
+        self.run(
+            (m * k * n) as u64,
+            2 * (inputs + m * n) as u64,
+            |bus, cfg| conv2d(bus, cfg, &job, &mut c),
+        )?;
         let lowered = QMatrix::from_vec(m, n, out.frac, c)?;
         Ok(conv_unit::reshape(ops.op, g, lowered))
     }
@@ -167,7 +181,8 @@ where
         let job = driver_job(a, b, out)?;
         let (m, n) = (job.m, job.n);
         let mut c = vec![0i16; m * n];
-        self.run((m * job.k * n) as u64, |bus, cfg| {
+        let words = a.data.len() + b.data.len() + m * n;
+        self.run((m * job.k * n) as u64, 2 * words as u64, |bus, cfg| {
             driver::matmul(bus, cfg, &job, &mut c)
         })?;
         Ok(QMatrix::from_vec(m, n, out.frac, c)?)

@@ -462,8 +462,9 @@ impl<T: Read + Write> Link for BridgeBus<T> {
     }
 
     /// A bridge command is one bus transaction (a register access or a row).
-    fn link_exchanges(&self) -> Option<(u64, u64)> {
-        Some((self.counters.commands, self.counters.round_trips))
+    fn link_exchanges(&self) -> Option<(u64, u64, u64)> {
+        let c = &self.counters;
+        Some((c.commands, c.round_trips, c.retries))
     }
 }
 

@@ -47,6 +47,16 @@ pub struct DeviceStats {
     /// response, a bridge read's reply or the echoes of the writes in flight); each costs a
     /// link's latency on a real board. 0 where there is no link.
     pub round_trips: u64,
+    /// Frames sent again after a timeout or a damaged answer (serial), reads sent again after a
+    /// CRC mismatch (bridge); their bytes are in the byte counts.
+    pub resends: u64,
+    /// Bytes the accelerator's ports moved for these operations (A/B rows written, C rows
+    /// read, register accesses, feature-map words): the payload any link must carry for the
+    /// host's tile driver; the rest of a link's bytes is its framing and resends.
+    pub port_bytes: u64,
+    /// Bytes of the operations' operands and results as whole tensors, each word once: what a
+    /// board that tiles the operations itself would have to move at least.
+    pub tensor_bytes: u64,
     /// Clock cycles the board's firmware spent handling these operations' requests, from each
     /// request's last byte received to its response ready, as the board reports them
     /// (`COUNTERS`); 0 where no board CPU reports them (golden, verilator, the bridge, which

@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use systole_core::{regmap, AcceleratorBus, ArrayConfig};
 use systole_firmware::frame::{self, Decoder, FRAME_CAPACITY, MAX_PAYLOAD};
 use systole_firmware::protocol::{
-    cmd, panic, Buffer, ErrorCode, RemoteError, Request, Words, BATCH_ENTRY_HEADER,
-    COUNTERS_REPLY, ERROR, RESPONSE, WRITE_FM_HEADER, WRITE_ROWS_HEADER,
+    cmd, panic, Buffer, ErrorCode, RemoteError, Request, Words, BATCH_ENTRY_HEADER, COUNTERS_REPLY,
+    ERROR, RESPONSE, WRITE_FM_HEADER, WRITE_ROWS_HEADER,
 };
 
 /// Line rate used to open a port (the simulated board ignores it).
@@ -494,9 +494,9 @@ impl<T: Read + Write> Link for SerialBus<T> {
     }
 
     /// Every frame waits for its answer: each try (a resend too) is a round trip.
-    fn link_exchanges(&self) -> Option<(u64, u64)> {
+    fn link_exchanges(&self) -> Option<(u64, u64, u64)> {
         let c = &self.counters;
-        Some((c.frames, c.frames + c.resends))
+        Some((c.frames, c.frames + c.resends, c.resends))
     }
 
     /// A board whose firmware predates `COUNTERS` refuses it as unknown: it reports none, and

@@ -7,8 +7,8 @@ use std::fmt;
 use systole_core::{ArrayConfig, Rounding};
 use systole_device::board_sim::SimBoard;
 use systole_device::DeviceStats;
-use systole_train::data::{self, Dataset};
 use systole_train::arith::TensorState;
+use systole_train::data::{self, Dataset};
 use systole_train::fixed::FixedArith;
 use systole_train::model::ModelSpec;
 use systole_train::{Precision, TrainConfig, TrainError, Trainer};
@@ -129,6 +129,9 @@ fn difference(now: &DeviceStats, before: &DeviceStats) -> DeviceStats {
         bytes_from_device: now.bytes_from_device - before.bytes_from_device,
         frames: now.frames - before.frames,
         round_trips: now.round_trips - before.round_trips,
+        resends: now.resends - before.resends,
+        port_bytes: now.port_bytes - before.port_bytes,
+        tensor_bytes: now.tensor_bytes - before.tensor_bytes,
         firmware_cycles: now.firmware_cycles - before.firmware_cycles,
     }
 }
@@ -171,10 +174,22 @@ impl fmt::Display for LinkBench {
         )?;
         writeln!(
             f,
-            "{:<28} {:>12} {:>10} {:>12} {:>14} {:>14} {:>9}",
-            "link", "bytes", "frames", "round trips", "array cycles", "fw cycles", "fw/array"
+            "{:<24} {:>9} {:>9} {:>7} {:>7} {:>7} {:>8} {:>10} {:>9}",
+            "link",
+            "bytes",
+            "port B",
+            "frames",
+            "trips",
+            "resends",
+            "array cy",
+            "fw cycles",
+            "fw/array"
         )?;
-        for (label, r) in [("serial: SoC (firmware)", &self.soc), ("bridge: host-driven", &self.bridge)] {
+        let links = [
+            ("serial: SoC (firmware)", &self.soc),
+            ("bridge: host-driven", &self.bridge),
+        ];
+        for (label, r) in links {
             let fw = r.mean(|s| s.firmware_cycles);
             let array = r.mean(|s| s.mac_cycles);
             let overhead = if fw > 0.0 {
@@ -184,12 +199,13 @@ impl fmt::Display for LinkBench {
             };
             writeln!(
                 f,
-                "{label:<28} {:>12.0} {:>10.0} {:>12.0} {:>14.0} {:>14.0} {overhead:>9}",
+                "{label:<24} {:>9.0} {:>9.0} {:>7.0} {:>7.0} {:>7.0} {:>8.0} {fw:>10.0} {overhead:>9}",
                 r.mean(|s| s.bytes_to_device + s.bytes_from_device),
+                r.mean(|s| s.port_bytes),
                 r.mean(|s| s.frames),
                 r.mean(|s| s.round_trips),
+                r.mean(|s| s.resends),
                 array,
-                fw,
             )?;
         }
         let ratio = |c: fn(&DeviceStats) -> u64| self.soc.mean(c) / self.bridge.mean(c).max(1e-9);
@@ -197,10 +213,21 @@ impl fmt::Display for LinkBench {
         let trips = ratio(|s| s.round_trips);
         writeln!(
             f,
-            "SoC/bridge: bytes {bytes:.3} ({:.1}x fewer; goal 10x), frames {:.3}, round trips {trips:.3} ({:.1}x fewer; goal 50x)",
+            "SoC/bridge: bytes {bytes:.3} ({:.2}x fewer; goal 10x), frames {:.3}, round trips {trips:.3} ({:.2}x fewer; goal 50x)",
             1.0 / bytes,
             ratio(|s| s.frames),
             1.0 / trips
+        )?;
+        let tensors = self.soc.mean(|s| s.tensor_bytes);
+        let ops = self.soc.mean(|s| s.ops);
+        let bridge_bytes = self
+            .bridge
+            .mean(|s| s.bytes_to_device + s.bytes_from_device);
+        writeln!(
+            f,
+            "the tensors of a step (operands and results, each word once): {tensors:.0} bytes in {ops:.0} operations; a board that tiles them itself moves at least that ({:.1}x fewer than the bridge) in {ops:.0} round trips ({:.0}x fewer)",
+            bridge_bytes / tensors.max(1.0),
+            self.bridge.mean(|s| s.round_trips) / ops.max(1.0)
         )?;
         writeln!(
             f,
@@ -209,7 +236,8 @@ impl fmt::Display for LinkBench {
             self.clock_hz / 1_000_000
         )?;
         for baud in PROJECTED_BAUDS {
-            let epoch = |r: &LinkRun| self.steps_per_epoch as f64 * r.step_seconds(baud, self.clock_hz);
+            let epoch =
+                |r: &LinkRun| self.steps_per_epoch as f64 * r.step_seconds(baud, self.clock_hz);
             writeln!(
                 f,
                 "  at {baud} baud: SoC {:.1} s, bridge {:.1} s",

@@ -61,8 +61,14 @@ pub fn device_lines(name: &str, st: &DeviceStatsReport) -> Vec<String> {
     )];
     if st.frames > 0 {
         lines.push(format!(
-            "link: {} bytes to the device, {} from it, {} frames, {} round trips",
-            st.bytes_to_device, st.bytes_from_device, st.frames, st.round_trips
+            "link: {} bytes to the device, {} from it, {} frames, {} round trips, {} resends ({} bytes through the array's ports, tensors {} bytes)",
+            st.bytes_to_device,
+            st.bytes_from_device,
+            st.frames,
+            st.round_trips,
+            st.resends,
+            st.port_bytes,
+            st.tensor_bytes
         ));
     }
     if st.firmware_cycles > 0 {
@@ -102,13 +108,16 @@ mod tests {
             bytes_from_device: 56,
             frames: 7,
             round_trips: 5,
+            resends: 1,
+            port_bytes: 1000,
+            tensor_bytes: 300,
             firmware_cycles: 50,
         };
         assert_eq!(
             device_lines("serial 4x4", &st),
             [
                 "device serial 4x4: 2 operations, 64 MACs, 900 cycles, array busy 200 cycles",
-                "link: 1234 bytes to the device, 56 from it, 7 frames, 5 round trips",
+                "link: 1234 bytes to the device, 56 from it, 7 frames, 5 round trips, 1 resends (1000 bytes through the array's ports, tensors 300 bytes)",
                 "firmware: 50 CPU cycles on requests, 25.0% of the array's busy cycles",
             ]
         );

@@ -94,6 +94,12 @@ pub struct DeviceStatsReport {
     pub frames: u64,
     /// Times the host waited for the device's answer.
     pub round_trips: u64,
+    /// Frames or reads sent again.
+    pub resends: u64,
+    /// Bytes the accelerator's ports moved (the link's payload).
+    pub port_bytes: u64,
+    /// Bytes of the operands and results as whole tensors.
+    pub tensor_bytes: u64,
     /// Cycles the board's firmware spent on the requests (0: no board CPU reports them).
     pub firmware_cycles: u64,
 }
@@ -109,6 +115,9 @@ impl From<DeviceStats> for DeviceStatsReport {
             bytes_from_device: s.bytes_from_device,
             frames: s.frames,
             round_trips: s.round_trips,
+            resends: s.resends,
+            port_bytes: s.port_bytes,
+            tensor_bytes: s.tensor_bytes,
             firmware_cycles: s.firmware_cycles,
         }
     }
