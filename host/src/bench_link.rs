@@ -4,9 +4,11 @@
 //! firmware's share of the array's cycles and a projected real-board time per epoch.
 
 use std::fmt;
+use std::time::Duration;
 use systole_core::{ArrayConfig, Rounding};
 use systole_device::board_sim::SimBoard;
-use systole_device::DeviceStats;
+use systole_device::serial::{SerialDevice, DEFAULT_RETRIES};
+use systole_device::{Device, DeviceStats};
 use systole_train::arith::TensorState;
 use systole_train::data::{self, Dataset};
 use systole_train::fixed::FixedArith;
@@ -15,6 +17,8 @@ use systole_train::{Precision, TrainConfig, TrainError, Trainer};
 
 /// Latency a projection charges per round trip (a USB serial adapter's typical turnaround).
 pub const ROUND_TRIP_SECONDS: f64 = 1e-3;
+/// Per-try timeout of the serial link to the simulated SoC (wall time; see [`run`]).
+pub const SIMULATION_TIMEOUT: Duration = Duration::from_secs(10);
 /// Line rates the projection is made for.
 pub const PROJECTED_BAUDS: [u32; 2] = [115_200, 3_000_000];
 /// Bits on the line per byte (8N1: a start bit, 8 data bits, a stop bit).
@@ -88,16 +92,11 @@ pub fn digits_config(size: usize, batch: usize, hidden: usize) -> TrainConfig {
 /// Trains the first `steps` steps of `cfg` on the device `spec` and returns each step's
 /// counters and the parameters reached (so two devices can be shown to have run the same run).
 pub fn measure(
-    spec: &str,
-    config: ArrayConfig,
+    dev: Box<dyn Device>,
     cfg: &TrainConfig,
     data: &Dataset,
     steps: usize,
 ) -> Result<(LinkRun, Vec<TensorState>), TrainError> {
-    let dev = systole_device::open(spec, config).map_err(|source| TrainError::Device {
-        op: format!("opening {spec}"),
-        source,
-    })?;
     let device = dev.name();
     let arith = FixedArith::new(dev, cfg.rounding, cfg.seed, false);
     let mut t = Trainer::new(cfg.clone(), data, arith)?;
@@ -142,13 +141,16 @@ pub fn run(steps: usize, batch: usize, hidden: usize) -> anyhow::Result<LinkBenc
     let data = data::digits::load()?;
     let (soc_board, soc_config) = SimBoard::spawn_soc_image()?;
     let cfg = digits_config(soc_config.size, batch, hidden);
-    let soc_spec = format!("serial:{}", soc_board.path().display());
-    let (soc, soc_params) = measure(&soc_spec, soc_config, &cfg, &data, steps)?;
+    let mut soc_dev = SerialDevice::open(&soc_board.path().to_string_lossy(), soc_config)?;
+    // The simulated SoC takes about a second of wall time to take in and run a full 1 KB
+    // batch frame: the default timeout would resend frames that were never lost.
+    soc_dev.set_retry_policy(SIMULATION_TIMEOUT, DEFAULT_RETRIES);
+    let (soc, soc_params) = measure(Box::new(soc_dev), &cfg, &data, steps)?;
     drop(soc_board);
     let bridge_board = SimBoard::spawn_bridge_image()?;
     let bridge_spec = format!("bridge:{}", bridge_board.path().display());
-    let config = ArrayConfig::square(soc_config.size);
-    let (bridge, bridge_params) = measure(&bridge_spec, config, &cfg, &data, steps)?;
+    let bridge_dev = systole_device::open(&bridge_spec, ArrayConfig::square(soc_config.size))?;
+    let (bridge, bridge_params) = measure(bridge_dev, &cfg, &data, steps)?;
     anyhow::ensure!(
         soc_params == bridge_params,
         "the SoC and the bridge reached different parameters after {steps} steps: the devices disagree"
