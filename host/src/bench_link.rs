@@ -142,8 +142,9 @@ pub fn run(steps: usize, batch: usize, hidden: usize) -> anyhow::Result<LinkBenc
     let (soc_board, soc_config) = SimBoard::spawn_soc_image()?;
     let cfg = digits_config(soc_config.size, batch, hidden);
     let mut soc_dev = SerialDevice::open(&soc_board.path().to_string_lossy(), soc_config)?;
-    // The simulated SoC takes about a second of wall time to take in and run a full 1 KB
-    // batch frame: the default timeout would resend frames that were never lost.
+    // A full 1 KB batch frame costs the simulated SoC about 230k cycles on its line and in the
+    // firmware, a fair part of the default 500 ms at 1-2M simulated cycles a second on a busy
+    // machine: a resend there would count a frame that was never lost.
     soc_dev.set_retry_policy(SIMULATION_TIMEOUT, DEFAULT_RETRIES);
     let (soc, soc_params) = measure(Box::new(soc_dev), &cfg, &data, steps)?;
     drop(soc_board);
