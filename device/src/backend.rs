@@ -27,6 +27,19 @@ pub trait Link: AcceleratorBus {
     fn link_bytes(&self) -> Option<(u64, u64)> {
         None
     }
+
+    /// Frames (or bus transactions) sent, round trips waited for and resends so far; `None`
+    /// where there is no link.
+    fn link_exchanges(&self) -> Option<(u64, u64, u64)> {
+        None
+    }
+
+    /// The cycles the board's firmware has spent on requests so far, as it reports them
+    /// (`None`: the board reports none). Asking may cross the link; that traffic is left out
+    /// of the counters above, as it only measures.
+    fn firmware_cycles(&mut self) -> Result<Option<u64>, Self::Error> {
+        Ok(None)
+    }
 }
 
 /// A device that runs every product and convolution through the firmware's drivers on `L`.
@@ -36,6 +49,8 @@ pub struct BusDevice<L> {
     /// Where the device is (a port path), if anywhere but this process.
     pub(crate) at: Option<String>,
     pub(crate) stats: DeviceStats,
+    /// The board's firmware cycles at the end of the last operation (`firmware_cycles`).
+    firmware_mark: Option<u64>,
 }
 
 impl<L: Link> BusDevice<L>
@@ -48,18 +63,31 @@ where
             bus,
             at,
             stats: DeviceStats::default(),
+            firmware_mark: None,
         }
     }
 
-    /// Runs one driver call of `macs` multiply-accumulates and settles the link, counting the
-    /// bytes it moved (also when it failed: they crossed the link all the same) and, when it
+    /// Runs one driver call of `macs` multiply-accumulates on operands and a result of
+    /// `tensor_bytes` and settles the link, counting the bytes it moved (also when it failed: they crossed the link all the same) and, when it
     /// succeeded, the op. A failure keeps the driver's typed error as its source.
     fn run(
         &mut self,
         macs: u64,
+        tensor_bytes: u64,
         call: impl FnOnce(&mut L, &ArrayConfig) -> Result<DriverStats, DriverError<L::Error>>,
     ) -> Result<(), DeviceError> {
+        let failed = |dev: &Self, e: DriverError<L::Error>| DeviceError::Transport {
+            device: dev.name(),
+            source: Box::new(e),
+        };
+        if self.firmware_mark.is_none() {
+            self.firmware_mark = self
+                .bus
+                .firmware_cycles()
+                .map_err(|e| failed(self, DriverError::Bus(e)))?;
+        }
         let before = self.bus.link_bytes();
+        let exchanges = self.bus.link_exchanges();
         let r = call(&mut self.bus, &self.config)
             .and_then(|st| self.bus.settle().map(|()| st).map_err(DriverError::Bus));
         let (to, from) = match (before, self.bus.link_bytes(), &r) {
@@ -69,12 +97,34 @@ where
         };
         self.stats.bytes_to_device += to;
         self.stats.bytes_from_device += from;
-        let st = r.map_err(|e| DeviceError::Transport {
-            device: self.name(),
-            source: Box::new(e),
-        })?;
+        if let (Some((f0, r0, s0)), Some((f1, r1, s1))) = (exchanges, self.bus.link_exchanges()) {
+            self.stats.frames += f1 - f0;
+            self.stats.round_trips += r1 - r0;
+            self.stats.resends += s1 - s0;
+        }
+        if let Ok(st) = &r {
+            let (to, from) = conv_unit::port_bytes(&self.config, st);
+            self.stats.port_bytes += to + from;
+        }
+        if r.is_err() {
+            // The failed operation's cost must not be taken for the next one's.
+            self.firmware_mark = None;
+        }
+        let st = r.map_err(|e| failed(self, e))?;
+        // Asked after the counts above were taken: the question is not part of the operation.
+        if let Some(mark) = self.firmware_mark {
+            let now = self
+                .bus
+                .firmware_cycles()
+                .map_err(|e| failed(self, DriverError::Bus(e)))?;
+            if let Some(now) = now {
+                self.stats.firmware_cycles += now.wrapping_sub(mark);
+                self.firmware_mark = Some(now);
+            }
+        }
         self.stats.ops += 1;
         self.stats.macs += macs;
+        self.stats.tensor_bytes += tensor_bytes;
         self.stats.cycles += st.cycles;
         self.stats.mac_cycles += st.mac_cycles;
         Ok(())
@@ -91,9 +141,16 @@ where
         let job = conv_unit::job(ops, g, out)?;
         let (m, k, n) = job.shape();
         let mut c = vec![0i16; m * n];
-        self.run((m * k * n) as u64, |bus, cfg| {
-            conv2d(bus, cfg, &job, &mut c)
-        })?;
+        let inputs: usize = [ops.x, ops.dy, ops.w]
+            .iter()
+            .flatten()
+            .map(|t| t.data.len())
+            .sum();
+        self.run(
+            (m * k * n) as u64,
+            2 * (inputs + m * n) as u64,
+            |bus, cfg| conv2d(bus, cfg, &job, &mut c),
+        )?;
         let lowered = QMatrix::from_vec(m, n, out.frac, c)?;
         Ok(conv_unit::reshape(ops.op, g, lowered))
     }
@@ -124,7 +181,8 @@ where
         let job = driver_job(a, b, out)?;
         let (m, n) = (job.m, job.n);
         let mut c = vec![0i16; m * n];
-        self.run((m * job.k * n) as u64, |bus, cfg| {
+        let words = a.data.len() + b.data.len() + m * n;
+        self.run((m * job.k * n) as u64, 2 * words as u64, |bus, cfg| {
             driver::matmul(bus, cfg, &job, &mut c)
         })?;
         Ok(QMatrix::from_vec(m, n, out.frac, c)?)

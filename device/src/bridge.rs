@@ -90,6 +90,9 @@ pub struct BridgeCounters {
     pub commands: u64,
     /// Reads sent again because their reply failed the CRC check.
     pub retries: u64,
+    /// Times the bus waited for the bridge: each try of a read, each wait for the echoes of
+    /// the writes in flight.
+    pub round_trips: u64,
 }
 
 /// Tries of one read whose replies fail the CRC check before the bus gives up.
@@ -167,6 +170,7 @@ impl<T: Read + Write> BridgeBus<T> {
         }
         let end = Instant::now() + self.deadline;
         self.send(request, end)?;
+        self.counters.round_trips += 1;
         let acks = self.unacked.len();
         let mut buf = vec![0u8; acks + reply.len()];
         self.receive(char::from(request[0]), &mut buf, end)?;
@@ -182,6 +186,7 @@ impl<T: Read + Write> BridgeBus<T> {
             return Ok(());
         }
         let end = Instant::now() + self.deadline;
+        self.counters.round_trips += 1;
         let mut buf = vec![0u8; self.unacked.len()];
         let r = self
             .receive(char::from(self.unacked[0]), &mut buf, end)
@@ -454,6 +459,12 @@ impl<T: Read + Write> Link for BridgeBus<T> {
 
     fn link_bytes(&self) -> Option<(u64, u64)> {
         Some((self.counters.bytes_out, self.counters.bytes_in))
+    }
+
+    /// A bridge command is one bus transaction (a register access or a row).
+    fn link_exchanges(&self) -> Option<(u64, u64, u64)> {
+        let c = &self.counters;
+        Some((c.commands, c.round_trips, c.retries))
     }
 }
 

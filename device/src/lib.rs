@@ -40,6 +40,28 @@ pub struct DeviceStats {
     pub bytes_to_device: u64,
     /// Bytes read back from the device.
     pub bytes_from_device: u64,
+    /// Messages sent to the device: request frames (serial) or bus transactions, one per
+    /// register access or row (bridge); 0 where there is no link.
+    pub frames: u64,
+    /// Times the host waited for the device's answer before it could go on (a frame's
+    /// response, a bridge read's reply or the echoes of the writes in flight); each costs a
+    /// link's latency on a real board. 0 where there is no link.
+    pub round_trips: u64,
+    /// Frames sent again after a timeout or a damaged answer (serial), reads sent again after a
+    /// CRC mismatch (bridge); their bytes are in the byte counts.
+    pub resends: u64,
+    /// Bytes the accelerator's ports moved for these operations (A/B rows written, C rows
+    /// read, register accesses, feature-map words): the payload any link must carry for the
+    /// host's tile driver; the rest of a link's bytes is its framing and resends.
+    pub port_bytes: u64,
+    /// Bytes of the operations' operands and results as whole tensors, each word once: what a
+    /// board that tiles the operations itself would have to move at least.
+    pub tensor_bytes: u64,
+    /// Clock cycles the board's firmware spent handling these operations' requests, from each
+    /// request's last byte received to its response ready, as the board reports them
+    /// (`COUNTERS`); 0 where no board CPU reports them (golden, verilator, the bridge, which
+    /// has no CPU, and the pty-simulated board, whose firmware runs on the host).
+    pub firmware_cycles: u64,
 }
 
 /// Why a device operation failed.

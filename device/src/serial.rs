@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use systole_core::{regmap, AcceleratorBus, ArrayConfig};
 use systole_firmware::frame::{self, Decoder, FRAME_CAPACITY, MAX_PAYLOAD};
 use systole_firmware::protocol::{
-    boot, cmd, panic, Buffer, ErrorCode, RemoteError, Request, Words, BATCH_ENTRY_HEADER, ERROR,
-    RESPONSE, WRITE_FM_HEADER, WRITE_ROWS_HEADER,
+    boot, cmd, panic, Buffer, ErrorCode, RemoteError, Request, Words, BATCH_ENTRY_HEADER,
+    COUNTERS_REPLY, ERROR, RESPONSE, WRITE_FM_HEADER, WRITE_ROWS_HEADER,
 };
 
 /// Line rate used to open a port (the simulated board ignores it).
@@ -125,6 +125,8 @@ pub struct SerialBus<T> {
     /// announcement now (a board just powered up or restarting) is skipped, not taken for a
     /// lost operation.
     start_expected: bool,
+    /// Whether the board answers `COUNTERS` (`None`: not asked yet).
+    board_counts: Option<bool>,
 }
 
 impl<T: Read + Write> SerialBus<T> {
@@ -142,6 +144,7 @@ impl<T: Read + Write> SerialBus<T> {
             decoder: Box::new(Decoder::new()),
             counters: LinkCounters::default(),
             start_expected: true,
+            board_counts: None,
         }
     }
 
@@ -154,6 +157,27 @@ impl<T: Read + Write> SerialBus<T> {
     /// Counters so far.
     pub fn counters(&self) -> LinkCounters {
         self.counters
+    }
+
+    /// The board's own counters (`COUNTERS`): requests executed and the cycles its firmware
+    /// spent on them, `None` for the cycles when the board has no cycle counter. Sends every
+    /// buffered write first. The exchange is left out of [`Self::counters`]: it only measures.
+    pub fn board_counters(&mut self) -> Result<(u32, Option<u64>), LinkError> {
+        self.flush()?;
+        let kept = self.counters;
+        let r = self.transact(cmd::COUNTERS, &[]);
+        self.counters = kept;
+        let p = r?;
+        if p.len() != COUNTERS_REPLY {
+            return Err(LinkError::Protocol(format!(
+                "COUNTERS answer of {} bytes",
+                p.len()
+            )));
+        }
+        let frames = u32::from_le_bytes([p[1], p[2], p[3], p[4]]);
+        let mut cycles = [0u8; 8];
+        cycles.copy_from_slice(&p[5..13]);
+        Ok((frames, (p[0] != 0).then_some(u64::from_le_bytes(cycles))))
     }
 
     /// Asks the board who it is.
@@ -487,6 +511,33 @@ impl<T: Read + Write> Link for SerialBus<T> {
 
     fn link_bytes(&self) -> Option<(u64, u64)> {
         Some((self.counters.bytes_out, self.counters.bytes_in))
+    }
+
+    /// Every frame waits for its answer: each try (a resend too) is a round trip.
+    fn link_exchanges(&self) -> Option<(u64, u64, u64)> {
+        let c = &self.counters;
+        Some((c.frames, c.frames + c.resends, c.resends))
+    }
+
+    /// A board whose firmware predates `COUNTERS` refuses it as unknown: it reports none, and
+    /// is not asked again.
+    fn firmware_cycles(&mut self) -> Result<Option<u64>, LinkError> {
+        if self.board_counts == Some(false) {
+            return Ok(None);
+        }
+        match self.board_counters() {
+            Ok((_, cycles)) => {
+                self.board_counts = Some(true);
+                Ok(cycles)
+            }
+            Err(LinkError::Refused { cmd: c, .. })
+                if c == cmd::COUNTERS && self.board_counts.is_none() =>
+            {
+                self.board_counts = Some(false);
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 

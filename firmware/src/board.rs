@@ -4,7 +4,7 @@
 
 use crate::frame::{self, Decoder, Frame, FrameError, FRAME_CAPACITY, HEADER, MAX_PAYLOAD};
 use crate::protocol::{BatchIter, Buffer, ErrorCode, RemoteError, Request, MAX_LANES, RESPONSE};
-use crate::protocol::{ERROR, VERSION};
+use crate::protocol::{COUNTERS_REPLY, ERROR, VERSION};
 use embedded_io::{Read, Write};
 use systole_core::{regmap, AcceleratorBus, ArrayConfig};
 
@@ -19,6 +19,11 @@ pub struct LinkStats {
     pub replays: u32,
     /// Bytes skipped while searching for a frame start.
     pub garbage_bytes: u32,
+    /// Clock cycles spent from each request's last byte received to its response ready (the
+    /// frame's CRC check, the execution, the response's encoding), summed over every request
+    /// but `COUNTERS`; `None` on a board
+    /// without a cycle counter ([`Board::with_clock`]). Reported by `COUNTERS`.
+    pub busy_cycles: Option<u64>,
 }
 
 /// Why [`Board::serve`] or [`Board::step`] stopped.
@@ -57,6 +62,8 @@ pub struct Board<IO, B> {
     tx_len: usize,
     last: Option<Last>,
     stats: LinkStats,
+    /// The board's free-running cycle counter, if it has one.
+    clock: Option<fn() -> u64>,
 }
 
 impl<IO: Read + Write, B: AcceleratorBus> Board<IO, B> {
@@ -72,7 +79,16 @@ impl<IO: Read + Write, B: AcceleratorBus> Board<IO, B> {
             tx_len: 0,
             last: None,
             stats: LinkStats::default(),
+            clock: None,
         }
+    }
+
+    /// Counts the cycles each request costs with `clock`, the board's free-running cycle
+    /// counter (on the SoC its timer), into [`LinkStats::busy_cycles`].
+    pub fn with_clock(mut self, clock: fn() -> u64) -> Self {
+        self.clock = Some(clock);
+        self.stats.busy_cycles = Some(0);
+        self
     }
 
     /// Link counters so far.
@@ -147,13 +163,25 @@ impl<IO: Read + Write, B: AcceleratorBus> Board<IO, B> {
                 tx_len,
                 last,
                 stats,
+                clock,
                 ..
             } = self;
             decoder.skip_garbage();
             stats.garbage_bytes = decoder.garbage_bytes();
+            let start = clock.map(|now| now());
             match decoder.next_frame() {
                 None => return Ok(()),
-                Some(Ok(f)) => handle(f, bus, config, tx, tx_len, last, stats),
+                Some(Ok(f)) => {
+                    // `COUNTERS` itself is not counted: a host asking after every operation
+                    // must not see its own questions in the cost of the next one.
+                    let counted = f.cmd != crate::protocol::cmd::COUNTERS;
+                    handle(f, bus, config, tx, tx_len, last, stats);
+                    if let (Some(now), Some(t0), Some(busy), true) =
+                        (clock, start, &mut stats.busy_cycles, counted)
+                    {
+                        *busy = busy.wrapping_add(now().wrapping_sub(t0));
+                    }
+                }
                 Some(Err(e)) => {
                     let (seq, cmd, code) = match e {
                         FrameError::BadCrc { seq, cmd } => (seq, cmd, ErrorCode::BadCrc),
@@ -300,6 +328,12 @@ fn execute<B: AcceleratorBus>(
             out[8..12].copy_from_slice(&stats.frames_rejected.to_le_bytes());
             out[12..16].copy_from_slice(&stats.garbage_bytes.to_le_bytes());
             Ok(16)
+        }
+        Request::Counters => {
+            out[0] = u8::from(stats.busy_cycles.is_some());
+            out[1..5].copy_from_slice(&stats.frames_ok.to_le_bytes());
+            out[5..13].copy_from_slice(&stats.busy_cycles.unwrap_or(0).to_le_bytes());
+            Ok(COUNTERS_REPLY)
         }
         Request::ReadRows { bank, start, count } => {
             let n = config.size;

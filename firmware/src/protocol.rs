@@ -20,6 +20,7 @@
 //! | 0x07 | `IDLE` | cycles u32 | — | lets `cycles` clocks pass (a delay on real hardware) |
 //! | 0x08 | `BATCH` | entries: CMD u8, LEN u16, payload | — | runs `WRITE_REG`, `WRITE_ROWS`, `IDLE` and `WRITE_FM` entries in order |
 //! | 0x09 | `WRITE_FM` | addr u32, `count` words i16 (`count = (LEN - 4) / 2 >= 1`) | — | writes feature-map words `addr..addr+count` of the conv unit, one row of `R = fm_row_words` words per clock; `addr` and `count` multiples of `R`, `addr + count <= fm_depth` |
+//! | 0x0A | `COUNTERS` | — | clock u8 (1: the board counts cycles), frames ok u32, busy cycles u64 | the firmware's own cost: cycles spent from each executed request's last byte received to its response ready (CRC check, execution, response), summed over the requests before this one (`COUNTERS` requests not counted); 0 and clock 0 on a board without a cycle counter |
 //!
 //! Row words are little-endian, lane 0 first; `size` is the board's array size and every row of
 //! a request must be exactly `size` words. Feature-map words are little-endian too, lowest
@@ -66,7 +67,12 @@ pub mod cmd {
     pub const BATCH: u8 = 0x08;
     /// Block write of feature-map words.
     pub const WRITE_FM: u8 = 0x09;
+    /// The firmware's cycle counters.
+    pub const COUNTERS: u8 = 0x0A;
 }
+
+/// Bytes of a `COUNTERS` response payload.
+pub const COUNTERS_REPLY: usize = 13;
 
 /// Bytes of a `WRITE_ROWS` payload before its words.
 pub const WRITE_ROWS_HEADER: usize = 6;
@@ -263,6 +269,8 @@ pub enum Request<'a> {
     },
     /// `STATUS`.
     Status,
+    /// `COUNTERS`.
+    Counters,
     /// `IDLE`.
     Idle {
         /// Clock cycles.
@@ -297,6 +305,7 @@ impl<'a> Request<'a> {
             Request::WriteRows { .. } => cmd::WRITE_ROWS,
             Request::ReadRows { .. } => cmd::READ_ROWS,
             Request::Status => cmd::STATUS,
+            Request::Counters => cmd::COUNTERS,
             Request::Idle { .. } => cmd::IDLE,
             Request::Batch(_) => cmd::BATCH,
             Request::WriteFm { .. } => cmd::WRITE_FM,
@@ -370,6 +379,10 @@ impl<'a> Request<'a> {
                 need(0)?;
                 Request::Status
             }
+            cmd::COUNTERS => {
+                need(0)?;
+                Request::Counters
+            }
             cmd::IDLE => {
                 need(4)?;
                 Request::Idle {
@@ -402,7 +415,7 @@ impl<'a> Request<'a> {
         use crate::frame::EncodeError;
         let mut w = Writer { out, len: 0 };
         match *self {
-            Request::Ping | Request::Status => {}
+            Request::Ping | Request::Status | Request::Counters => {}
             Request::ReadReg { addr } => w.put(&[addr])?,
             Request::WriteReg { addr, value } => {
                 w.put(&[addr])?;
@@ -512,7 +525,7 @@ impl<'a> Iterator for BatchIter<'a> {
             c,
             cmd::WRITE_REG | cmd::WRITE_ROWS | cmd::IDLE | cmd::WRITE_FM
         ) {
-            let code = if matches!(c, cmd::PING..=cmd::WRITE_FM) {
+            let code = if matches!(c, cmd::PING..=cmd::COUNTERS) {
                 ErrorCode::NotBatchable
             } else {
                 ErrorCode::UnknownCommand

@@ -13,7 +13,7 @@ mod timer;
 mod uart;
 
 pub use accel::{MmioBus, MmioError};
-pub use timer::{Timer, TimerError};
+pub use timer::{cycles, Timer, TimerError};
 pub use uart::{Uart, UartError};
 
 use crate::mmio::Regs;

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use systole_train::fixed::SaturationCount;
 use systole_train::outfile::write_atomic;
-use systole_train::run::RunSummary;
+use systole_train::run::{DeviceStatsReport, RunSummary};
 use systole_train::{EpochRecord, TrainError};
 
 /// The CSV header of [`history_csv`].
@@ -52,6 +52,35 @@ pub fn saturation_line(counts: &BTreeMap<String, SaturationCount>) -> Option<Str
     Some(line)
 }
 
+/// The run summary's device lines: operations and cycles; for a device behind a link its
+/// traffic; for a board whose firmware reports its cycles, their share of the array's.
+pub fn device_lines(name: &str, st: &DeviceStatsReport) -> Vec<String> {
+    let mut lines = vec![format!(
+        "device {name}: {} operations, {} MACs, {} cycles, array busy {} cycles",
+        st.ops, st.macs, st.cycles, st.mac_cycles
+    )];
+    if st.frames > 0 {
+        lines.push(format!(
+            "link: {} bytes to the device, {} from it, {} frames, {} round trips, {} resends ({} bytes through the array's ports, tensors {} bytes)",
+            st.bytes_to_device,
+            st.bytes_from_device,
+            st.frames,
+            st.round_trips,
+            st.resends,
+            st.port_bytes,
+            st.tensor_bytes
+        ));
+    }
+    if st.firmware_cycles > 0 {
+        lines.push(format!(
+            "firmware: {} CPU cycles on requests, {:.1}% of the array's busy cycles",
+            st.firmware_cycles,
+            100.0 * st.firmware_cycles as f64 / st.mac_cycles.max(1) as f64
+        ));
+    }
+    lines
+}
+
 /// Writes `run.json` and `history.csv` into `dir`.
 pub fn write_reports(summary: &RunSummary, dir: &Path) -> Result<(), TrainError> {
     let json = serde_json::to_vec_pretty(summary)
@@ -67,6 +96,34 @@ pub fn write_reports(summary: &RunSummary, dir: &Path) -> Result<(), TrainError>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn device_lines_print_the_link_and_firmware_counters() {
+        let mut st = DeviceStatsReport {
+            ops: 2,
+            macs: 64,
+            cycles: 900,
+            mac_cycles: 200,
+            bytes_to_device: 1234,
+            bytes_from_device: 56,
+            frames: 7,
+            round_trips: 5,
+            resends: 1,
+            port_bytes: 1000,
+            tensor_bytes: 300,
+            firmware_cycles: 50,
+        };
+        assert_eq!(
+            device_lines("serial 4x4", &st),
+            [
+                "device serial 4x4: 2 operations, 64 MACs, 900 cycles, array busy 200 cycles",
+                "link: 1234 bytes to the device, 56 from it, 7 frames, 5 round trips, 1 resends (1000 bytes through the array's ports, tensors 300 bytes)",
+                "firmware: 50 CPU cycles on requests, 25.0% of the array's busy cycles",
+            ]
+        );
+        (st.frames, st.firmware_cycles) = (0, 0);
+        assert_eq!(device_lines("verilator 4x4", &st).len(), 1);
+    }
 
     #[test]
     fn saturation_line_sums_and_names_the_worst_tensor() {

@@ -10,7 +10,7 @@ use embedded_io::Write as _;
 use systole_firmware::board::{Board, BoardError};
 use systole_firmware::mmio::Volatile;
 use systole_firmware::protocol::panic::{PanicMessage, PANIC_FRAME_CAPACITY};
-use systole_firmware::soc::{reset, MmioBus, Uart, UartError};
+use systole_firmware::soc::{cycles, reset, MmioBus, Uart, UartError};
 
 #[cfg(feature = "panic-test")]
 mod panic_test;
@@ -26,7 +26,7 @@ fn main() -> ! {
     let config = *bus.config();
     #[cfg(feature = "panic-test")]
     let bus = panic_test::PanicOnIdle(bus);
-    let mut board = Board::new(uart, bus, config);
+    let mut board = Board::new(uart, bus, config).with_clock(timer_cycles);
     // The host learns that anything it sent before is gone (after a panic or a reset).
     let _ = board.announce_start();
     loop {
@@ -36,6 +36,11 @@ fn main() -> ! {
             let _ = board.bytes_lost();
         }
     }
+}
+
+/// The SoC's cycle counter: the board counts each request's cost with it (`COUNTERS`).
+fn timer_cycles() -> u64 {
+    cycles(&mut Volatile::new())
 }
 
 #[panic_handler]

@@ -9,7 +9,7 @@ use systole_core::regmap;
 use systole_firmware::frame::{self, Decoder, FRAME_CAPACITY};
 use systole_firmware::protocol::boot::is_boot;
 use systole_firmware::protocol::panic::{parse_panic, PANIC_TEST_IDLE_CYCLES};
-use systole_firmware::protocol::{cmd, Buffer, Request, Words, RESPONSE, VERSION};
+use systole_firmware::protocol::{cmd, Buffer, Request, Words, COUNTERS_REPLY, RESPONSE, VERSION};
 use systole_sim::{SimError, VerilatedSoc};
 
 /// Clock cycles from the reset's release within which the firmware has answered a `PING` sent
@@ -312,4 +312,64 @@ fn the_firmware_takes_bytes_faster_than_the_line() {
         "receive path: {per_byte:.1} CPU cycles per byte (the line brings one every {byte_time})"
     );
     assert!(per_byte < byte_time as f64, "{per_byte} cycles per byte");
+}
+
+/// `COUNTERS`: (clock flag, requests executed, busy cycles) from a reply's payload.
+fn counters(soc: &mut VerilatedSoc, seq: u8) -> (u8, u32, u64) {
+    let r = exchange(soc, seq, &Request::Counters);
+    assert_eq!(r.cmd, cmd::COUNTERS | RESPONSE, "{:?}", r.payload);
+    let p = &r.payload;
+    assert_eq!(p.len(), COUNTERS_REPLY);
+    let frames = u32::from_le_bytes(p[1..5].try_into().unwrap());
+    (
+        p[0],
+        frames,
+        u64::from_le_bytes(p[5..13].try_into().unwrap()),
+    )
+}
+
+/// The firmware counts the cycles it spends on requests with the SoC's timer: between two
+/// `COUNTERS` questions, the busy cycles of the requests in between are most of what the
+/// host sees from each request's last bit to its reply's first byte (that span also holds the
+/// last byte's way through the UART and the reply's first byte on the line), and the COUNTERS
+/// requests themselves are not counted.
+#[test]
+fn the_firmware_reports_the_cycles_it_spends_on_requests() {
+    let Some(mut soc) = soc(&[]) else { return };
+    exchange(&mut soc, 1, &Request::Ping);
+    let bit = bit_cycles(&mut soc);
+    let (clock, frames0, busy0) = counters(&mut soc, 2);
+    assert_eq!((clock, frames0), (1, 1), "the SoC has a clock; PING ran");
+    let n = soc.size();
+    let bytes: Vec<u8> = (0..2 * n * n).map(|i| (i * 7) as u8).collect();
+    let requests = [
+        Request::WriteReg {
+            addr: regmap::SHIFT,
+            value: 3,
+        },
+        Request::WriteRows {
+            buffer: Buffer::B,
+            bank: 1,
+            start: 0,
+            count: n as u16,
+            words: Words::from_le_bytes(&bytes),
+        },
+        Request::ReadRows {
+            bank: 0,
+            start: 0,
+            count: n as u16,
+        },
+    ];
+    let mut seen = 0;
+    for (i, req) in requests.iter().enumerate() {
+        let r = exchange(&mut soc, 3 + i as u8, req);
+        assert_eq!(r.cmd, req.cmd() | RESPONSE);
+        seen += r.first_byte_after - 10 * bit;
+    }
+    let (_, frames, busy) = counters(&mut soc, 9);
+    let busy = busy - busy0;
+    println!("busy {busy} cycles of {seen} seen from the line");
+    // The first COUNTERS and the three requests ran; neither COUNTERS costs busy cycles.
+    assert_eq!(frames - frames0, 4);
+    assert!(busy <= seen && busy >= seen / 2, "busy {busy}, seen {seen}");
 }

@@ -417,34 +417,17 @@ impl<A: Arith> Trainer<A> {
     ) -> Result<EpochRecord, TrainError> {
         let t0 = std::time::Instant::now();
         let features = data.features();
-        let n = data
-            .train
-            .len()
-            .min(self.cfg.train_limit.unwrap_or(usize::MAX));
-        let mut order: Vec<usize> = (0..n).collect();
-        rng::stream(self.cfg.seed, self.epoch as u64 + 1).shuffle(&mut order);
+        let order = self.epoch_order(data);
+        let n = order.len();
         let batches = n.div_ceil(self.cfg.batch);
         obs.epoch_start(self.epoch + 1, batches);
         let (mut loss_sum, mut correct) = (0f64, 0usize);
         let sat0 = saturation_totals(&self.arith);
         let lr = self.cfg.lr_at(self.epoch);
         for idx in order.chunks(self.cfg.batch) {
-            self.arith.begin_step(self.step);
-            let (loss, ok, grads) = self.loss_and_grads(data, idx, idx.len())?;
+            let (loss, ok) = self.train_batch(data, idx, lr)?;
             loss_sum += loss as f64 * idx.len() as f64;
             correct += ok;
-            for (i, g) in grads.iter().enumerate() {
-                let op = format!("{} update", model::param_name(i));
-                self.arith.sgd(
-                    &op,
-                    &mut self.params[i],
-                    &mut self.velocity[i],
-                    g,
-                    lr,
-                    self.cfg.momentum,
-                )?;
-            }
-            self.step += 1;
             obs.batch_done();
         }
         self.epoch += 1;
@@ -463,6 +446,61 @@ impl<A: Arith> Trainer<A> {
         self.history.push(rec.clone());
         obs.epoch_end(&rec);
         Ok(rec)
+    }
+
+    /// The next epoch's training images in the order it trains them (shuffled by a generator
+    /// seeded from the run seed and the epoch).
+    fn epoch_order(&self, data: &Dataset) -> Vec<usize> {
+        let n = data
+            .train
+            .len()
+            .min(self.cfg.train_limit.unwrap_or(usize::MAX));
+        let mut order: Vec<usize> = (0..n).collect();
+        rng::stream(self.cfg.seed, self.epoch as u64 + 1).shuffle(&mut order);
+        order
+    }
+
+    /// One training step on the training images `idx` at learning rate `lr`: returns the mean
+    /// loss and the correct count.
+    fn train_batch(
+        &mut self,
+        data: &Dataset,
+        idx: &[usize],
+        lr: f32,
+    ) -> Result<(f32, usize), TrainError> {
+        self.arith.begin_step(self.step);
+        let (loss, ok, grads) = self.loss_and_grads(data, idx, idx.len())?;
+        for (i, g) in grads.iter().enumerate() {
+            let op = format!("{} update", model::param_name(i));
+            self.arith.sgd(
+                &op,
+                &mut self.params[i],
+                &mut self.velocity[i],
+                g,
+                lr,
+                self.cfg.momentum,
+            )?;
+        }
+        self.step += 1;
+        Ok((loss, ok))
+    }
+
+    /// The first `steps` training steps of the next epoch, exactly as [`Self::train_epoch`]
+    /// runs them (same order, seeds and rate), without finishing the epoch or evaluating:
+    /// for measurements. `after` sees the arithmetic after each step.
+    pub fn train_steps(
+        &mut self,
+        data: &Dataset,
+        steps: usize,
+        after: &mut dyn FnMut(&A),
+    ) -> Result<(), TrainError> {
+        let order = self.epoch_order(data);
+        let lr = self.cfg.lr_at(self.epoch);
+        for idx in order.chunks(self.cfg.batch).take(steps) {
+            self.train_batch(data, idx, lr)?;
+            after(&self.arith);
+        }
+        Ok(())
     }
 
     /// Loss and accuracy (percent) on `split`, in batches of 256 through the same arithmetic.

@@ -92,6 +92,18 @@ pub struct DeviceStatsReport {
     pub bytes_to_device: u64,
     /// Bytes from the device.
     pub bytes_from_device: u64,
+    /// Request frames (serial) or bus transactions (bridge) sent.
+    pub frames: u64,
+    /// Times the host waited for the device's answer.
+    pub round_trips: u64,
+    /// Frames or reads sent again.
+    pub resends: u64,
+    /// Bytes the accelerator's ports moved (the link's payload).
+    pub port_bytes: u64,
+    /// Bytes of the operands and results as whole tensors.
+    pub tensor_bytes: u64,
+    /// Cycles the board's firmware spent on the requests (0: no board CPU reports them).
+    pub firmware_cycles: u64,
 }
 
 impl From<DeviceStats> for DeviceStatsReport {
@@ -103,6 +115,12 @@ impl From<DeviceStats> for DeviceStatsReport {
             mac_cycles: s.mac_cycles,
             bytes_to_device: s.bytes_to_device,
             bytes_from_device: s.bytes_from_device,
+            frames: s.frames,
+            round_trips: s.round_trips,
+            resends: s.resends,
+            port_bytes: s.port_bytes,
+            tensor_bytes: s.tensor_bytes,
+            firmware_cycles: s.firmware_cycles,
         }
     }
 }

@@ -104,7 +104,8 @@ fn write_reg_sends_opcode_addr_and_big_endian_data() {
             bytes_out: 6,
             bytes_in: 0,
             commands: 0,
-            retries: 0
+            retries: 0,
+            round_trips: 0,
         }
     );
     b.settle().unwrap();
@@ -114,7 +115,8 @@ fn write_reg_sends_opcode_addr_and_big_endian_data() {
             bytes_out: 6,
             bytes_in: 1,
             commands: 1,
-            retries: 0
+            retries: 0,
+            round_trips: 1,
         }
     );
 }
@@ -146,6 +148,8 @@ fn a_reply_failing_its_crc_is_read_again() {
         assert_eq!(*w.lock().unwrap(), [b'R', 9, b'R', 9]);
         assert_eq!(b.counters().retries, 1);
         assert_eq!(b.counters().commands, 1);
+        // Each try waited for its reply.
+        assert_eq!(b.counters().round_trips, 2);
     }
     // The board answered register 8 (the address byte flipped on the way): its CRC covers
     // the address it saw, so the host's check over the address it sent fails.
@@ -252,6 +256,8 @@ fn writes_stream_and_their_echoes_are_checked_in_order() {
         [b'W', 1, 0, 0, 0, 2, b'A', 1, 0, 3, 0, 4, 0, 5, b'W', 6, 0, 0, 0, 7, b'R', 9]
     );
     assert_eq!(b.counters().commands, 4);
+    // One wait: the read's, which took the three echoes with its reply.
+    assert_eq!(b.counters().round_trips, 1);
     let steps: Vec<(usize, &[u8])> = (0..MAX_UNACKED + 1).map(|_| (6, &b"W"[..])).collect();
     let (mut b, _) = bus(&steps, 2);
     for i in 0..MAX_UNACKED {
@@ -262,6 +268,11 @@ fn writes_stream_and_their_echoes_are_checked_in_order() {
     assert_eq!(b.counters().commands, MAX_UNACKED as u64);
     b.settle().unwrap();
     assert_eq!(b.counters().commands, MAX_UNACKED as u64 + 1);
+    // The wait after MAX_UNACKED writes and the settle's.
+    assert_eq!(b.counters().round_trips, 2);
+    // Nothing in flight: settling again waits for nothing.
+    b.settle().unwrap();
+    assert_eq!(b.counters().round_trips, 2);
 }
 
 #[test]

@@ -598,3 +598,56 @@ fn lost_bytes_before_a_header_are_not_answered() {
     board.bytes_lost().unwrap();
     assert!(board.io.output.is_empty());
 }
+
+/// A fake cycle counter for [`counters_report_the_cycles_requests_cost`]: each read advances it
+/// by 7 cycles (only that test uses it).
+static FAKE_CLOCK: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+fn fake_clock() -> u64 {
+    FAKE_CLOCK.fetch_add(7, core::sync::atomic::Ordering::Relaxed)
+}
+
+/// `COUNTERS` answers the executed requests and the cycles they cost, measured by the board's
+/// clock around each request (two reads of the fake clock: 7 cycles each); without a clock it
+/// says so with a 0 flag.
+#[test]
+fn counters_report_the_cycles_requests_cost() {
+    let mut counters = [0u8; 16];
+    let n = frame::encode(4, crate::protocol::cmd::COUNTERS, &[], &mut counters).unwrap();
+    let input = cat(&[PING, WRITE_REG, &counters[..n]]);
+    let cfg = config();
+    let pipe = Pipe {
+        input,
+        pos: 0,
+        chunk: 64,
+        output: Vec::new(),
+    };
+    let mut board = Board::new(pipe, MockBus::new(&cfg), cfg).with_clock(fake_clock);
+    assert_eq!(board.serve(), BoardError::Closed);
+    let stats = board.stats();
+    let (pipe, _) = board.into_parts();
+    let mut d = Decoder::new();
+    d.push(&pipe.output);
+    let mut replies = Vec::new();
+    while let Some(Ok(f)) = d.next_frame() {
+        replies.push((f.cmd, Vec::from(f.payload)));
+    }
+    assert_eq!(replies.len(), 3);
+    let (cmd, p) = &replies[2];
+    assert_eq!(*cmd, crate::protocol::cmd::COUNTERS | RESPONSE);
+    // PING and WRITE_REG ran before: 2 frames, 7 cycles each.
+    let mut want = [0u8; COUNTERS_REPLY];
+    want[0] = 1;
+    want[1..5].copy_from_slice(&2u32.to_le_bytes());
+    want[5..13].copy_from_slice(&14u64.to_le_bytes());
+    assert_eq!(p.as_slice(), want);
+    // COUNTERS itself is not counted.
+    assert_eq!(stats.busy_cycles, Some(14));
+
+    let (out, _, stats) = run(&counters[..n], 64);
+    let mut d = Decoder::new();
+    d.push(&out);
+    let f = d.next_frame().unwrap().unwrap();
+    assert_eq!(f.payload, &[0u8; COUNTERS_REPLY]);
+    assert_eq!(stats.busy_cycles, None);
+}

@@ -15,7 +15,7 @@ fn encode(r: &Request<'_>) -> Vec<u8> {
 #[test]
 fn literal_payloads_both_ways() {
     let words = [0x01, 0x00, 0xFE, 0xFF];
-    let cases: [(Request<'_>, u8, &[u8]); 9] = [
+    let cases: [(Request<'_>, u8, &[u8]); 10] = [
         (Request::Ping, 0x01, &[]),
         (Request::ReadReg { addr: 0x0C }, 0x02, &[0x0C]),
         (
@@ -47,6 +47,7 @@ fn literal_payloads_both_ways() {
             &[0x00, 0x03, 0x00, 0x04, 0x00],
         ),
         (Request::Status, 0x06, &[]),
+        (Request::Counters, 0x0A, &[]),
         (
             Request::Idle { cycles: 70000 },
             0x07,

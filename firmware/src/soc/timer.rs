@@ -22,6 +22,14 @@ impl core::fmt::Display for TimerError {
 
 impl core::error::Error for TimerError {}
 
+/// Cycles since reset from the counter at `TIMER_LO` / `TIMER_HI` (reading `TIMER_LO`
+/// latches the high word, so the pair is coherent).
+pub fn cycles<R: Regs>(regs: &mut R) -> u64 {
+    let lo = regs.read32(TIMER_LO);
+    let hi = regs.read32(TIMER_HI);
+    u64::from(hi) << 32 | u64::from(lo)
+}
+
 /// The 64-bit cycle counter at `TIMER_LO` / `TIMER_HI` and the SoC's clock frequency.
 pub struct Timer<R> {
     regs: R,
@@ -43,11 +51,9 @@ impl<R: Regs> Timer<R> {
         self.clock_hz
     }
 
-    /// Cycles since reset (reading `TIMER_LO` latches the high word, so the pair is coherent).
+    /// Cycles since reset.
     pub fn cycles(&mut self) -> u64 {
-        let lo = self.regs.read32(TIMER_LO);
-        let hi = self.regs.read32(TIMER_HI);
-        u64::from(hi) << 32 | u64::from(lo)
+        cycles(&mut self.regs)
     }
 
     /// Waits until `cycles` clock cycles have passed.

@@ -172,6 +172,14 @@ pub fn emit_verilog(a: &EmitArgs) -> anyhow::Result<()> {
 
 /// `systole bench`.
 pub fn bench(a: &BenchArgs) -> anyhow::Result<()> {
+    if a.link {
+        if a.steps == 0 || a.batch == 0 || a.hidden == 0 {
+            anyhow::bail!("--steps, --batch and --hidden must be at least 1");
+        }
+        let bench = crate::bench_link::run(a.steps, a.batch, a.hidden)?;
+        outln!("{bench}");
+        return Ok(());
+    }
     for &n in &a.array {
         ArrayConfig::new(n, 8, 512).map_err(|e| anyhow::anyhow!("--array: {e}"))?;
     }

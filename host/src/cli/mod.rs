@@ -147,6 +147,20 @@ pub struct BenchArgs {
     /// model of its own, untraced.
     #[command(flatten)]
     pub trace: TraceArgs,
+    /// Instead: the link. Trains --steps digits-MLP steps over serial: on the simulated SoC
+    /// image and over bridge: on the simulated bridge image, and prints bytes, frames, round
+    /// trips, firmware cycles and projected epoch times per link (slow: minutes).
+    #[arg(long)]
+    pub link: bool,
+    /// Training steps of --link.
+    #[arg(long, value_parser = whole, default_value_t = 3, requires = "link")]
+    pub steps: usize,
+    /// Mini-batch size of --link.
+    #[arg(long, value_parser = whole, default_value_t = 32, requires = "link")]
+    pub batch: usize,
+    /// Hidden width of --link's MLP (64-H-10).
+    #[arg(long, value_parser = whole, default_value_t = 32, requires = "link")]
+    pub hidden: usize,
 }
 
 /// Where products run.

@@ -241,12 +241,9 @@ fn finish(s: &RunSummary, a: &TrainArgs, secs: f64) -> anyhow::Result<()> {
         );
     }
     if let Some((name, st)) = &s.device {
-        outln!(
-            "device {name}: {} operations, {} MACs, {} cycles",
-            st.ops,
-            st.macs,
-            st.cycles
-        );
+        for line in report::device_lines(name, st) {
+            outln!("{line}");
+        }
     }
     if let Some(line) = report::saturation_line(&s.saturation) {
         println!("{line}");
