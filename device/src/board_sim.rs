@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use systole_core::{AcceleratorBus, ArrayConfig};
 use systole_firmware::board::{Board, BoardError};
-use systole_firmware::frame::FRAME_CAPACITY;
 use systole_sim::{VerilatedBoard, VerilatedSoc};
 
 /// The board side of the pty: blocking reads that give up when asked to stop, and an optional
@@ -173,13 +172,8 @@ impl SimBoard {
                 // Short slices of simulated time, so new bytes from the host are taken in
                 // between; the image is clocked only while the host may wait for an answer
                 // (until `SILENT_SLICES` slices passed without a byte).
-                // The host's bytes reach the image at line rate (10 bit times a byte) after
-                // they were taken from the pty, so the silence allowed covers a whole frame on
-                // the line on top of the board's own work (200 slices): with less, the image
-                // stopped inside a full 1 KB batch and the host had to resend to wake it.
                 const SLICE_BIT_TIMES: u32 = 32;
-                const SILENT_SLICES: u32 =
-                    (FRAME_CAPACITY as u32 * 10).div_ceil(SLICE_BIT_TIMES) + 200;
+                const SILENT_SLICES: u32 = 200;
                 board.set_read_timeout(SLICE_BIT_TIMES);
                 let mut buf = [0u8; 256];
                 let mut silent = SILENT_SLICES;
