@@ -25,7 +25,9 @@ pub mod schedule;
 pub mod split;
 pub mod tensor;
 
-pub use conv::{conv2d_backward_input, conv2d_backward_weights, conv2d_forward, Conv2dGeom};
+pub use conv::{
+    conv2d_backward_input, conv2d_backward_weights, conv2d_forward, Conv2dGeom, ConvGeom,
+};
 pub use convert::{convert_sequential, convert_tiled, TiledConverter};
 pub use elementwise::{bias_add, relu, relu_backward};
 pub use matmul::{matmul, matmul_acc, matmul_nt, matmul_tn, OutputSpec};
