@@ -25,7 +25,7 @@
 //! Fitting keeps `LUT_HEADROOM` of the LUTs free so that placement and routing can close.
 
 use super::{Board, Family};
-use systole_core::config::{MAX_FM_DEPTH, MIN_FM_DEPTH};
+use systole_core::config::{MAX_FM_DEPTH, MAX_SIZE, MIN_FM_DEPTH, MIN_SIZE};
 use systole_core::ArrayConfig;
 
 /// Estimated resource use of one configuration on one family.
@@ -189,7 +189,7 @@ pub fn clearly_too_big(board: &Board, cfg: &ArrayConfig) -> Option<String> {
 /// block RAM is what runs out) that fits the board, or `None` if not even 2x2 does.
 pub fn largest_array(board: &Board) -> Option<ArrayConfig> {
     let mut best = None;
-    for n in 2..=64 {
+    for n in MIN_SIZE..=MAX_SIZE {
         let mut depth = ArrayConfig::square(n).buffer_depth;
         let fit = loop {
             // The conv unit is an option of `systole bitstream` (`--fm-depth`), not a default.
@@ -221,7 +221,7 @@ pub fn largest_array(board: &Board) -> Option<ArrayConfig> {
 /// does.
 pub fn largest_conv_unit(board: &Board) -> Option<ArrayConfig> {
     let mut best = None;
-    for n in 2..=64 {
+    for n in MIN_SIZE..=MAX_SIZE {
         let mut fit = None;
         let mut depth = MIN_FM_DEPTH;
         while depth <= MAX_FM_DEPTH {

@@ -42,7 +42,7 @@ pub struct ArrayConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ConfigError {
-    /// `size` is outside `2..=64`.
+    /// `size` is outside `MIN_SIZE..=MAX_SIZE`.
     Size(usize),
     /// `word_bits` is not 16 (the only width the hardware multiplier supports).
     WordBits(u32),
@@ -50,9 +50,9 @@ pub enum ConfigError {
     AccBits(u32),
     /// `frac_bits` is not below `word_bits`.
     FracBits(u32),
-    /// `buffer_depth` is not a power of two in `16..=65536`.
+    /// `buffer_depth` is not a power of two in `MIN_BUFFER_DEPTH..=MAX_BUFFER_DEPTH`.
     BufferDepth(usize),
-    /// `fm_depth` is neither 0 (no conv unit) nor a power of two in `512..=32768`.
+    /// `fm_depth` is neither 0 (no conv unit) nor a power of two in `MIN_FM_DEPTH..=MAX_FM_DEPTH`.
     FmDepth(usize),
 }
 
@@ -61,12 +61,12 @@ impl core::error::Error for ConfigError {}
 impl core::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            ConfigError::Size(n) => write!(f, "array size {n} is not supported: choose 2 to 64 (4, 8, 16 and 32 are tested)"),
+            ConfigError::Size(n) => write!(f, "array size {n} is not supported: choose {MIN_SIZE} to {MAX_SIZE} (4, 8, 16 and 32 are tested)"),
             ConfigError::WordBits(w) => write!(f, "word width {w} bits is not supported: the processing element multiplies 16-bit words"),
             ConfigError::AccBits(a) => write!(f, "accumulator width {a} bits is not supported: the contract fixes it at {ACC_BITS}"),
             ConfigError::FracBits(b) => write!(f, "{b} fractional bits do not fit a 16-bit word: choose 0 to 15"),
-            ConfigError::BufferDepth(d) => write!(f, "buffer depth {d} is not a power of two between 16 and 65536"),
-            ConfigError::FmDepth(d) => write!(f, "feature-map buffer depth {d} is neither 0 (no conv unit) nor a power of two between 512 and 32768"),
+            ConfigError::BufferDepth(d) => write!(f, "buffer depth {d} is not a power of two between {MIN_BUFFER_DEPTH} and {MAX_BUFFER_DEPTH}"),
+            ConfigError::FmDepth(d) => write!(f, "feature-map buffer depth {d} is neither 0 (no conv unit) nor a power of two between {MIN_FM_DEPTH} and {MAX_FM_DEPTH}"),
         }
     }
 }

@@ -187,7 +187,7 @@ impl GatherConfig {
 /// `slots` image slots of `slot_words` words each; slot `b % slots` holds image `b`'s input
 /// map (`in_ch x in_h x in_w`, at offset 0) and, for the weight gradient, its output gradient
 /// (`out_ch x out_h x out_w`, after the input at a row-aligned offset).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ConvGeom {
     /// Input channels.
     pub in_ch: usize,

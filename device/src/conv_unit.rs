@@ -37,7 +37,7 @@ pub(crate) fn job<'a>(
     out: &OutputSpec,
 ) -> Result<ConvJob<'a>, DeviceError> {
     g.validate()?;
-    let geom = g.unit_geom();
+    let geom = g.shape;
     let empty: &[i16] = &[];
     let mut frac = 0;
     let mut data = [empty; 3];
@@ -98,7 +98,7 @@ pub(crate) fn runs_on_unit(cfg: &ArrayConfig, g: &Conv2dGeom, op: ConvOp) -> boo
     }
     let job = ConvJob {
         op,
-        geom: g.unit_geom(),
+        geom: g.shape,
         batch: g.batch,
         x: &[],
         dy: &[],

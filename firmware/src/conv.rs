@@ -50,7 +50,7 @@ pub struct ConvJob<'a> {
     pub dy: &'a [i16],
     /// Weights.
     pub w: &'a [i16],
-    /// Output right shift, `0..=32`.
+    /// Output right shift, `0..=MAX_SHIFT` ([`systole_core::numeric::MAX_SHIFT`]).
     pub shift: u32,
     /// Rounding of the one output conversion.
     pub rounding: Rounding,

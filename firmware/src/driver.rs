@@ -40,7 +40,8 @@ pub struct MatmulJob<'a> {
     pub k: usize,
     /// Columns of B and C.
     pub n: usize,
-    /// Output right shift `frac_a + frac_b - frac_out`, `0..=32`.
+    /// Output right shift `frac_a + frac_b - frac_out`, `0..=MAX_SHIFT`
+    /// ([`systole_core::numeric::MAX_SHIFT`]).
     pub shift: u32,
     /// Rounding of the one output conversion.
     pub rounding: Rounding,

@@ -22,26 +22,24 @@
 
 use super::{matmul, NumericError, OutputSpec};
 use crate::tensor::QMatrix;
+pub use systole_core::gather::ConvGeom;
 
-/// Shape of a 2-D convolution (square kernel, equal stride and zero padding in both axes).
+/// Shape of a 2-D convolution over a batch: the conv unit's geometry of one image
+/// ([`ConvGeom`]: channels, sizes, square kernel, stride and padding) and the batch. It
+/// dereferences to that geometry, so `g.in_ch` or `g.out_h()` read it directly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Conv2dGeom {
     /// Images in the batch.
     pub batch: usize,
-    /// Input channels.
-    pub in_ch: usize,
-    /// Input height.
-    pub in_h: usize,
-    /// Input width.
-    pub in_w: usize,
-    /// Output channels.
-    pub out_ch: usize,
-    /// Kernel height and width.
-    pub kernel: usize,
-    /// Stride in both axes.
-    pub stride: usize,
-    /// Zero padding on every side.
-    pub pad: usize,
+    /// The geometry of one image's convolution.
+    pub shape: ConvGeom,
+}
+
+impl std::ops::Deref for Conv2dGeom {
+    type Target = ConvGeom;
+    fn deref(&self) -> &ConvGeom {
+        &self.shape
+    }
 }
 
 /// In words, for messages: `batch 2, 3x7x7 input, 4 output channels, 3x3 kernel, stride 2, pad 1`.
@@ -57,32 +55,8 @@ impl std::fmt::Display for Conv2dGeom {
 }
 
 impl Conv2dGeom {
-    /// The conv unit's view of this convolution (`systole_core::gather::ConvGeom`: no batch,
-    /// images stream through the unit's ring).
-    pub fn unit_geom(&self) -> systole_core::gather::ConvGeom {
-        systole_core::gather::ConvGeom {
-            in_ch: self.in_ch,
-            in_h: self.in_h,
-            in_w: self.in_w,
-            out_ch: self.out_ch,
-            kernel: self.kernel,
-            stride: self.stride,
-            pad: self.pad,
-        }
-    }
-
-    /// Output height.
-    pub fn out_h(&self) -> usize {
-        self.unit_geom().out_h()
-    }
-
-    /// Output width.
-    pub fn out_w(&self) -> usize {
-        self.unit_geom().out_w()
-    }
-
     /// Checks every dimension is usable (the conv unit's shape check,
-    /// `systole_core::gather::ConvGeom::check_shape`, plus a positive batch). The reduction
+    /// [`ConvGeom::check_shape`], plus a positive batch). The reduction
     /// lengths are not checked here: each op computes only one of them (its lowered
     /// product's K, see the module table), which the product checks against the contract's
     /// limit.
@@ -95,7 +69,7 @@ impl Conv2dGeom {
         if self.batch == 0 {
             return Err(positive());
         }
-        self.unit_geom().check_shape().map_err(|e| match e {
+        self.shape.check_shape().map_err(|e| match e {
             systole_core::gather::GeomError::Shape => positive(),
             other => NumericError::Shape(other.to_string()),
         })

@@ -186,7 +186,7 @@ fn convert_row(acc: &[i64], out: &mut [i16], lanes: &mut [u32], shift: u32, roun
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use systole_core::numeric::{convert, ACC_MAX, ACC_MIN};
+    use systole_core::numeric::{convert, ACC_MAX, ACC_MIN, MAX_SHIFT};
 
     /// The contract's order, element by element, with `Lfsr32` and `convert` themselves.
     fn reference(
@@ -237,7 +237,7 @@ mod tests {
     fn every_row_kernel_matches_convert_on_ties_and_extremes() {
         // Exact halves (even and odd quotients), one unit around them, and the range ends, for
         // every shift; both row kernels (portable and the dispatched one) against `convert`.
-        for shift in 0..=32u32 {
+        for shift in 0..=MAX_SHIFT {
             let mut acc = vec![ACC_MIN, ACC_MAX, 0, -1, 1];
             for q in -3i64..=3 {
                 for d in -1i64..=1 {

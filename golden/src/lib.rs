@@ -27,12 +27,12 @@ pub mod tensor;
 
 pub use conv::{
     check_backward_input, check_forward, conv2d_backward_input, conv2d_backward_weights,
-    conv2d_forward, Conv2dGeom,
+    conv2d_forward, Conv2dGeom, ConvGeom,
 };
 pub use convert::{convert_sequential, convert_tiled, TiledConverter};
 pub use elementwise::{bias_add, relu, relu_backward};
 pub use matmul::{matmul, matmul_acc, matmul_nt, matmul_tn, OutputSpec};
-use systole_core::numeric::MAX_K;
+use systole_core::numeric::{MAX_K, MAX_SHIFT};
 pub use tensor::QMatrix;
 
 /// Why a golden-model operation was refused.
@@ -45,8 +45,8 @@ pub enum NumericError {
     /// A dot product longer than the accumulator can hold exactly.
     #[error("dot product of length {0} exceeds the contract's limit of {MAX_K}: split the reduction on the host")]
     KTooLong(usize),
-    /// The output needs a shift outside `0..=32`.
-    #[error("output shift {shift} (= input fractional bits {frac_in} - output fractional bits {frac_out}) is outside 0..=32: choose output fractional bits between {} and {frac_in}", frac_in.saturating_sub(32))]
+    /// The output needs a shift outside `0..=MAX_SHIFT`.
+    #[error("output shift {shift} (= input fractional bits {frac_in} - output fractional bits {frac_out}) is outside 0..={MAX_SHIFT}: choose output fractional bits between {} and {frac_in}", frac_in.saturating_sub(MAX_SHIFT))]
     Shift {
         /// Computed shift (may be negative).
         shift: i64,
@@ -69,7 +69,7 @@ pub fn output_shift(frac_in: u32, frac_out: u32) -> Result<u32, NumericError> {
     if frac_out > 15 {
         return Err(NumericError::FracBits(frac_out));
     }
-    if !(0..=systole_core::numeric::MAX_SHIFT as i64).contains(&shift) {
+    if !(0..=MAX_SHIFT as i64).contains(&shift) {
         return Err(NumericError::Shift {
             shift,
             frac_in,

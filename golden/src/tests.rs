@@ -1,6 +1,6 @@
 //! The golden model checked against plain `i64`/`f64` arithmetic and hand-worked cases.
 
-use super::conv::Conv2dGeom;
+use super::conv::{Conv2dGeom, ConvGeom};
 use super::*;
 use crate::tensor::QMatrix;
 use proptest::prelude::*;
@@ -284,7 +284,7 @@ proptest! {
         r in prop_oneof![Just(Rounding::Truncate), Just(Rounding::NearestEven)], seed: u64,
     ) {
         prop_assume!(kernel <= hw + 2 * pad);
-        let g = Conv2dGeom { batch, in_ch, in_h: hw, in_w: hw + 1, out_ch, kernel, stride, pad };
+        let g = Conv2dGeom { batch, shape: ConvGeom { in_ch, in_h: hw, in_w: hw + 1, out_ch, kernel, stride, pad } };
         let mut run = proptest::test_runner::TestRunner::new_with_rng(Default::default(), proptest::test_runner::TestRng::from_seed(proptest::test_runner::RngAlgorithm::ChaCha, &[seed as u8; 32]));
         let x = qmatrix(batch, in_ch * g.in_h * g.in_w, 7).new_tree(&mut run).unwrap().current();
         let w = qmatrix(out_ch, in_ch * kernel * kernel, 9).new_tree(&mut run).unwrap().current();
@@ -301,21 +301,37 @@ proptest! {
 fn conv_shape_errors_are_clear() {
     let g = Conv2dGeom {
         batch: 1,
-        in_ch: 1,
-        in_h: 4,
-        in_w: 4,
-        out_ch: 2,
-        kernel: 3,
-        stride: 1,
-        pad: 0,
+        shape: ConvGeom {
+            in_ch: 1,
+            in_h: 4,
+            in_w: 4,
+            out_ch: 2,
+            kernel: 3,
+            stride: 1,
+            pad: 0,
+        },
     };
     let x = QMatrix::zeros(1, 15, 8);
     let w = QMatrix::zeros(2, 9, 8);
     let e = conv2d_forward(&x, &w, &g, &spec(8, Rounding::Truncate, 0), 4).unwrap_err();
     assert!(e.to_string().contains("input is 1x15"), "{e}");
-    let g2 = Conv2dGeom { kernel: 7, ..g };
+    let g2 = Conv2dGeom {
+        shape: ConvGeom {
+            kernel: 7,
+            ..g.shape
+        },
+        ..g
+    };
     assert!(g2.validate().is_err());
-    let e = Conv2dGeom { out_ch: 0, ..g }.validate().unwrap_err();
+    let e = Conv2dGeom {
+        shape: ConvGeom {
+            out_ch: 0,
+            ..g.shape
+        },
+        ..g
+    }
+    .validate()
+    .unwrap_err();
     assert_eq!(
         e.to_string(),
         "shape mismatch: convolution dimensions must all be positive: batch 1, 1x4x4 input, \

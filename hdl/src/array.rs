@@ -11,6 +11,7 @@ use crate::pe::Pe;
 use crate::HdlError;
 use rust_hdl_core::prelude::*;
 use rust_hdl_widgets::prelude::*;
+use systole_core::config::{MAX_SIZE, MIN_SIZE};
 
 /// A chain of `len >= 1` registers.
 #[derive(LogicBlock)]
@@ -98,11 +99,11 @@ pub struct Array {
 }
 
 impl Array {
-    /// An `n x n` array, `2 <= n <= 64`.
+    /// An `n x n` array, `MIN_SIZE <= n <= MAX_SIZE`.
     pub fn new(n: usize) -> Result<Self, HdlError> {
-        if !(2..=64).contains(&n) {
+        if !(MIN_SIZE..=MAX_SIZE).contains(&n) {
             return Err(HdlError::Block(format!(
-                "systolic array of size {n}: must be 2..=64"
+                "systolic array of size {n}: must be {MIN_SIZE}..={MAX_SIZE}"
             )));
         }
         let sigs = |_| Signal::default();

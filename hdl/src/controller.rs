@@ -20,6 +20,7 @@
 use crate::HdlError;
 use rust_hdl_core::prelude::*;
 use rust_hdl_widgets::prelude::*;
+use systole_core::config::{MAX_SIZE, MIN_SIZE};
 use systole_core::regmap::cmd;
 
 /// The controller (see the module docs).
@@ -97,9 +98,9 @@ pub struct Controller {
 impl Controller {
     /// The controller of an `n x n` array.
     pub fn new(n: usize) -> Result<Self, HdlError> {
-        if !(2..=64).contains(&n) {
+        if !(MIN_SIZE..=MAX_SIZE).contains(&n) {
             return Err(HdlError::Block(format!(
-                "controller for array size {n}: must be 2..=64"
+                "controller for array size {n}: must be {MIN_SIZE}..={MAX_SIZE}"
             )));
         }
         Ok(Self {

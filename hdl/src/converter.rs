@@ -30,6 +30,7 @@
 use crate::HdlError;
 use rust_hdl_core::prelude::*;
 use rust_hdl_widgets::prelude::*;
+use systole_core::config::{MAX_SIZE, MIN_SIZE};
 use systole_core::numeric::{LANE_SEED_MUL, LFSR_TAPS, MAX_SHIFT};
 
 /// Converter and LFSR of one output column (see the module docs).
@@ -47,7 +48,7 @@ pub struct ColumnConverter {
     pub seed_in: Signal<In, Bits<32>>,
     /// C bank of the drain starting now (valid in the `start` cycle).
     pub bank_in: Signal<In, Bit>,
-    /// `SHIFT` register, `0..=32`.
+    /// `SHIFT` register, `0..=MAX_SHIFT`.
     pub shift: Signal<In, Bits<6>>,
     /// `ROUNDING` register code.
     pub rounding: Signal<In, Bits<2>>,
@@ -101,9 +102,9 @@ pub struct ColumnConverter {
 impl ColumnConverter {
     /// The converter of column `column` of a `rows`-row array.
     pub fn new(column: usize, rows: usize) -> Result<Self, HdlError> {
-        if !(2..=64).contains(&rows) || column >= rows {
+        if !(MIN_SIZE..=MAX_SIZE).contains(&rows) || column >= rows {
             return Err(HdlError::Block(format!(
-                "converter for column {column} of a {rows}-row array: rows must be 2..=64 and column < rows"
+                "converter for column {column} of a {rows}-row array: rows must be {MIN_SIZE}..={MAX_SIZE} and column < rows"
             )));
         }
         let mul = LANE_SEED_MUL.wrapping_mul(column as u32 + 1);

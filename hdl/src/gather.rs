@@ -22,6 +22,7 @@ use crate::walker::Walker;
 use crate::HdlError;
 use rust_hdl_core::prelude::*;
 use rust_hdl_widgets::prelude::*;
+use systole_core::config::{MAX_FM_DEPTH, MAX_SIZE, MIN_FM_DEPTH, MIN_SIZE};
 use systole_core::gather::{layout, WALK_WORDS, WORDS};
 use systole_core::regmap::gcmd;
 
@@ -127,16 +128,17 @@ impl GatherEngine {
         depth: usize,
         fm_depth: usize,
     ) -> Result<Self, HdlError> {
-        if !(2..=64).contains(&n)
+        if !(MIN_SIZE..=MAX_SIZE).contains(&n)
             || (fm_depth != 0
-                && (!fm_depth.is_power_of_two() || !(512..=32768).contains(&fm_depth)))
+                && (!fm_depth.is_power_of_two()
+                    || !(MIN_FM_DEPTH..=MAX_FM_DEPTH).contains(&fm_depth)))
         {
             return Err(HdlError::Block(format!(
-                "gather engine with {n} lanes and a {fm_depth}-word feature map: need 2..=64 lanes and 0 or a power of two in 512..=32768"
+                "gather engine with {n} lanes and a {fm_depth}-word feature map: need {MIN_SIZE}..={MAX_SIZE} lanes and 0 or a power of two in {MIN_FM_DEPTH}..={MAX_FM_DEPTH}"
             )));
         }
         let enabled = fm_depth != 0;
-        let fm_words = fm_depth.max(512);
+        let fm_words = fm_depth.max(MIN_FM_DEPTH);
         // Rows of the largest power of two of words not above the lane count.
         let row_words = 1usize << (usize::BITS - 1 - n.leading_zeros());
         Ok(Self {

@@ -168,7 +168,9 @@ pub fn lint_waivers() -> String {
     }
     // rust-hdl declares every state of an enum in each module that holds one.
     s.push_str("lint_off -rule UNUSEDPARAM -file \"*\" -match \"Parameter is not used: 'BridgeState$*'\"\n");
-    // Gather addresses are 24-bit sums; the feature map (at most 32768 words) uses the low 16.
+    // Gather addresses are 24-bit sums; the feature map (at most MAX_FM_DEPTH words,
+    // asserted at compile time to fit 16 address bits) uses the low 16.
+    const _: () = assert!(systole_core::config::MAX_FM_DEPTH <= 1 << 16);
     s.push_str(
         "lint_off -rule UNUSEDSIGNAL -file \"*\" -match \"Bits of signal are not used: 'a'*\"\n",
     );

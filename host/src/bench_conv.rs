@@ -9,20 +9,22 @@ use std::fmt;
 use systole_core::{ArrayConfig, Rounding};
 use systole_device::verilator::VerilatorDevice;
 use systole_device::{self as device, Device, DeviceError};
-use systole_golden::conv::{self, Conv2dGeom};
+use systole_golden::conv::{self, Conv2dGeom, ConvGeom};
 use systole_golden::OutputSpec;
 
 /// The LeNet layer of the issue, for `batch` images.
 pub fn lenet_layer(batch: usize) -> Conv2dGeom {
     Conv2dGeom {
         batch,
-        in_ch: 6,
-        in_h: 14,
-        in_w: 14,
-        out_ch: 16,
-        kernel: 5,
-        stride: 1,
-        pad: 0,
+        shape: ConvGeom {
+            in_ch: 6,
+            in_h: 14,
+            in_w: 14,
+            out_ch: 16,
+            kernel: 5,
+            stride: 1,
+            pad: 0,
+        },
     }
 }
 

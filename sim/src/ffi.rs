@@ -3,7 +3,8 @@
 
 use core::ffi::c_void;
 
-/// Every input port of `top` for one clock beat, in the layout of the shim's `PortIn`.
+/// Every input port of `top` for one clock beat, in the layout of the shim's `PortIn` (the
+/// test `layout_tests` compiles the shim's struct against this one's offsets and sizes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PortIn {

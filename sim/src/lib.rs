@@ -365,4 +365,6 @@ impl AcceleratorBus for VerilatedArray {
 mod ports;
 
 #[cfg(test)]
+mod layout_tests;
+#[cfg(test)]
 mod tests;

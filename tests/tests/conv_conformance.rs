@@ -7,7 +7,7 @@
 
 use systole_core::{ArrayConfig, Rounding};
 use systole_device::{self as device, Device, DeviceError};
-use systole_golden::conv::{self, Conv2dGeom};
+use systole_golden::conv::{self, Conv2dGeom, ConvGeom};
 use systole_golden::OutputSpec;
 use systole_golden::QMatrix;
 
@@ -32,13 +32,15 @@ fn conv_conformance(dev: &mut dyn Device, cases: usize, seed: u64) {
             let min = kernel.saturating_sub(2 * pad).max(1);
             let g = Conv2dGeom {
                 batch: 1 + rng.below(3),
-                in_ch: 1 + rng.below(2 * tile + 1),
-                in_h: min + rng.below(8),
-                in_w: min + rng.below(8),
-                out_ch: 1 + rng.below(2 * tile + 1),
-                kernel,
-                stride: 1 + rng.below(3),
-                pad,
+                shape: ConvGeom {
+                    in_ch: 1 + rng.below(2 * tile + 1),
+                    in_h: min + rng.below(8),
+                    in_w: min + rng.below(8),
+                    out_ch: 1 + rng.below(2 * tile + 1),
+                    kernel,
+                    stride: 1 + rng.below(3),
+                    pad,
+                },
             };
             let (fa, fb) = (rng.below(14) as u32, rng.below(14) as u32);
             // x has fa fractional bits, dy and w have fb: the op's product has frac_in.
@@ -89,13 +91,15 @@ fn conv_conformance(dev: &mut dyn Device, cases: usize, seed: u64) {
     // Bad shapes are errors, not panics.
     let g = Conv2dGeom {
         batch: 1,
-        in_ch: 2,
-        in_h: 5,
-        in_w: 5,
-        out_ch: 3,
-        kernel: 3,
-        stride: 1,
-        pad: 1,
+        shape: ConvGeom {
+            in_ch: 2,
+            in_h: 5,
+            in_w: 5,
+            out_ch: 3,
+            kernel: 3,
+            stride: 1,
+            pad: 1,
+        },
     };
     let x = rng.matrix(1, 2 * 25, 4);
     let w = rng.matrix(3, 2 * 9 + 1, 4);

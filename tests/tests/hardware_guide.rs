@@ -20,7 +20,7 @@ use doc::Guide;
 use systole_core::AcceleratorBus;
 use systole_core::{ArrayConfig, Rounding};
 use systole_golden::QMatrix;
-use systole_golden::{self as golden, Conv2dGeom, OutputSpec};
+use systole_golden::{self as golden, Conv2dGeom, ConvGeom, OutputSpec};
 use systole_sim::{SimError, VerilatedArray};
 
 /// The 4x4 top, or `None` (with a message) when this build has no Verilated model.
@@ -181,13 +181,15 @@ fn conv_forward_driven_from_the_guide_matches_the_golden_model() {
     let n = tb.n;
     let geo = Conv2dGeom {
         batch: 2,
-        in_ch: 2,
-        in_h: 5,
-        in_w: 5,
-        out_ch: 3,
-        kernel: 3,
-        stride: 2,
-        pad: 1,
+        shape: ConvGeom {
+            in_ch: 2,
+            in_h: 5,
+            in_w: 5,
+            out_ch: 3,
+            kernel: 3,
+            stride: 2,
+            pad: 1,
+        },
     };
     let (h, w, kk, s, p) = (5i64, 5i64, 3i64, 2i64, 1i64);
     let (oh, ow) = (geo.out_h(), geo.out_w());
@@ -370,13 +372,15 @@ fn conv_weight_gradient_driven_from_the_guide_matches_the_golden_model() {
     let n = tb.n;
     let geo = Conv2dGeom {
         batch: 2,
-        in_ch: 2,
-        in_h: 5,
-        in_w: 5,
-        out_ch: 3,
-        kernel: 3,
-        stride: 2,
-        pad: 1,
+        shape: ConvGeom {
+            in_ch: 2,
+            in_h: 5,
+            in_w: 5,
+            out_ch: 3,
+            kernel: 3,
+            stride: 2,
+            pad: 1,
+        },
     };
     let (h, w, kk, s, p) = (5i64, 5i64, 3i64, 2i64, 1i64);
     let (oh, ow) = (geo.out_h(), geo.out_w());

@@ -9,7 +9,7 @@ use systole_core::numeric::MAX_K;
 use systole_core::{ArrayConfig, Rounding};
 use systole_device::{self as device, Device, DeviceError};
 use systole_golden::QMatrix;
-use systole_golden::{self as golden, Conv2dGeom, NumericError, OutputSpec};
+use systole_golden::{self as golden, Conv2dGeom, ConvGeom, NumericError, OutputSpec};
 
 mod common;
 
@@ -93,13 +93,15 @@ fn one_past_max_k_is_refused_everywhere() {
     // 128 images of 32x32 with a 3x3 kernel, padding 1: K = 128 * 1024 = MAX_K + 1.
     let g = Conv2dGeom {
         batch: 128,
-        in_ch: 1,
-        in_h: 32,
-        in_w: 32,
-        out_ch: 2,
-        kernel: 3,
-        stride: 1,
-        pad: 1,
+        shape: ConvGeom {
+            in_ch: 1,
+            in_h: 32,
+            in_w: 32,
+            out_ch: 2,
+            kernel: 3,
+            stride: 1,
+            pad: 1,
+        },
     };
     assert_eq!(g.batch * g.out_h() * g.out_w(), MAX_K + 1);
     let x = QMatrix::zeros(g.batch, 32 * 32, 8);

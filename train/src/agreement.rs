@@ -2,49 +2,27 @@
 //! every option that changes the result, the data, and the state training starts from.
 
 use super::checkpoint::Checkpoint;
-use super::model::ModelSpec;
 use super::TrainConfig;
 use crate::data::{Dataset, Split};
 use crate::dist::{Fnv, Setting};
 
-/// The settings of a run, in the order a mismatch is reported (options first, in the order of
-/// `systole train --help`, then the data, then the starting state). `device` is the `--device`
-/// value: only its kind counts (each rank may drive its own port), `start` the state the run
-/// starts from (fresh or resumed).
+/// The settings of a run, in the order a mismatch is reported: the device's kind, every option
+/// of [`TrainConfig::options`] (the list the resume check uses too), the data, the starting
+/// state. `device` is the `--device` value: only its kind counts (each rank may drive its own
+/// port), `start` the state the run starts from (fresh or resumed).
 pub fn run_settings(
     cfg: &TrainConfig,
     device: &str,
     data: &Dataset,
     start: &Checkpoint,
 ) -> Vec<Setting> {
-    let list = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
-    let (hidden, channels) = match &cfg.model {
-        ModelSpec::Mlp { hidden } => (list(hidden), "none (mlp)".to_string()),
-        ModelSpec::Cnn { channels } => ("none (cnn)".to_string(), list(channels)),
-    };
-    let model = match cfg.model {
-        ModelSpec::Mlp { .. } => "mlp",
-        ModelSpec::Cnn { .. } => "cnn",
-    };
-    let or_all = |v: Option<usize>, none: &str| v.map_or(none.to_string(), |x| x.to_string());
-    vec![
-        Setting::new("--device (its kind)", device_kind(device)),
-        Setting::new("--array", cfg.array),
-        Setting::new("--model", model),
-        Setting::new("--hidden", hidden),
-        Setting::new("--channels", channels),
-        Setting::new("--dataset", &cfg.dataset),
-        Setting::new("--limit", or_all(cfg.train_limit, "none")),
-        Setting::new("--precision", cfg.precision.name()),
-        Setting::new("--rounding", cfg.rounding.name()),
-        Setting::new("--epochs", cfg.epochs),
-        Setting::new("--batch", cfg.batch),
-        // `Display` of a float is the shortest text that reads back to the same value.
-        Setting::new("--lr", cfg.lr),
-        Setting::new("--lr-decay", cfg.lr_decay),
-        Setting::new("--momentum", cfg.momentum),
-        Setting::new("--seed", cfg.seed),
-        Setting::new("--shards", or_all(cfg.shards, "none")),
+    let mut settings = vec![Setting::new("--device (its kind)", device_kind(device))];
+    settings.extend(
+        cfg.options()
+            .into_iter()
+            .map(|(name, value)| Setting::new(name, value)),
+    );
+    settings.extend([
         Setting::new(
             "the data set's contents",
             format!(
@@ -64,7 +42,8 @@ pub fn run_settings(
                 state_digest(start)
             ),
         ),
-    ]
+    ]);
+    settings
 }
 
 /// `golden`, `verilator`, `serial` or `bridge` of a `--device` value.

@@ -3,7 +3,6 @@
 //! crash never leaves a half-written checkpoint behind.
 
 use super::arith::TensorState;
-use super::model::ModelSpec;
 use super::{EpochRecord, TrainConfig, TrainError};
 use crate::outfile::write_atomic;
 use serde::{Deserialize, Serialize};
@@ -41,62 +40,6 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> TrainError + '_ {
     move |source| TrainError::Io {
         path: path.to_path_buf(),
         source,
-    }
-}
-
-impl TrainConfig {
-    /// The options (other than `--epochs`) that differ between `self` (this command line) and
-    /// `other`, as command-line phrases naming `other` by `there`: with `there` = "in the
-    /// checkpoint", `--lr 0.1 here, 0.05 in the checkpoint`.
-    pub fn differences(&self, other: &TrainConfig, there: &str) -> Vec<String> {
-        fn opt<T: std::fmt::Debug>(v: &Option<T>) -> String {
-            v.as_ref().map_or("not set".into(), |x| format!("{x:?}"))
-        }
-        let list = |v: &[usize]| {
-            v.iter()
-                .map(|x| x.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        };
-        let model = |m: &ModelSpec| match m {
-            ModelSpec::Mlp { hidden } => format!("mlp --hidden {}", list(hidden)),
-            ModelSpec::Cnn { channels } => format!("cnn --channels {}", list(channels)),
-        };
-        let pairs = [
-            ("--model", model(&self.model), model(&other.model)),
-            ("--dataset", self.dataset.clone(), other.dataset.clone()),
-            ("--limit", opt(&self.train_limit), opt(&other.train_limit)),
-            ("--batch", self.batch.to_string(), other.batch.to_string()),
-            ("--lr", self.lr.to_string(), other.lr.to_string()),
-            (
-                "--lr-decay",
-                self.lr_decay.to_string(),
-                other.lr_decay.to_string(),
-            ),
-            (
-                "--momentum",
-                self.momentum.to_string(),
-                other.momentum.to_string(),
-            ),
-            ("--seed", self.seed.to_string(), other.seed.to_string()),
-            (
-                "--precision",
-                self.precision.name().into(),
-                other.precision.name().into(),
-            ),
-            (
-                "--rounding",
-                self.rounding.name().into(),
-                other.rounding.name().into(),
-            ),
-            ("--array", self.array.to_string(), other.array.to_string()),
-            ("--shards", opt(&self.shards), opt(&other.shards)),
-        ];
-        pairs
-            .into_iter()
-            .filter(|(_, a, b)| a != b)
-            .map(|(name, a, b)| format!("{name} {a} here, {b} {there}"))
-            .collect()
     }
 }
 
@@ -166,6 +109,7 @@ impl Checkpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ModelSpec;
 
     /// Checkpoints written before `--lr-decay` existed trained at a constant rate, and read
     /// back so: resumed under today's defaults they are refused naming the option.

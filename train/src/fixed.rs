@@ -49,9 +49,9 @@ pub fn frac_for_max(max_abs: f64) -> u32 {
 }
 
 /// Largest output `frac` for exact integers with `frac_in` fractional bits and largest
-/// magnitude `max_abs`, within the contract's shift range `0..=32`.
+/// magnitude `max_abs`, within the contract's shift range `0..=MAX_SHIFT`.
 pub fn frac_for_exact(max_abs: i64, frac_in: u32) -> u32 {
-    let lo = frac_in.saturating_sub(32);
+    let lo = frac_in.saturating_sub(systole_core::numeric::MAX_SHIFT);
     let hi = frac_in.min(15);
     (lo..=hi)
         .rev()

@@ -1,5 +1,6 @@
 //! Tests of `train::float`.
 use super::*;
+use systole_golden::ConvGeom;
 
 fn m(rows: usize, cols: usize, d: &[f32]) -> FMat {
     FMat {
@@ -32,13 +33,15 @@ fn conv_backward_matches_finite_differences() {
     // change of L when one input or weight moves.
     let g = Conv2dGeom {
         batch: 1,
-        in_ch: 2,
-        in_h: 4,
-        in_w: 4,
-        out_ch: 3,
-        kernel: 3,
-        stride: 1,
-        pad: 1,
+        shape: ConvGeom {
+            in_ch: 2,
+            in_h: 4,
+            in_w: 4,
+            out_ch: 3,
+            kernel: 3,
+            stride: 1,
+            pad: 1,
+        },
     };
     let mut a = FloatArith::new(FloatFormat::F32);
     let x = m(

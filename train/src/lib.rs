@@ -15,6 +15,7 @@ pub mod dist;
 pub mod fixed;
 pub mod float;
 pub mod model;
+pub mod options;
 pub mod outfile;
 pub mod rng;
 pub mod run;
@@ -228,17 +229,6 @@ impl TrainConfig {
             .max(EVAL_BATCH.min(data.test.len()));
         model::check_sizes(&layers, rows)?;
         Ok(layers)
-    }
-
-    /// Whether a checkpoint written under `other` can continue under `self`.
-    pub fn same_run(&self, other: &TrainConfig) -> bool {
-        TrainConfig {
-            epochs: 0,
-            ..self.clone()
-        } == TrainConfig {
-            epochs: 0,
-            ..other.clone()
-        }
     }
 }
 

@@ -5,7 +5,7 @@ use super::arith::Arith;
 use super::rng::SplitMix64;
 use super::TrainError;
 use serde::{Deserialize, Serialize};
-use systole_golden::Conv2dGeom;
+use systole_golden::{Conv2dGeom, ConvGeom};
 
 /// Which network to train.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,13 +78,15 @@ impl Layer {
                 w,
             } => Conv2dGeom {
                 batch,
-                in_ch,
-                in_h: h,
-                in_w: w,
-                out_ch,
-                kernel: 3,
-                stride: 1,
-                pad: 1,
+                shape: ConvGeom {
+                    in_ch,
+                    in_h: h,
+                    in_w: w,
+                    out_ch,
+                    kernel: 3,
+                    stride: 1,
+                    pad: 1,
+                },
             },
             Layer::Dense { .. } => unreachable!("geom() is only called on convolution blocks"),
         }

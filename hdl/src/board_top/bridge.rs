@@ -7,6 +7,7 @@
 
 use rust_hdl_core::prelude::*;
 use rust_hdl_widgets::{dff::DFF, dff_setup};
+use systole_core::config::{MAX_SIZE, MIN_SIZE};
 
 /// Opcode of "write register".
 pub const OP_WRITE_REG: u8 = b'W';
@@ -114,9 +115,12 @@ pub struct UartBridge {
 }
 
 impl UartBridge {
-    /// A bridge for `lanes` lanes (`2..=64`).
+    /// A bridge for `lanes` lanes (`MIN_SIZE..=MAX_SIZE`).
     pub fn new(lanes: usize) -> Self {
-        assert!((2..=64).contains(&lanes), "lanes must be 2..=64");
+        assert!(
+            (MIN_SIZE..=MAX_SIZE).contains(&lanes),
+            "lanes must be {MIN_SIZE}..={MAX_SIZE}"
+        );
         let fm_row_words = 1usize << (usize::BITS - 1 - lanes.leading_zeros());
         Self {
             clock: Default::default(),

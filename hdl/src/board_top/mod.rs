@@ -28,8 +28,10 @@
 //! the board) or stops with an error. A write's reply is its opcode echoed: a flipped echo
 //! is caught as a wrong echo (the write's own bytes are not checked).
 //!
-//! The host sends one command and waits for its reply before the next: bytes that arrive while
-//! a reply is still being sent are dropped. A register read takes no clock of its own (the
+//! The bridge takes the next command as soon as it starts sending a write's one-byte echo, so
+//! the host streams writes and checks their echoes later; bytes that arrive while a read's
+//! longer reply is still being sent are dropped, so the host waits for a read's whole reply
+//! before it sends more (`systole_device::bridge`). A register read takes no clock of its own (the
 //! register file's read is combinational); a C row read samples the address on one edge and
 //! captures the words after it, as the accelerator's port timing asks.
 //!
@@ -66,8 +68,9 @@ pub struct BoardTopOptions {
     /// UART timing is computed from the divided clock.
     pub halve_clock: bool,
     /// Feature-map words of the conv unit (`ArrayConfig::fm_depth`: 0 leaves the unit out;
-    /// else a power of two in 512..=32768). Each of the two gather engines keeps one copy of
-    /// the map per pair of lanes: `2 * ceil(n / 2) * fm_depth * 16` bits of block RAM.
+    /// else a power of two in `MIN_FM_DEPTH..=MAX_FM_DEPTH` of `systole_core::config`). Each of
+    /// the two gather engines keeps one copy of the map per pair of lanes:
+    /// `2 * ceil(n / 2) * fm_depth * 16` bits of block RAM.
     pub fm_depth: usize,
 }
 

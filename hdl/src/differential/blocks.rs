@@ -75,7 +75,7 @@ const CONV_INPUTS: [&str; 7] = [
 ];
 
 /// Converter stimulus for `column`: drains of `rows` rows (and stray `start`s), a new shift
-/// (any 6-bit code, mostly the contract's `0..=32`) and rounding code (all four) per drain.
+/// (any 6-bit code, mostly the contract's `0..=MAX_SHIFT`) and rounding code (all four) per drain.
 fn converter_stimulus(column: usize, rows: usize, cycles: usize, seed: u64) -> Vec<Vec<u64>> {
     let mut rng = Rng::new(seed);
     let mut out = Vec::with_capacity(cycles);

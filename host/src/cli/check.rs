@@ -5,7 +5,7 @@ use anyhow::Context;
 use systole_core::{ArrayConfig, Rounding};
 use systole_device as device;
 use systole_golden::tensor::QMatrix;
-use systole_golden::{self as golden, Conv2dGeom, OutputSpec};
+use systole_golden::{self as golden, Conv2dGeom, ConvGeom, OutputSpec};
 use systole_train::fixed::compare;
 use systole_train::rng::{self, SplitMix64};
 
@@ -70,13 +70,15 @@ fn check_on(
             compare(&what, &got, &golden::matmul(&x, &y, &spec, n)?)?;
             let g = Conv2dGeom {
                 batch: 1 + r.below(3),
-                in_ch: 1 + r.below(3),
-                in_h: 3 + r.below(6),
-                in_w: 3 + r.below(6),
-                out_ch: 1 + r.below(4),
-                kernel: 3,
-                stride: 1 + r.below(2),
-                pad: r.below(2),
+                shape: ConvGeom {
+                    in_ch: 1 + r.below(3),
+                    in_h: 3 + r.below(6),
+                    in_w: 3 + r.below(6),
+                    out_ch: 1 + r.below(4),
+                    kernel: 3,
+                    stride: 1 + r.below(2),
+                    pad: r.below(2),
+                },
             };
             let xi = random_matrix(&mut r, g.batch, g.in_ch * g.in_h * g.in_w);
             let w = random_matrix(&mut r, g.out_ch, g.in_ch * 9);

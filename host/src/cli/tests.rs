@@ -49,3 +49,29 @@ fn emit_verilog_options_change_the_top() {
     let e = emit(&["--array", "4", "--buffer-depth", "8", "--out", a_s]).unwrap_err();
     assert!(e.to_string().contains("--buffer-depth"), "{e}");
 }
+
+/// The help of every option that states a limit of `systole_core` states today's value: a
+/// changed constant fails here until the help text follows it.
+#[test]
+fn help_texts_state_the_limits_of_core() {
+    use clap::CommandFactory;
+    use systole_core::config::{MAX_FM_DEPTH, MIN_FM_DEPTH};
+    let fm_range = format!("{MIN_FM_DEPTH}..={MAX_FM_DEPTH}");
+    let mut cli = Cli::command();
+    for sub in ["bitstream", "emit-verilog"] {
+        let help = cli
+            .find_subcommand_mut(sub)
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        let line = help
+            .split("--fm-depth <")
+            .nth(1)
+            .unwrap_or_else(|| panic!("`systole {sub} --help` has no --fm-depth"));
+        let line = &line[..line.find("\n\n").unwrap_or(line.len())];
+        assert!(
+            line.contains(&fm_range),
+            "`systole {sub} --help` states another --fm-depth range than {fm_range}:{line}"
+        );
+    }
+}

@@ -9,7 +9,7 @@ use systole_core::numeric::{convert, lane_seed, tile_seed, Lfsr32};
 use systole_core::regmap::{self, gather_command, LaneMode};
 use systole_core::{ArrayConfig, Rounding};
 use systole_golden::tensor::QMatrix;
-use systole_golden::{self as golden, Conv2dGeom, OutputSpec};
+use systole_golden::{self as golden, Conv2dGeom, ConvGeom, OutputSpec};
 
 /// The examples' array: 4x4, default buffers and conv unit.
 pub(crate) const N: usize = 4;
@@ -166,13 +166,15 @@ fn words_block(cfg: &GatherConfig) -> String {
 /// The forward example's convolution (the hardware test drives the same one).
 pub(crate) const FORWARD: Conv2dGeom = Conv2dGeom {
     batch: 2,
-    in_ch: 1,
-    in_h: 4,
-    in_w: 4,
-    out_ch: 2,
-    kernel: 3,
-    stride: 1,
-    pad: 1,
+    shape: ConvGeom {
+        in_ch: 1,
+        in_h: 4,
+        in_w: 4,
+        out_ch: 2,
+        kernel: 3,
+        stride: 1,
+        pad: 1,
+    },
 };
 
 /// The forward pass of a small convolution, gathered on chip.
@@ -181,7 +183,7 @@ pub(super) fn conv_forward() -> Result<String, GuideError> {
     let fm_depth = ArrayConfig::square(N).fm_depth;
     let slot = (g.in_ch * g.in_h * g.in_w).next_multiple_of(N);
     let slots = fm_depth / slot;
-    let cfg = g.unit_geom().forward_a(slots, slot);
+    let cfg = g.shape.forward_a(slots, slot);
     let x = q(
         g.batch,
         g.in_ch * g.in_h * g.in_w,
@@ -232,15 +234,17 @@ pub(super) fn conv_forward() -> Result<String, GuideError> {
 pub(super) fn conv_backward() -> Result<String, GuideError> {
     let g = Conv2dGeom {
         batch: 1,
-        in_ch: 1,
-        in_h: 5,
-        in_w: 5,
-        out_ch: 2,
-        kernel: 3,
-        stride: 2,
-        pad: 1,
+        shape: ConvGeom {
+            in_ch: 1,
+            in_h: 5,
+            in_w: 5,
+            out_ch: 2,
+            kernel: 3,
+            stride: 2,
+            pad: 1,
+        },
     };
-    let c = g.unit_geom();
+    let c = g.shape;
     let fm_depth = ArrayConfig::square(N).fm_depth;
     let (oh, ow) = (g.out_h(), g.out_w());
     let dy_slot = (g.out_ch * oh * ow).next_multiple_of(N);

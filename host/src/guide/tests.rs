@@ -55,3 +55,38 @@ fn every_part_generates() {
         assert!(!text.trim().is_empty(), "{part}");
     }
 }
+
+/// The guide's hand-written prose restates a few limits to explain them; each phrase is
+/// built here from its constant, so a changed constant fails until the prose follows it.
+#[test]
+fn hand_written_limits_follow_the_constants() {
+    use systole_core::config::DEFAULT_FM_DEPTH;
+    use systole_core::numeric::{MAX_K, MAX_SHIFT, PRODUCT_MAX};
+    let doc = std::fs::read_to_string(guide_path()).expect("docs/HARDWARE.md is committed");
+    // MAX_K is 2^e - 1 and the prose says so in powers of two.
+    let e = (MAX_K + 1).trailing_zeros();
+    assert_eq!(
+        MAX_K + 1,
+        1 << e,
+        "MAX_K is no longer one below a power of two"
+    );
+    let p = PRODUCT_MAX.trailing_zeros();
+    for phrase in [
+        format!("a feature-map buffer of `F` words (default {DEFAULT_FM_DEPTH})"),
+        format!("`(-32768)^2 = 2^{p}`"),
+        format!("`MAX_K` (table Limits) = `2^{e} - 1` long"),
+        format!("`|sum| <= (2^{e} - 1)·2^{p} <"),
+        format!("(at `2^{e}` the all-`(-32768)^2` sum"),
+        format!("must be in `0..={MAX_SHIFT}`"),
+    ] {
+        assert!(
+            doc.contains(&phrase),
+            "docs/HARDWARE.md no longer says `{phrase}`: write its prose from today's constants"
+        );
+    }
+    let shift = systole_core::regmap::value::SHIFT.meaning;
+    assert!(
+        shift.contains(&format!("0..={MAX_SHIFT}")),
+        "the SHIFT field's meaning ({shift}) states another range than 0..={MAX_SHIFT}"
+    );
+}
