@@ -18,8 +18,8 @@ use std::path::Path;
 use std::process::Command;
 use systole_core::bridge::BAUD;
 use systole_core::soc::DEFAULT_RAM_BYTES;
-use systole_core::ArrayConfig;
 use systole_core::soc::RX_FIFO_BYTES;
+use systole_core::ArrayConfig;
 use systole_hdl::soc::{generate_soc_verilog, SocOptions, VEXRISCV_FILE};
 
 /// The SoC's Verilog in the build folder.

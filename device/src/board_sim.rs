@@ -1,4 +1,4 @@
-//! The simulated board: the firmware's [`Board`] loop serving a pseudo-terminal, with an
+//! The simulated board: the firmware's [`FrameServer`] loop serving a pseudo-terminal, with an
 //! accelerator behind it (the Verilated array, or any other [`AcceleratorBus`]). The host opens
 //! the pty's slave path exactly as it would open `/dev/ttyUSB0`, so the serial backend is
 //! tested end to end without hardware. [`SimBoard::spawn_bridge_image`] serves the CPU-less
@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use systole_core::{AcceleratorBus, ArrayConfig};
-use systole_firmware::board::{Board, BoardError};
+use systole_firmware::server::{FrameServer, ServerError};
 use systole_sim::{VerilatedBoard, VerilatedSoc};
 
 /// The board side of the pty: blocking reads that give up when asked to stop, and an optional
@@ -112,10 +112,10 @@ impl SimBoard {
             .name("systole-board-sim".into())
             .spawn(move || {
                 let bus = make_bus()?;
-                let mut board = Board::new(io, bus, config);
+                let mut board = FrameServer::new(io, bus, config);
                 match board.serve() {
-                    BoardError::Closed => Ok(()),
-                    BoardError::Io(e) => Err(format!("board link error: {e}")),
+                    ServerError::Closed => Ok(()),
+                    ServerError::Io(e) => Err(format!("board link error: {e}")),
                     other => Err(format!("board stopped: {other}")),
                 }
                 // The master end closes here, as the board's thread ends.

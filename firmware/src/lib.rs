@@ -13,11 +13,11 @@
 #![no_std]
 #![deny(unsafe_code, missing_docs)]
 
-pub mod board;
 pub mod conv;
 pub mod crc;
 pub mod driver;
 pub mod frame;
 pub mod mmio;
 pub mod protocol;
+pub mod server;
 pub mod soc;

@@ -1,5 +1,5 @@
 //! The command protocol spoken between the host (`SerialBus` in the `systole` crate) and the
-//! board ([`crate::board::Board`]), carried in [`crate::frame`] frames.
+//! board ([`crate::server::FrameServer`]), carried in [`crate::frame`] frames.
 //!
 //! The host sends one request frame and waits for the response frame with the same `SEQ`.
 //! A successful response has `CMD = request CMD | 0x80` ([`RESPONSE`]); a failed one has

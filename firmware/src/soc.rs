@@ -3,7 +3,7 @@
 //!
 //! * [`MmioBus`] — the accelerator as an [`systole_core::AcceleratorBus`]: registers, row stage
 //!   and C stage;
-//! * [`Uart`] — the serial link as an `embedded_io` byte stream (what [`crate::board::Board`]
+//! * [`Uart`] — the serial link as an `embedded_io` byte stream (what [`crate::server::FrameServer`]
 //!   serves frames over);
 //! * [`Timer`] — the cycle counter, and `embedded_hal`'s `DelayNs` on top of it;
 //! * [`reset`] — the software reset the panic handler ends with.

@@ -65,7 +65,7 @@ impl VerilatedSoc {
     }
 
     /// The SoC running the firmware image of `soc-firmware/` (built with this crate by
-    /// `systole_soc_image`): the frame protocol server of `systole_firmware::board` on the CPU.
+    /// `systole_soc_image`): the frame protocol server of `systole_firmware::server` on the CPU.
     pub fn with_firmware() -> Result<Self, SimError> {
         Self::with_image(&ffi::SOC_FIRMWARE)
     }

@@ -1,4 +1,4 @@
-//! systole's SoC firmware: serves the frame protocol ([`systole_firmware::board::Board`]) over
+//! systole's SoC firmware: serves the frame protocol ([`systole_firmware::server::FrameServer`]) over
 //! the SoC's UART, running each request on the accelerator behind the MMIO windows. A panic
 //! sends the panic report ([`systole_firmware::protocol::panic`]) and resets the CPU.
 #![no_std]
@@ -7,7 +7,7 @@
 
 use core::fmt::Write as _;
 use embedded_io::Write as _;
-use systole_firmware::board::{Board, BoardError};
+use systole_firmware::server::{FrameServer, ServerError};
 use systole_firmware::mmio::Volatile;
 use systole_firmware::protocol::panic::{PanicMessage, PANIC_FRAME_CAPACITY};
 use systole_firmware::soc::{cycles, reset, MmioBus, Uart, UartError};
@@ -26,13 +26,13 @@ fn main() -> ! {
     let config = *bus.config();
     #[cfg(feature = "panic-test")]
     let bus = panic_test::PanicOnIdle(bus);
-    let mut board = Board::new(uart, bus, config).with_clock(timer_cycles);
+    let mut board = FrameServer::new(uart, bus, config).with_clock(timer_cycles);
     // The host learns that anything it sent before is gone (after a panic or a reset).
     let _ = board.announce_start();
     loop {
         // A UART overrun ends `serve`: the frame it damaged is dropped and its sender told to
         // resend it; the board goes on serving with its state intact.
-        if let BoardError::Io(UartError::Overrun) = board.serve() {
+        if let ServerError::Io(UartError::Overrun) = board.serve() {
             let _ = board.bytes_lost();
         }
     }

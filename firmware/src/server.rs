@@ -1,4 +1,4 @@
-//! [`Board`]: the firmware's main loop. It reads request frames from a byte stream, runs them on
+//! [`FrameServer`]: the firmware's main loop. It reads request frames from a byte stream, runs them on
 //! the board's local [`AcceleratorBus`] (MMIO registers on a real board, the Verilated array on
 //! the simulated one) and writes one response frame per request.
 
@@ -22,25 +22,25 @@ pub struct LinkStats {
     /// Clock cycles spent from each request's last byte received to its response ready (the
     /// frame's CRC check, the execution, the response's encoding), summed over every request
     /// but `COUNTERS`; `None` on a board
-    /// without a cycle counter ([`Board::with_clock`]). Reported by `COUNTERS`.
+    /// without a cycle counter ([`FrameServer::with_clock`]). Reported by `COUNTERS`.
     pub busy_cycles: Option<u64>,
 }
 
-/// Why [`Board::serve`] or [`Board::step`] stopped.
+/// Why [`FrameServer::serve`] or [`FrameServer::step`] stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum BoardError<E> {
+pub enum ServerError<E> {
     /// The byte stream reported an error.
     Io(E),
     /// The byte stream ended (read returned 0 bytes): the link is gone.
     Closed,
 }
 
-impl<E: core::fmt::Display> core::fmt::Display for BoardError<E> {
+impl<E: core::fmt::Display> core::fmt::Display for ServerError<E> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            BoardError::Io(e) => write!(f, "byte stream error: {e}"),
-            BoardError::Closed => f.write_str("the byte stream ended"),
+            ServerError::Io(e) => write!(f, "byte stream error: {e}"),
+            ServerError::Closed => f.write_str("the byte stream ended"),
         }
     }
 }
@@ -52,7 +52,7 @@ struct Last {
 }
 
 /// The board: a byte stream, an accelerator, and the protocol state between them.
-pub struct Board<IO, B> {
+pub struct FrameServer<IO, B> {
     io: IO,
     bus: B,
     config: ArrayConfig,
@@ -66,11 +66,11 @@ pub struct Board<IO, B> {
     clock: Option<fn() -> u64>,
 }
 
-impl<IO: Read + Write, B: AcceleratorBus> Board<IO, B> {
+impl<IO: Read + Write, B: AcceleratorBus> FrameServer<IO, B> {
     /// A board serving `io` with the accelerator `bus` described by `config`
     /// (`config.size <= MAX_LANES`; larger arrays are refused with `Malformed` row lengths).
     pub fn new(io: IO, bus: B, config: ArrayConfig) -> Self {
-        Board {
+        FrameServer {
             io,
             bus,
             config,
@@ -108,18 +108,18 @@ impl<IO: Read + Write, B: AcceleratorBus> Board<IO, B> {
 
     /// Sends the start announcement ([`crate::protocol::boot`]): call once when the firmware
     /// starts, before serving.
-    pub fn announce_start(&mut self) -> Result<(), BoardError<IO::Error>> {
+    pub fn announce_start(&mut self) -> Result<(), ServerError<IO::Error>> {
         self.io
             .write_all(&crate::protocol::boot::boot_frame())
-            .map_err(BoardError::Io)?;
-        self.io.flush().map_err(BoardError::Io)
+            .map_err(ServerError::Io)?;
+        self.io.flush().map_err(ServerError::Io)
     }
 
     /// After the byte stream reported lost bytes (a receiver overrun): drops the frame being
     /// received, which the loss damaged, and when its header already arrived answers its `SEQ`
     /// with [`ErrorCode::BytesLost`], so the host resends it at once instead of after a
     /// timeout. Bytes of it still to come are skipped as garbage.
-    pub fn bytes_lost(&mut self) -> Result<(), BoardError<IO::Error>> {
+    pub fn bytes_lost(&mut self) -> Result<(), ServerError<IO::Error>> {
         self.stats.frames_rejected = self.stats.frames_rejected.wrapping_add(1);
         let header = self.decoder.partial_header();
         self.decoder.clear();
@@ -127,14 +127,14 @@ impl<IO: Read + Write, B: AcceleratorBus> Board<IO, B> {
             let mut buf = [0u8; frame::OVERHEAD + 4];
             let p = RemoteError::payload(ErrorCode::BytesLost, cmd, 0);
             let n = frame::encode(seq, ERROR, &p, &mut buf).unwrap_or(0);
-            self.io.write_all(&buf[..n]).map_err(BoardError::Io)?;
-            self.io.flush().map_err(BoardError::Io)?;
+            self.io.write_all(&buf[..n]).map_err(ServerError::Io)?;
+            self.io.flush().map_err(ServerError::Io)?;
         }
         Ok(())
     }
 
     /// Serves requests until the stream fails or closes.
-    pub fn serve(&mut self) -> BoardError<IO::Error> {
+    pub fn serve(&mut self) -> ServerError<IO::Error> {
         loop {
             if let Err(e) = self.step() {
                 return e;
@@ -143,19 +143,22 @@ impl<IO: Read + Write, B: AcceleratorBus> Board<IO, B> {
     }
 
     /// One blocking read from the stream, then answers every complete frame it buffered.
-    pub fn step(&mut self) -> Result<(), BoardError<IO::Error>> {
-        let n = self.io.read(self.decoder.spare()).map_err(BoardError::Io)?;
+    pub fn step(&mut self) -> Result<(), ServerError<IO::Error>> {
+        let n = self
+            .io
+            .read(self.decoder.spare())
+            .map_err(ServerError::Io)?;
         if n == 0 {
-            return Err(BoardError::Closed);
+            return Err(ServerError::Closed);
         }
         self.decoder.commit(n);
         self.answer_buffered()
     }
 
     /// Answers every complete frame already received (no read).
-    pub fn answer_buffered(&mut self) -> Result<(), BoardError<IO::Error>> {
+    pub fn answer_buffered(&mut self) -> Result<(), ServerError<IO::Error>> {
         loop {
-            let Board {
+            let FrameServer {
                 decoder,
                 bus,
                 config,
@@ -192,15 +195,15 @@ impl<IO: Read + Write, B: AcceleratorBus> Board<IO, B> {
                     let mut buf = [0u8; frame::OVERHEAD + 4];
                     let p = RemoteError::payload(code, cmd, 0);
                     let n = frame::encode(seq, ERROR, &p, &mut buf).unwrap_or(0);
-                    self.io.write_all(&buf[..n]).map_err(BoardError::Io)?;
-                    self.io.flush().map_err(BoardError::Io)?;
+                    self.io.write_all(&buf[..n]).map_err(ServerError::Io)?;
+                    self.io.flush().map_err(ServerError::Io)?;
                     continue;
                 }
             }
             self.io
                 .write_all(&self.tx[..self.tx_len])
-                .map_err(BoardError::Io)?;
-            self.io.flush().map_err(BoardError::Io)?;
+                .map_err(ServerError::Io)?;
+            self.io.flush().map_err(ServerError::Io)?;
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Board tests with literal request and response bytes (computed with an independent script),
+//! FrameServer tests with literal request and response bytes (computed with an independent script),
 //! plus damaged input: the board must answer with an error frame and keep serving.
 
 extern crate std;
@@ -135,8 +135,8 @@ fn run_with(cfg: ArrayConfig, input: &[u8], chunk: usize) -> (Vec<u8>, MockBus, 
         chunk,
         output: Vec::new(),
     };
-    let mut board = Board::new(pipe, MockBus::new(&cfg), cfg);
-    assert_eq!(board.serve(), BoardError::Closed);
+    let mut board = FrameServer::new(pipe, MockBus::new(&cfg), cfg);
+    assert_eq!(board.serve(), ServerError::Closed);
     let stats = board.stats();
     let (pipe, bus) = board.into_parts();
     (pipe.output, bus, stats)
@@ -364,8 +364,8 @@ fn bus_fault_is_reported() {
     };
     let mut bus = MockBus::new(&config());
     bus.fail = true;
-    let mut board = Board::new(pipe, bus, config());
-    assert_eq!(board.serve(), BoardError::Closed);
+    let mut board = FrameServer::new(pipe, bus, config());
+    assert_eq!(board.serve(), ServerError::Closed);
     let (pipe, _) = board.into_parts();
     let code = RemoteError::parse(&pipe.output[HEADER..HEADER + 4]).unwrap();
     assert_eq!((code.code, code.cmd), (Some(ErrorCode::Bus), 0x03));
@@ -566,13 +566,13 @@ fn lost_bytes_are_answered_with_a_resend_request() {
         chunk: 64,
         output: Vec::new(),
     };
-    let mut board = Board::new(pipe, MockBus::new(&cfg), cfg);
+    let mut board = FrameServer::new(pipe, MockBus::new(&cfg), cfg);
     assert_eq!(board.step(), Ok(()));
     board.bytes_lost().unwrap();
     // The rest of the damaged frame, then the whole frame again.
     board.io.input.extend_from_slice(&WRITE_REG[9..]);
     board.io.input.extend_from_slice(WRITE_REG);
-    assert_eq!(board.serve(), BoardError::Closed);
+    assert_eq!(board.serve(), ServerError::Closed);
     let (pipe, bus) = board.into_parts();
     let mut lost = [0u8; frame::OVERHEAD + 4];
     let p = RemoteError::payload(ErrorCode::BytesLost, crate::protocol::cmd::WRITE_REG, 0);
@@ -593,7 +593,7 @@ fn lost_bytes_before_a_header_are_not_answered() {
         chunk: 64,
         output: Vec::new(),
     };
-    let mut board = Board::new(pipe, MockBus::new(&cfg), cfg);
+    let mut board = FrameServer::new(pipe, MockBus::new(&cfg), cfg);
     assert_eq!(board.step(), Ok(()));
     board.bytes_lost().unwrap();
     assert!(board.io.output.is_empty());
@@ -622,8 +622,8 @@ fn counters_report_the_cycles_requests_cost() {
         chunk: 64,
         output: Vec::new(),
     };
-    let mut board = Board::new(pipe, MockBus::new(&cfg), cfg).with_clock(fake_clock);
-    assert_eq!(board.serve(), BoardError::Closed);
+    let mut board = FrameServer::new(pipe, MockBus::new(&cfg), cfg).with_clock(fake_clock);
+    assert_eq!(board.serve(), ServerError::Closed);
     let stats = board.stats();
     let (pipe, _) = board.into_parts();
     let mut d = Decoder::new();
