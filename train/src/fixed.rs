@@ -33,7 +33,9 @@ use systole_core::Rounding;
 use systole_device::Device;
 use systole_golden::split::{channels_of, cols_of, reduction_chunks, rows_of};
 use systole_golden::tensor::QMatrix;
-use systole_golden::{self as golden, convert_sequential, Conv2dGeom, NumericError, OutputSpec};
+use systole_golden::{
+    self as golden, convert_sequential, Conv2dGeom, ConvGeom, NumericError, OutputSpec,
+};
 
 #[path = "fixed_offload.rs"]
 mod offload;
@@ -347,8 +349,11 @@ impl Arith for FixedArith {
         );
         let p = Chunks::new((x, g.in_ch, &x_ch), (w, g.in_ch, &w_ch), kk).map_err(numeric(op))?;
         let geom = |j: usize| Conv2dGeom {
-            in_ch: p.units(j),
-            ..*g
+            batch: g.batch,
+            shape: ConvGeom {
+                in_ch: p.units(j),
+                ..g.shape
+            },
         };
         self.offload(
             op,
@@ -374,8 +379,11 @@ impl Arith for FixedArith {
         let p = Chunks::new((dy, g.out_ch, &dy_ch), (w, g.out_ch, &rows_of), kk)
             .map_err(numeric(op))?;
         let geom = |j: usize| Conv2dGeom {
-            out_ch: p.units(j),
-            ..*g
+            batch: g.batch,
+            shape: ConvGeom {
+                out_ch: p.units(j),
+                ..g.shape
+            },
         };
         self.offload(
             op,

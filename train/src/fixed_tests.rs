@@ -208,13 +208,15 @@ fn long_conv_case(a: &mut FixedArith) {
     // Forward: in_ch is the long dimension.
     let g = Conv2dGeom {
         batch: 2,
-        in_ch: long,
-        in_h: hw,
-        in_w: hw,
-        out_ch: 2,
-        kernel: k,
-        stride: 1,
-        pad: 1,
+        shape: ConvGeom {
+            in_ch: long,
+            in_h: hw,
+            in_w: hw,
+            out_ch: 2,
+            kernel: k,
+            stride: 1,
+            pad: 1,
+        },
     };
     let x = QMatrix::from_vec(2, long * px, 0, sparse_words(2 * long * px, px, 7919)).unwrap();
     let w = QMatrix::from_vec(2, long * 9, 0, sparse_words(2 * long * 9, 9, 104_729)).unwrap();
@@ -240,9 +242,12 @@ fn long_conv_case(a: &mut FixedArith) {
 
     // Input gradient: out_ch is the long dimension.
     let g = Conv2dGeom {
-        in_ch: 2,
-        out_ch: long,
-        ..g
+        batch: g.batch,
+        shape: ConvGeom {
+            in_ch: 2,
+            out_ch: long,
+            ..g.shape
+        },
     };
     let dy = QMatrix::from_vec(2, long * px, 0, sparse_words(2 * long * px, px, 7919)).unwrap();
     let w = QMatrix::from_vec(long, 2 * 9, 0, sparse_words(long * 2 * 9, 2 * 9, 104_729)).unwrap();
