@@ -33,8 +33,8 @@ pub struct ArrayConfig {
     /// this run as several chunks that accumulate in place, so it limits speed, not K.
     pub buffer_depth: usize,
     /// Words of the feature-map buffer the conv unit gathers from (`crate::gather`), or 0 for
-    /// an array without a conv unit. Each of the two gather engines keeps one copy per lane so
-    /// that every lane reads a word per clock.
+    /// an array without a conv unit. Each of the two gather engines has a read port per lane
+    /// (in hardware a true dual-port copy per pair of lanes), so every lane reads a word per clock.
     pub fm_depth: usize,
 }
 

@@ -38,7 +38,7 @@ fn a_known_exchange_counts_exact_bytes_frames_and_round_trips() {
     // empty BATCH response (8) and the register (8 + 4).
     assert_eq!(bus.link_bytes(), Some((50, 20)));
     assert_eq!(bus.link_exchanges(), Some((2, 2, 0)));
-    // The board loop on the host has no cycle counter; asking costs a frame that is not
+    // The frame server on the host has no cycle counter; asking costs a frame that is not
     // counted (it only measures).
     assert_eq!(bus.firmware_cycles().unwrap(), None);
     assert_eq!(bus.board_counters().unwrap(), (3, None));

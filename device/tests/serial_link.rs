@@ -1,4 +1,4 @@
-//! The serial backend over a real pseudo-terminal against the firmware's board loop, with a
+//! The serial backend over a real pseudo-terminal against the firmware's frame server, with a
 //! software accelerator model behind it (the Verilated board is covered by the workspace's
 //! device conformance test): results equal the golden model bit for bit, a dropped link gives
 //! an error and no result, a wrong board is refused, and feature-map writes arrive whole and in

@@ -3,7 +3,7 @@
 //! * [`frame`] and [`crc`] — how messages are delimited and checked on the serial link.
 //! * [`protocol`] — the commands (register access, block row transfers, status), with a table
 //!   of every frame's format and action.
-//! * [`board`] — the board's loop: decode frames from an `embedded_io` byte stream, run them on
+//! * [`server`] — [`server::FrameServer`], the board's loop: decode frames from an `embedded_io` byte stream, run them on
 //!   the local [`systole_core::AcceleratorBus`], answer, and answer retries without re-running.
 //! * `driver` — the tile driver (tiled matmul over any `AcceleratorBus`), used by the host for
 //!   every backend; [`conv`] — the conv driver on top of it (feature maps sent once, im2col

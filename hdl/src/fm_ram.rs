@@ -5,8 +5,9 @@
 //! old word.
 //!
 //! The engine's hand-written Verilog (`gather/verilog.rs`) lays the same memory out for block
-//! RAM, with this model's timing: a copy per lane, each with a row-wide write port and a
-//! registered word-wide read port. This block's own Verilog (one memory, a word read port per
+//! RAM, with this model's timing: a true dual-port copy per pair of lanes, a row write
+//! putting half a row through each port and each lane reading an entry into a register (reads
+//! pause on a write clock). This block's own Verilog (one memory, a word read port per
 //! lane) is only what rust-hdl emits for the submodule, which `generate_verilog` drops.
 
 use crate::HdlError;

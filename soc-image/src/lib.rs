@@ -8,7 +8,7 @@
 //! reserve fit the SoC's RAM ([`Budget`]) and that no instruction is an AMO (the SoC's
 //! VexRiscv traps on them), and writes the flat image beside the ELF.
 //!
-//! From a build script (the SoC simulation's, the bitstream's):
+//! From a build script (the SoC simulation's) or at run time (`systole bitstream --soc`):
 //!
 //! ```no_run
 //! let image = systole_soc_image::build(&[]).unwrap_or_else(|e| panic!("{e}"));

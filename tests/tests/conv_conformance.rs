@@ -198,7 +198,7 @@ fn the_conv_body_catches_a_one_bit_error() {
 }
 
 /// The serial backend: the conv driver on the host, frames over a pseudo-terminal, the
-/// firmware's board loop and a Verilated 4x4 array with its conv unit behind it.
+/// firmware's frame server and a Verilated 4x4 array with its conv unit behind it.
 #[test]
 fn serial_conv_sim_board_4x4() {
     let config = ArrayConfig::square(4);
@@ -240,7 +240,7 @@ fn bridge_conv_board_image_4x4() {
     board.close().expect("the board image reported an error");
 }
 
-/// The SoC image: the conv driver on the host, the firmware's board loop on the Verilated
+/// The SoC image: the conv driver on the host, the firmware's frame server on the Verilated
 /// VexRiscv CPU writing feature maps and rows through its MMIO windows into the 4x4 array's
 /// 4096-word conv unit, driven only through the UART pins over a pty.
 #[test]

@@ -214,7 +214,7 @@ fn the_body_catches_a_one_bit_error() {
 }
 
 /// The serial backend end to end: the host's tile driver, frames over a pseudo-terminal, the
-/// firmware's board loop and a Verilated 4x4 array behind it.
+/// firmware's frame server and a Verilated 4x4 array behind it.
 #[test]
 fn serial_sim_board_4x4() {
     let config = ArrayConfig::square(4);
@@ -261,7 +261,7 @@ fn bridge_board_image_4x4() {
     board.close().expect("the board image reported an error");
 }
 
-/// The SoC image: the firmware's board loop on the Verilated VexRiscv CPU, driven only through
+/// The SoC image: the firmware's frame server on the Verilated VexRiscv CPU, driven only through
 /// the UART pins (16 clocks per bit) over a pty, as `systole-board-sim --soc` serves it.
 #[test]
 fn soc_firmware_4x4() {

@@ -134,7 +134,7 @@ impl BoardTop {
             tx: UartTx::new(cpb),
             bridge: UartBridge::new(cfg.size),
             // The options, not `cfg`, size the conv unit: a board's block RAM rarely holds the
-            // default 32k-word map (two engines keep a copy per lane).
+            // default 32k-word map (two engines keep a copy per pair of lanes).
             core: Core::new(&ArrayConfig {
                 fm_depth: opts.fm_depth,
                 ..*cfg

@@ -1,4 +1,4 @@
-//! `systole-board-sim [--array N]`: a simulated board (firmware board loop + Verilated array)
+//! `systole-board-sim [--array N]`: a simulated board (the firmware's FrameServer loop + Verilated array)
 //! on a pseudo-terminal. Prints the pty path; then run e.g.
 //! `systole train --device serial:/dev/pts/5 --array N`. `--trace FILE --trace-cycles N`
 //! (with `--trace-from C`) writes a waveform of the array's model.

@@ -67,7 +67,8 @@ pub struct BitstreamArgs {
     #[arg(long, value_parser = whole)]
     pub array: Option<usize>,
     /// Feature-map words of the conv unit (0: no conv unit, convolutions are lowered on the
-    /// host; else a power of two in 512..=32768, e.g. 4096). Costs block RAM: two copies per lane.
+    /// host; else a power of two in 512..=32768, e.g. 4096). Costs block RAM: each of the two
+    /// gather engines keeps a copy per pair of lanes.
     #[arg(long, value_parser = whole, default_value_t = 0)]
     pub fm_depth: usize,
     /// Build the SoC (7-series boards): the VexRiscv CPU runs the firmware (its image built
