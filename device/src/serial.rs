@@ -13,7 +13,8 @@
 //!
 //! A frame is resent with the same sequence number after a timeout, a damaged response or the
 //! board's CRC error; the board answers a resent frame from its stored response without running
-//! it twice. When the port fails or closes, or no answer comes after all retries, the operation
+//! it twice. When the port fails or closes, no answer comes after all retries, or the board answers
+//! every try as damaged in transit ([`LinkError::Damaged`]), the operation
 //! fails with [`DeviceError::Transport`], whose source chain holds the [`LinkError`], and
 //! returns no result.
 
@@ -49,6 +50,19 @@ pub enum LinkError {
         tries: u32,
         /// Timeout per try.
         timeout_ms: u128,
+    },
+    /// The board answered sends of one request as damaged in transit (a CRC error, lost
+    /// bytes) until the retries ran out: the line corrupts bytes.
+    #[error(
+        "the board received the request damaged ({what}) on {damaged} of {tries} tries: the line corrupts bytes; check the cable and that both ends use the same baud rate"
+    )]
+    Damaged {
+        /// Frames sent.
+        tries: u32,
+        /// Tries the board answered as damaged.
+        damaged: u32,
+        /// The last damage it reported.
+        what: String,
     },
     /// The board refused a request.
     #[error("board refused command {cmd:#04x}: {what} (detail {detail})")]
@@ -351,6 +365,8 @@ impl<T: Read + Write> SerialBus<T> {
         let len = frame::encode(seq, command, payload, &mut buf)
             .map_err(|e| LinkError::Protocol(e.to_string()))?;
         self.counters.frames += 1;
+        // Tries the board answered as damaged in transit, and its last reason.
+        let (mut damaged, mut damage) = (0u32, None);
         for attempt in 0..=self.retries {
             if attempt > 0 {
                 self.counters.resends += 1;
@@ -364,7 +380,9 @@ impl<T: Read + Write> SerialBus<T> {
                 Some((c, p)) if c == ERROR => {
                     let e = RemoteError::parse(&p)
                         .ok_or_else(|| LinkError::Protocol("short error frame".into()))?;
-                    if e.code.is_some_and(ErrorCode::is_transient) {
+                    if let Some(code) = e.code.filter(|c| c.is_transient()) {
+                        damaged += 1;
+                        damage = Some(code.to_string());
                         continue;
                     }
                     return Err(LinkError::Refused {
@@ -383,6 +401,14 @@ impl<T: Read + Write> SerialBus<T> {
                 }
                 None => continue,
             }
+        }
+        // The board heard the request but never whole: say so, not that it stayed silent.
+        if let Some(what) = damage {
+            return Err(LinkError::Damaged {
+                tries: self.retries + 1,
+                damaged,
+                what,
+            });
         }
         Err(LinkError::NoAnswer {
             tries: self.retries + 1,
@@ -579,5 +605,73 @@ impl SerialDevice {
     /// Link counters (bytes and frames actually moved).
     pub fn link_counters(&self) -> LinkCounters {
         self.bus.counters()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+
+    /// A line that damages every request: the "board" behind it answers each frame it decodes
+    /// with a CRC error under that frame's `SEQ` (what the firmware sends for a damaged frame).
+    struct DamagingLine {
+        heard: Box<Decoder>,
+        answers: VecDeque<u8>,
+        frames_heard: u32,
+    }
+
+    impl Write for DamagingLine {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.heard.push(bytes);
+            while let Some(Ok(f)) = self.heard.next_frame() {
+                self.frames_heard += 1;
+                let p = RemoteError::payload(ErrorCode::BadCrc, f.cmd, 0);
+                let mut buf = [0u8; 16];
+                let n = frame::encode(f.seq, ERROR, &p, &mut buf).unwrap();
+                self.answers.extend(&buf[..n]);
+            }
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Read for DamagingLine {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            if self.answers.is_empty() {
+                return Err(ErrorKind::TimedOut.into());
+            }
+            let n = out.len().min(self.answers.len());
+            for (o, b) in out.iter_mut().zip(self.answers.drain(..n)) {
+                *o = b;
+            }
+            Ok(n)
+        }
+    }
+
+    /// A request the board hears damaged on every try ends as `Damaged` naming the board's
+    /// reason, after exactly the allowed tries, not as "no answer".
+    #[test]
+    fn a_request_damaged_on_every_try_is_reported_as_damage() {
+        let line = DamagingLine {
+            heard: Box::new(Decoder::new()),
+            answers: VecDeque::new(),
+            frames_heard: 0,
+        };
+        let mut bus = SerialBus::new(line, 4);
+        bus.set_retry_policy(Duration::from_millis(50), 2);
+        let e = bus.read_reg(regmap::ID).unwrap_err();
+        assert_eq!(
+            e,
+            LinkError::Damaged {
+                tries: 3,
+                damaged: 3,
+                what: ErrorCode::BadCrc.to_string(),
+            }
+        );
+        assert!(e.to_string().contains("corrupts bytes"), "{e}");
+        assert_eq!(bus.port.frames_heard, 3);
     }
 }
