@@ -380,7 +380,7 @@ impl<T: Read + Write> SerialBus<T> {
                 Some((c, p)) if c == ERROR => {
                     let e = RemoteError::parse(&p)
                         .ok_or_else(|| LinkError::Protocol("short error frame".into()))?;
-                    if let Some(code) = e.code.filter(|c| c.is_transient()) {
+                    if let Some(code) = e.code.filter(|c| ErrorCode::is_transient(*c)) {
                         damaged += 1;
                         damage = Some(code.to_string());
                         continue;
