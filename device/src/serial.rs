@@ -36,57 +36,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(500);
 /// Resends of one frame before giving up.
 pub const DEFAULT_RETRIES: u32 = 3;
 
-/// Why a link operation failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum LinkError {
-    /// The port reported an error or closed.
-    #[error("serial link lost: {0}")]
-    Gone(String),
-    /// No valid answer after every retry.
-    #[error("no answer from the board after {tries} tries ({timeout_ms} ms each)")]
-    NoAnswer {
-        /// Frames sent.
-        tries: u32,
-        /// Timeout per try.
-        timeout_ms: u128,
-    },
-    /// The board answered sends of one request as damaged in transit (a CRC error, lost
-    /// bytes) until the retries ran out: the line corrupts bytes.
-    #[error(
-        "the board received the request damaged ({what}) on {damaged} of {tries} tries: the line corrupts bytes; check the cable and that both ends use the same baud rate"
-    )]
-    Damaged {
-        /// Frames sent.
-        tries: u32,
-        /// Tries the board answered as damaged.
-        damaged: u32,
-        /// The last damage it reported.
-        what: String,
-    },
-    /// The board refused a request.
-    #[error("board refused command {cmd:#04x}: {what} (detail {detail})")]
-    Refused {
-        /// The request's command.
-        cmd: u8,
-        /// The error code's text.
-        what: String,
-        /// Failing batch entry.
-        detail: u16,
-    },
-    /// The board's answer does not fit the request.
-    #[error("unexpected answer from the board: {0}")]
-    Protocol(String),
-    /// The board's firmware reported a panic and reset: the operation in progress is lost.
-    #[error("the board's firmware panicked and reset ({0}); the operation in progress was lost")]
-    BoardPanicked(String),
-    /// The board announced a start the host did not expect (its reset button, a power cut):
-    /// everything it held is gone, so the operation in progress is lost.
-    #[error(
-        "the board restarted during the operation (reset or power loss): the operation in progress was lost; run it again"
-    )]
-    BoardRestarted,
-}
+mod link_error;
+pub use link_error::LinkError;
 
 /// Byte and frame counters of a [`SerialBus`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -609,69 +560,4 @@ impl SerialDevice {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::VecDeque;
-
-    /// A line that damages every request: the "board" behind it answers each frame it decodes
-    /// with a CRC error under that frame's `SEQ` (what the firmware sends for a damaged frame).
-    struct DamagingLine {
-        heard: Box<Decoder>,
-        answers: VecDeque<u8>,
-        frames_heard: u32,
-    }
-
-    impl Write for DamagingLine {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.heard.push(bytes);
-            while let Some(Ok(f)) = self.heard.next_frame() {
-                self.frames_heard += 1;
-                let p = RemoteError::payload(ErrorCode::BadCrc, f.cmd, 0);
-                let mut buf = [0u8; 16];
-                let n = frame::encode(f.seq, ERROR, &p, &mut buf).unwrap();
-                self.answers.extend(&buf[..n]);
-            }
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl Read for DamagingLine {
-        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-            if self.answers.is_empty() {
-                return Err(ErrorKind::TimedOut.into());
-            }
-            let n = out.len().min(self.answers.len());
-            for (o, b) in out.iter_mut().zip(self.answers.drain(..n)) {
-                *o = b;
-            }
-            Ok(n)
-        }
-    }
-
-    /// A request the board hears damaged on every try ends as `Damaged` naming the board's
-    /// reason, after exactly the allowed tries, not as "no answer".
-    #[test]
-    fn a_request_damaged_on_every_try_is_reported_as_damage() {
-        let line = DamagingLine {
-            heard: Box::new(Decoder::new()),
-            answers: VecDeque::new(),
-            frames_heard: 0,
-        };
-        let mut bus = SerialBus::new(line, 4);
-        bus.set_retry_policy(Duration::from_millis(50), 2);
-        let e = bus.read_reg(regmap::ID).unwrap_err();
-        assert_eq!(
-            e,
-            LinkError::Damaged {
-                tries: 3,
-                damaged: 3,
-                what: ErrorCode::BadCrc.to_string(),
-            }
-        );
-        assert!(e.to_string().contains("corrupts bytes"), "{e}");
-        assert_eq!(bus.port.frames_heard, 3);
-    }
-}
+mod tests;

@@ -1,0 +1,53 @@
+//! Why an operation over the serial link failed.
+
+/// Why a link operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LinkError {
+    /// The port reported an error or closed.
+    #[error("serial link lost: {0}")]
+    Gone(String),
+    /// No valid answer after every retry.
+    #[error("no answer from the board after {tries} tries ({timeout_ms} ms each)")]
+    NoAnswer {
+        /// Frames sent.
+        tries: u32,
+        /// Timeout per try.
+        timeout_ms: u128,
+    },
+    /// The board answered sends of one request as damaged in transit (a CRC error, lost
+    /// bytes) until the retries ran out: the line corrupts bytes.
+    #[error(
+        "the board received the request damaged ({what}) on {damaged} of {tries} tries: the line corrupts bytes; check the cable and that both ends use the same baud rate"
+    )]
+    Damaged {
+        /// Frames sent.
+        tries: u32,
+        /// Tries the board answered as damaged.
+        damaged: u32,
+        /// The last damage it reported.
+        what: String,
+    },
+    /// The board refused a request.
+    #[error("board refused command {cmd:#04x}: {what} (detail {detail})")]
+    Refused {
+        /// The request's command.
+        cmd: u8,
+        /// The error code's text.
+        what: String,
+        /// Failing batch entry.
+        detail: u16,
+    },
+    /// The board's answer does not fit the request.
+    #[error("unexpected answer from the board: {0}")]
+    Protocol(String),
+    /// The board's firmware reported a panic and reset: the operation in progress is lost.
+    #[error("the board's firmware panicked and reset ({0}); the operation in progress was lost")]
+    BoardPanicked(String),
+    /// The board announced a start the host did not expect (its reset button, a power cut):
+    /// everything it held is gone, so the operation in progress is lost.
+    #[error(
+        "the board restarted during the operation (reset or power loss): the operation in progress was lost; run it again"
+    )]
+    BoardRestarted,
+}

@@ -1,0 +1,66 @@
+//! The serial bus's retry rules against a fake line.
+
+use super::*;
+use std::collections::VecDeque;
+
+/// A line that damages every request: the "board" behind it answers each frame it decodes
+/// with a CRC error under that frame's `SEQ` (what the firmware sends for a damaged frame).
+struct DamagingLine {
+    heard: Box<Decoder>,
+    answers: VecDeque<u8>,
+    frames_heard: u32,
+}
+
+impl Write for DamagingLine {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.heard.push(bytes);
+        while let Some(Ok(f)) = self.heard.next_frame() {
+            self.frames_heard += 1;
+            let p = RemoteError::payload(ErrorCode::BadCrc, f.cmd, 0);
+            let mut buf = [0u8; 16];
+            let n = frame::encode(f.seq, ERROR, &p, &mut buf).unwrap();
+            self.answers.extend(&buf[..n]);
+        }
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Read for DamagingLine {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.answers.is_empty() {
+            return Err(ErrorKind::TimedOut.into());
+        }
+        let n = out.len().min(self.answers.len());
+        for (o, b) in out.iter_mut().zip(self.answers.drain(..n)) {
+            *o = b;
+        }
+        Ok(n)
+    }
+}
+
+/// A request the board hears damaged on every try ends as `Damaged` naming the board's
+/// reason, after exactly the allowed tries, not as "no answer".
+#[test]
+fn a_request_damaged_on_every_try_is_reported_as_damage() {
+    let line = DamagingLine {
+        heard: Box::new(Decoder::new()),
+        answers: VecDeque::new(),
+        frames_heard: 0,
+    };
+    let mut bus = SerialBus::new(line, 4);
+    bus.set_retry_policy(Duration::from_millis(50), 2);
+    let e = bus.read_reg(regmap::ID).unwrap_err();
+    assert_eq!(
+        e,
+        LinkError::Damaged {
+            tries: 3,
+            damaged: 3,
+            what: ErrorCode::BadCrc.to_string(),
+        }
+    );
+    assert!(e.to_string().contains("corrupts bytes"), "{e}");
+    assert_eq!(bus.port.frames_heard, 3);
+}
