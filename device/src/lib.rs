@@ -25,8 +25,9 @@ use systole_golden::conv::{self, Conv2dGeom};
 use systole_golden::tensor::QMatrix;
 use systole_golden::{NumericError, OutputSpec};
 
-/// Counters a device keeps across operations (since creation or [`Device::reset_stats`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Counters a device keeps across operations (since creation or [`Device::reset_stats`]);
+/// run.json's `device` stats are these fields as they are.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct DeviceStats {
     /// Operations run.
     pub ops: u64,

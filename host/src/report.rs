@@ -5,9 +5,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
+use systole_device::DeviceStats;
 use systole_train::fixed::SaturationCount;
 use systole_train::outfile::write_atomic;
-use systole_train::run::{DeviceStatsReport, RunSummary};
+use systole_train::run::RunSummary;
 use systole_train::{EpochRecord, TrainError};
 
 /// The CSV header of [`history_csv`].
@@ -54,7 +55,7 @@ pub fn saturation_line(counts: &BTreeMap<String, SaturationCount>) -> Option<Str
 
 /// The run summary's device lines: operations and cycles; for a device behind a link its
 /// traffic; for a board whose firmware reports its cycles, their share of the array's.
-pub fn device_lines(name: &str, st: &DeviceStatsReport) -> Vec<String> {
+pub fn device_lines(name: &str, st: &DeviceStats) -> Vec<String> {
     let mut lines = vec![format!(
         "device {name}: {} operations, {} MACs, {} cycles, array busy {} cycles",
         st.ops, st.macs, st.cycles, st.mac_cycles
@@ -99,7 +100,7 @@ mod tests {
 
     #[test]
     fn device_lines_print_the_link_and_firmware_counters() {
-        let mut st = DeviceStatsReport {
+        let mut st = DeviceStats {
             ops: 2,
             macs: 64,
             cycles: 900,

@@ -68,61 +68,13 @@ pub struct RunSummary {
     /// Per-epoch results (including epochs before a resume).
     pub history: Vec<EpochRecord>,
     /// Device name and counters for the epochs run in this process.
-    pub device: Option<(String, DeviceStatsReport)>,
+    pub device: Option<(String, DeviceStats)>,
     /// Fixed point: saturation counters per operation name, for the epochs run in this process
     /// (under MPI, this rank's shards); empty for the float formats.
     pub saturation: BTreeMap<String, SaturationCount>,
     /// Final parameters.
     #[serde(skip)]
     pub params: Vec<TensorState>,
-}
-
-/// [`DeviceStats`] in serialisable form.
-#[derive(Clone, Copy, Debug, Serialize)]
-pub struct DeviceStatsReport {
-    /// Operations run.
-    pub ops: u64,
-    /// Multiply-accumulates.
-    pub macs: u64,
-    /// Simulated cycles.
-    pub cycles: u64,
-    /// Cycles in which the array consumed a K step.
-    pub mac_cycles: u64,
-    /// Bytes to the device.
-    pub bytes_to_device: u64,
-    /// Bytes from the device.
-    pub bytes_from_device: u64,
-    /// Request frames (serial) or bus transactions (bridge) sent.
-    pub frames: u64,
-    /// Times the host waited for the device's answer.
-    pub round_trips: u64,
-    /// Frames or reads sent again.
-    pub resends: u64,
-    /// Bytes the accelerator's ports moved (the link's payload).
-    pub port_bytes: u64,
-    /// Bytes of the operands and results as whole tensors.
-    pub tensor_bytes: u64,
-    /// Cycles the board's firmware spent on the requests (0: no board CPU reports them).
-    pub firmware_cycles: u64,
-}
-
-impl From<DeviceStats> for DeviceStatsReport {
-    fn from(s: DeviceStats) -> Self {
-        DeviceStatsReport {
-            ops: s.ops,
-            macs: s.macs,
-            cycles: s.cycles,
-            mac_cycles: s.mac_cycles,
-            bytes_to_device: s.bytes_to_device,
-            bytes_from_device: s.bytes_from_device,
-            frames: s.frames,
-            round_trips: s.round_trips,
-            resends: s.resends,
-            port_bytes: s.port_bytes,
-            tensor_bytes: s.tensor_bytes,
-            firmware_cycles: s.firmware_cycles,
-        }
-    }
 }
 
 /// Trains one epoch of a [`Trainer`] (plain or sharded).
@@ -178,7 +130,7 @@ fn drive<A: Arith + MaybeDevice>(
         model,
         arithmetic: t.arith.describe(),
         history: t.history.clone(),
-        device: t.arith.device_stats().map(|(n, s)| (n, s.into())),
+        device: t.arith.device_stats(),
         saturation: t.arith.saturation(),
         params: t.param_states(),
     })
