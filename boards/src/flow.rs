@@ -138,20 +138,9 @@ pub fn bitstream(
             report.vivado_script = Some(script);
             report.resources = tools::yosys_synth(board, &[files::VERILOG], out_dir)?;
             tools::check_fits(board, &report.resources)?;
-            match tools::which("vivado") {
-                Some(vivado) => {
-                    let mut cmd = Command::new(vivado);
-                    cmd.args(["-mode", "batch", "-nojournal", "-source", files::VIVADO_TCL]);
-                    tools::run_logged("vivado", cmd, out_dir, "vivado.log")?;
-                    report.bitstream = Some(out_dir.join(files::BIT));
-                }
-                None => {
-                    report.next_step = Some(format!(
-                        "Vivado is not on PATH: install Vivado ML Standard from AMD and source \
-                         settings64.sh, then rerun; the generated project is in {}",
-                        out_dir.display()
-                    ))
-                }
+            match tools::run_vivado(out_dir)? {
+                tools::VivadoStep::Built(bit) => report.bitstream = Some(bit),
+                tools::VivadoStep::NotInstalled(what) => report.next_step = Some(what),
             }
         }
         Family::Ice40Up => {

@@ -15,7 +15,6 @@ use super::flow::BitstreamReport;
 use super::tools::{self, files, ResourceReport};
 use super::{generate, model, Board, BoardError, Family};
 use std::path::Path;
-use std::process::Command;
 use systole_core::bridge::BAUD;
 use systole_core::soc::DEFAULT_RAM_BYTES;
 use systole_core::soc::RX_FIFO_BYTES;
@@ -231,21 +230,9 @@ pub fn bitstream(
     };
     report.resources = tools::yosys_synth(board, &[VEXRISCV_FILE, SOC_VERILOG], out_dir)?;
     tools::check_fits(board, &report.resources)?;
-    match tools::which("vivado") {
-        Some(vivado) => {
-            let mut cmd = Command::new(vivado);
-            cmd.args(["-mode", "batch", "-nojournal", "-source", files::VIVADO_TCL]);
-            tools::run_logged("vivado", cmd, out_dir, "vivado.log")?;
-            report.bitstream = Some(out_dir.join(files::BIT));
-        }
-        None => {
-            report.next_step = Some(format!(
-                "Vivado is not on PATH: install Vivado ML Standard from AMD and source \
-                 settings64.sh, then run `vivado -mode batch -source {}` in {}",
-                files::VIVADO_TCL,
-                out_dir.display()
-            ))
-        }
+    match tools::run_vivado(out_dir)? {
+        tools::VivadoStep::Built(bit) => report.bitstream = Some(bit),
+        tools::VivadoStep::NotInstalled(what) => report.next_step = Some(what),
     }
     Ok(report)
 }

@@ -282,6 +282,32 @@ pub fn parse_nextpnr(log: &str, target_mhz: f64) -> Result<(Fmax, u32), BoardErr
     Ok((Fmax { mhz, target_mhz }, lcs))
 }
 
+/// What the Vivado step of a 7-series flow gave: the bitstream, or the sentence saying how to
+/// get Vivado and run the generated TCL (`files::VIVADO_TCL` in `out_dir`) by hand.
+pub enum VivadoStep {
+    /// Vivado ran the TCL; the bitstream's path.
+    Built(PathBuf),
+    /// Vivado is not on `PATH`: what to do.
+    NotInstalled(String),
+}
+
+/// Runs the generated `files::VIVADO_TCL` in `out_dir` when Vivado is on `PATH` (log in
+/// `vivado.log`); otherwise says how to install it and run the script.
+pub fn run_vivado(out_dir: &Path) -> Result<VivadoStep, BoardError> {
+    let Some(vivado) = which("vivado") else {
+        return Ok(VivadoStep::NotInstalled(format!(
+            "Vivado is not on PATH: install Vivado ML Standard from AMD and source \
+             settings64.sh, then run `vivado -mode batch -source {}` in {}",
+            files::VIVADO_TCL,
+            out_dir.display()
+        )));
+    };
+    let mut cmd = Command::new(vivado);
+    cmd.args(["-mode", "batch", "-nojournal", "-source", files::VIVADO_TCL]);
+    run_logged("vivado", cmd, out_dir, "vivado.log")?;
+    Ok(VivadoStep::Built(out_dir.join(files::BIT)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
