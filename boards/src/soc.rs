@@ -77,12 +77,12 @@ pub fn estimate(board: &Board, cfg: &ArrayConfig) -> model::Estimate {
 /// square array whose smallest conv unit fits, with the deepest map that still does; `None`
 /// when the board is not 7-series or nothing fits.
 pub fn largest_conv_unit(board: &Board) -> Option<ArrayConfig> {
-    use systole_core::config::{MAX_FM_DEPTH, MIN_FM_DEPTH};
+    use systole_core::config::{MAX_FM_DEPTH, MAX_SIZE, MIN_FM_DEPTH, MIN_SIZE};
     if board.family != Family::Xc7 {
         return None;
     }
     let mut best = None;
-    for n in 2..=64 {
+    for n in MIN_SIZE..=MAX_SIZE {
         let mut fit = None;
         let mut depth = MIN_FM_DEPTH;
         while depth <= MAX_FM_DEPTH {
