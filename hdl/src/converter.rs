@@ -17,6 +17,12 @@
 //! when the dropped bits `acc & mask` exceed half, or equal it and the quotient is odd;
 //! finally saturation to 16 bits.
 //!
+//! `converter.v` computes the same function at the widths it needs (a 49-bit sum, one shift
+//! giving the quotient and the nearest-even guard bit, the sticky bits, mask and 16-bit range
+//! test from one thermometer code of the shift), for every 6-bit shift and rounding code, not
+//! only the contract's: about 450 instead of 1,040 LUTs a column on 7-series (Yosys 0.23), the
+//! largest cut of the SoC's logic.
+//!
 //! The Verilog is hand-written (`converter.v`): rust-hdl's registers-as-submodules made
 //! Verilator compute the whole conversion in every cycle, drains or not (about 11% of the
 //! instructions of a 16x16 simulation); here it runs only on the edges of a drain (16x16 about
