@@ -219,8 +219,8 @@ mod tests {
         assert!(
             arty.contains("xc7a35ticsg324-1L")
                 && arty.contains("9x9")
-                && arty.contains("; 7x7 with 8192 words")
-                && arty.contains("; beside the CPU 7x7 with 4096 words"),
+                && arty.contains("; 9x9 with 8192 words")
+                && arty.contains("; beside the CPU 8x8 with 4096 words"),
             "{arty}"
         );
         let ice = t.lines().find(|l| l.starts_with("icebreaker")).unwrap();

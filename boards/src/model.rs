@@ -57,19 +57,20 @@ struct Coefficients {
     block_port_words: u32,
 }
 
-/// 7-series, fitted exactly to Yosys 0.23 `synth_xilinx -flatten` on the board top (UART bridge
-/// included, 512-row buffers): LUTs 2553 / 5512 / 13824 and flip-flops 1111 / 2868 / 9595 for
-/// the 2x2 / 4x4 / 8x8 arrays (the 8x8 re-measured 13703 LUTs after the PE's Verilog was
-/// written by hand: the model is within 1%). A PE keeps its A/B pipeline and 48-bit shadow registers in fabric
-/// (the accumulator is in its DSP48E1); a column's converter (48-bit shift, rounding, LFSR and
-/// saturation) is the largest block.
+/// 7-series, fitted to Yosys 0.23 `synth_xilinx -flatten` on the board top (UART bridge
+/// included, 512-row buffers): LUTs 1665 / 3776 / 10096 and flip-flops 1139 / 2896 / 9623 for
+/// the 2x2 / 4x4 / 8x8 arrays (within 0.1%). A PE keeps its A/B pipeline and 48-bit shadow
+/// registers in fabric, and a copy of its sum for the shadow register (the accumulator is in
+/// its DSP48E1); a column's converter (shift, rounding, LFSR and saturation) is the largest
+/// block. Before the converter computed at the widths it needs (`hdl/src/converter.v`) a
+/// column took 881 LUTs and the 8x8 top 13,824.
 const XC7: Coefficients = Coefficients {
-    fixed_luts: 392,
-    fixed_ffs: 425,
-    pe_luts: 100,
+    fixed_luts: 246,
+    fixed_ffs: 455,
+    pe_luts: 87,
     pe_ffs: 134,
-    column_luts: 881,
-    column_ffs: 75,
+    column_luts: 535,
+    column_ffs: 74,
     conv_luts: CONV_XC7.0,
     conv_ffs: CONV_XC7.1,
     conv_lane_luts: CONV_XC7.2,
@@ -79,16 +80,17 @@ const XC7: Coefficients = Coefficients {
 
 /// The conv unit on 7-series (LUTs, flip-flops of the fixed part; LUTs, flip-flops per lane),
 /// fitted so that the estimates equal Yosys 0.23 `synth_xilinx -flatten` on the board top
-/// (LUT RAM and shift registers not counted): 8x8 with 4096 words 18,401 LUTs and 13,003
-/// flip-flops, 4x4 with 512 words 8427 and 5804; 8x8 with 8192 words measured 18,324 and
-/// 13,083, 16x16 with 8192 words 45,959 LUTs (the estimate 4% above). The fixed part is mostly
+/// (LUT RAM and shift registers not counted): 8x8 with 4096 words 14,313 LUTs and 13,003
+/// flip-flops, 4x4 with 512 words 6500 and 5804; 8x8 with 8192 words measured 14,288 and
+/// 13,083, 16x16 with 8192 words 38,751 LUTs (the estimate 1% below). The fixed part is mostly
 /// the two engines' configuration registers and walkers; a lane adds its walker state, address
 /// adder and the multiplexers of its shared block-RAM port (address, and the word picked from
 /// the half-row entry).
-const CONV_XC7: (u32, u32, u32, u32) = (1261, 2468, 412, 117);
+const CONV_XC7: (u32, u32, u32, u32) = (1226, 2437, 374, 118);
 
 /// iCE40: one measured point (the 2x2 board top through nextpnr-ice40: 4452 logic cells,
-/// 1350 flip-flops), spread over the terms in the 7-series proportions. "LUTs" here are placed
+/// 1350 flip-flops, before the converter computed at the widths it needs: not re-measured),
+/// spread over the terms in the 7-series proportions of then. "LUTs" here are placed
 /// logic cells (a LUT4 and a flip-flop each; carry chains and unpaired flip-flops cost cells
 /// too), because that is what runs out.
 const ICE40: Coefficients = Coefficients {
@@ -98,7 +100,8 @@ const ICE40: Coefficients = Coefficients {
     pe_ffs: 163,
     column_luts: 1536,
     column_ffs: 91,
-    // Not measured: the 7-series conv unit scaled by the ratio of the fixed parts.
+    // Not measured: the 7-series conv unit scaled by the ratio of the fixed parts (as first
+    // measured on 7-series: 392 LUTs, 425 flip-flops).
     conv_luts: CONV_XC7.0 * 684 / 392,
     conv_ffs: CONV_XC7.1 * 516 / 425,
     conv_lane_luts: CONV_XC7.2 * 684 / 392,
@@ -285,9 +288,9 @@ mod tests {
     fn conv_unit_matches_the_yosys_measurements() {
         let arty = find("arty-a7-35").unwrap();
         for (n, fm_depth, luts, ffs, brams) in [
-            (4, 512, 8427, 5804, 16),
-            (8, 4096, 18401, 13003, 48),
-            (8, 8192, 18324, 13083, 80),
+            (4, 512, 6500, 5804, 16),
+            (8, 4096, 14313, 13003, 48),
+            (8, 8192, 14288, 13083, 80),
         ] {
             let e = estimate(
                 arty,
@@ -310,10 +313,9 @@ mod tests {
     #[test]
     fn largest_conv_units_by_the_estimate() {
         let conv = |name| largest_conv_unit(find(name).unwrap()).map(|c| (c.size, c.fm_depth));
-        // 7x7 with 8192 words: 78 RAMB18 (16384 words: 142 of 100); 8x8 needs about 18,400
-        // LUTs with any map, over the 17,680 (85%) the estimate allows (Yosys: 89% with
-        // 4096 words).
-        assert_eq!(conv("arty-a7-35"), Some((7, 8192)));
+        // 9x9 (the most DSP48E1 allow) with 8192 words: 98 RAMB18 (16384 words: 178 of 100),
+        // about 16,700 LUTs of the 17,680 (85%) the estimate allows.
+        assert_eq!(conv("arty-a7-35"), Some((9, 8192)));
         // 15x15 (the most DSP48E1 allow) with 8192 words: 158 of 270 RAMB18 (16384: 286).
         assert_eq!(conv("arty-a7-100"), Some((15, 8192)));
         assert_eq!(conv("icebreaker"), None);
@@ -322,7 +324,7 @@ mod tests {
     #[test]
     fn model_matches_the_yosys_calibration_points() {
         let arty = find("arty-a7-35").unwrap();
-        for (n, luts, ffs) in [(2, 2553, 1111), (4, 5512, 2868), (8, 13824, 9595)] {
+        for (n, luts, ffs) in [(2, 1665, 1139), (4, 3776, 2896), (8, 10096, 9623)] {
             let e = estimate(arty, &plain(n));
             let close = |got: u32, want: u32| got.abs_diff(want) * 100 <= want;
             assert!(close(e.luts, luts) && close(e.ffs, ffs), "{n}: {e:?}");

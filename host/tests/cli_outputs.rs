@@ -167,7 +167,7 @@ fn a_soc_over_the_block_ram_writes_nothing_and_runs_no_tool() {
             "does not fit arty-a7-35",
             "needs 123 RAMB18",
             "feature maps 64",
-            "beside the CPU is 7x7 with 4096 words",
+            "beside the CPU is 8x8 with 4096 words",
         ],
     );
     assert!(!build.exists(), "files were written");
