@@ -93,9 +93,10 @@ pub fn explore(a: &ExploreArgs) -> anyhow::Result<()> {
         "estimate" => Box::new(Estimated),
         r => anyhow::bail!("unknown --resources '{r}': use yosys or estimate"),
     };
-    let _lock = systole_train::run::claim_out_dir(&a.out)?;
+    // Every input is checked before the folder is made or locked.
     let data = systole_train::data::load(&base.dataset)?;
     base.layers_that_fit(&data)?;
+    let _lock = systole_train::run::claim_out_dir(&a.out)?;
     let jobs = a
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));

@@ -49,6 +49,11 @@ pub trait Synthesizer: Sync {
     fn design_hash(&self, point: &DesignPoint) -> Result<String, ExploreError>;
     /// Synthesises `point`.
     fn synthesize(&self, point: &DesignPoint) -> Result<Resources, ExploreError>;
+    /// Whether results are worth keeping in the cache (not for an instant estimate, which
+    /// must follow the model as it changes).
+    fn cacheable(&self) -> bool {
+        true
+    }
 }
 
 /// The 7-series board the Verilog is generated for (the first in the table; 7-series boards
@@ -125,11 +130,10 @@ impl Synthesizer for Yosys {
 
     fn synthesize(&self, point: &DesignPoint) -> Result<Resources, ExploreError> {
         let verilog = board_verilog(point)?;
-        let dir = self.work.join(format!(
-            "synth-{}-{}",
-            point.label().replace(' ', "-"),
-            std::process::id()
-        ));
+        let (n, fm, w) = point.hardware_key();
+        let dir = self
+            .work
+            .join(format!("synth-{n}x{n}-fm{fm}-w{w}-{}", std::process::id()));
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| ExploreError::Cache { path, source }
@@ -154,7 +158,11 @@ impl Synthesizer for Estimated {
         "the resource model of `systole boards` (estimate, no synthesis)".into()
     }
     fn design_hash(&self, point: &DesignPoint) -> Result<String, ExploreError> {
-        Ok(format!("estimate-{}", point.label()))
+        let (n, fm, w) = point.hardware_key();
+        Ok(format!("estimate-{n}x{n}-fm{fm}-w{w}"))
+    }
+    fn cacheable(&self) -> bool {
+        false
     }
     fn synthesize(&self, point: &DesignPoint) -> Result<Resources, ExploreError> {
         let e = model::estimate(reference_board(), &point.config());
@@ -179,6 +187,9 @@ pub struct Cached<'s> {
 impl Cached<'_> {
     /// The point's resources, and whether they came from the cache.
     pub fn get(&self, point: &DesignPoint) -> Result<(Resources, bool), ExploreError> {
+        if !self.inner.cacheable() {
+            return Ok((self.inner.synthesize(point)?, false));
+        }
         let hash = self.inner.design_hash(point)?;
         let path = self.dir.join(format!("{hash}.json"));
         if let Ok(text) = std::fs::read_to_string(&path) {

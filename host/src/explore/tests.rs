@@ -381,3 +381,25 @@ fn yosys_synthesises_once_then_reads_the_cache() {
     assert!(r.luts > 1000 && r.brams > 0, "{r:?}");
     assert_eq!(cached.get(&p).unwrap(), (r, true));
 }
+
+/// The recorded operations are the training steps' only: the golden run's device counts
+/// them plus the evaluation's forward products (two layers, 256 test images a batch).
+#[test]
+fn evaluation_passes_are_not_counted_as_epoch_cycles() {
+    let data = data();
+    let p = points("4", "stochastic")[0];
+    let run = cycles::train_point(&recipe(), &data, &p, 1).unwrap();
+    let recorded: u64 = run.ops.values().sum();
+    let opts = systole_train::run::RunOptions {
+        device: "golden".into(),
+        check: false,
+        out: None,
+        resume: false,
+        overwrite: false,
+        trace: None,
+    };
+    let cfg = cycles::point_config(&recipe(), &p, 1);
+    let s = systole_train::run::run(&cfg, &data, &opts, &mut systole_train::Quiet).unwrap();
+    let eval = 2 * data.test.len().div_ceil(256) as u64;
+    assert_eq!(recorded + eval, s.device.unwrap().1.ops);
+}
