@@ -1,6 +1,7 @@
 //! `pareto.png`: accuracy against LUTs (left) and against cycles per epoch (right), one
 //! marker per design point, the Pareto front (no other point is at least as cheap and at
-//! least as accurate, and better in one) in red and joined by a line, the rest in grey.
+//! least as accurate, and better in one) in red and joined by a line, the rest in grey; a bar
+//! spans the seeds' mean +- one standard deviation, and an open circle fits no board.
 
 use super::report::PointResult;
 use crate::plot::{font, PlotError, PlotText};
@@ -76,7 +77,11 @@ fn draw<DB: DrawingBackend>(
     let acc: Vec<f64> = points.iter().map(|r| f64::from(r.acc_mean)).collect();
     let lo = acc.iter().copied().fold(100f64, f64::min);
     let hi = acc.iter().copied().fold(0f64, f64::max);
-    let (y0, y1) = ((lo - 1.0).max(0.0), (hi + 1.0).min(100.5));
+    let sd = points
+        .iter()
+        .map(|r| f64::from(r.acc_std))
+        .fold(0.0, f64::max);
+    let (y0, y1) = ((lo - sd - 1.0).max(0.0), (hi + sd + 1.0).min(100.5));
     let names = ["LUTs (logic + LUT RAM)", "simulated cycles per epoch"];
     for (axis, area) in root.split_evenly((1, 2)).iter().enumerate() {
         let xy: Vec<(f64, f64)> = points
@@ -114,16 +119,35 @@ fn draw<DB: DrawingBackend>(
             } else {
                 RGBColor(130, 130, 130)
             };
+            // The spread over seeds: mean +- one standard deviation.
+            let sd = f64::from(points[i].acc_std);
             chart
-                .draw_series([Circle::new(p, 5, color.filled())])
+                .draw_series([ErrorBar::new_vertical(
+                    p.0,
+                    p.1 - sd,
+                    p.1,
+                    p.1 + sd,
+                    color.stroke_width(1),
+                    8,
+                )])
                 .map_err(err)?;
+            // A design that fits none of the boards is an open circle.
+            let fits = points[i].boards.iter().any(|b| b.fits);
+            let style = if fits {
+                color.filled()
+            } else {
+                color.stroke_width(2)
+            };
+            chart.draw_series([Circle::new(p, 5, style)]).map_err(err)?;
             if text == PlotText::DejaVu {
+                let name = label(&points[i], points);
+                // Labels of points drawn on top of each other go one under the other.
+                let near =
+                    |q: &(f64, f64)| (q.0 - p.0).abs() < xmax / 50.0 && (q.1 - p.1).abs() < 0.1;
+                let below = 14 * xy[..i].iter().filter(|q| near(q)).count() as i32;
                 chart
-                    .draw_series([Text::new(
-                        label(&points[i], points),
-                        (p.0, p.1),
-                        ("sans-serif", 12).into_font(),
-                    )])
+                    .draw_series([EmptyElement::at(p)
+                        + Text::new(name, (8, below - 16), ("sans-serif", 12).into_font())])
                     .map_err(err)?;
             }
         }
