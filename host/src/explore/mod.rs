@@ -14,6 +14,7 @@
 pub mod cycles;
 mod error;
 pub mod pareto;
+pub mod recorder;
 pub mod report;
 pub mod sweep;
 pub mod synth;
