@@ -113,7 +113,7 @@ pub fn explore(a: &ExploreArgs) -> anyhow::Result<()> {
         overwrite: a.overwrite,
     };
     outln!(
-        "exploring {} design point(s) x {} seed(s) on {} ({} epochs), {} worker(s); resources from {}",
+        "exploring {} design point(s) x {} seed(s) on {} ({} epoch(s) each), {} worker(s); resources from {}",
         sweep.points.len(),
         sweep.seeds.len(),
         data.name,
