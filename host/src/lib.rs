@@ -9,6 +9,7 @@ pub mod bench;
 pub mod bench_conv;
 pub mod bench_link;
 pub mod cli;
+pub mod explore;
 pub mod guide;
 pub mod plot;
 pub mod report;

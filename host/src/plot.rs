@@ -44,7 +44,7 @@ pub enum PlotError {
     Output(#[from] systole_train::outfile::OutputError),
 }
 
-fn font() -> PlotText {
+pub(crate) fn font() -> PlotText {
     static FONT: std::sync::OnceLock<PlotText> = std::sync::OnceLock::new();
     *FONT.get_or_init(|| match std::fs::read(FONT_PATH) {
         // plotters keeps registered fonts for the whole process, so the bytes are leaked once.

@@ -55,6 +55,50 @@ fn bad_input_is_one_clear_error() {
             vec!["bitstream", "--board", "zedboard"],
             "unknown board 'zedboard'",
         ),
+        (
+            vec![
+                "explore",
+                "--array",
+                "4",
+                "--word-bits",
+                "8",
+                "--out",
+                "no-sweep",
+            ],
+            "--word-bits 8: the word width W is fixed at 16 bits in this version",
+        ),
+        (
+            vec!["explore", "--array", "", "--out", "no-sweep"],
+            "--array is empty: give at least one value, e.g. --array 4,8,16",
+        ),
+        (
+            vec!["explore", "--array", "4,100", "--out", "no-sweep"],
+            "--array 100: array size 100 is not supported",
+        ),
+        (
+            vec![
+                "explore", "--array", "4", "--board", "zedboard", "--out", "no-sweep",
+            ],
+            "unknown board 'zedboard'",
+        ),
+        (
+            vec![
+                "explore", "--array", "4", "--model", "rnn", "--out", "no-sweep",
+            ],
+            "unknown model 'rnn'",
+        ),
+        (
+            vec![
+                "explore",
+                "--array",
+                "4",
+                "--dataset",
+                "cifar",
+                "--out",
+                "no-sweep",
+            ],
+            "unknown data set 'cifar'",
+        ),
     ] {
         let o = systole(&args);
         let err = String::from_utf8_lossy(&o.stderr);
@@ -64,6 +108,10 @@ fn bad_input_is_one_clear_error() {
             "{args:?}: {err}"
         );
         assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            !std::path::Path::new("no-sweep").exists(),
+            "{args:?} made its --out"
+        );
         // A cause is said once, even when the error's own message already names it.
         let parts: Vec<&str> = err.trim_end().split(": ").collect();
         for p in &parts {

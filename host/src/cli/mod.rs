@@ -9,6 +9,7 @@ macro_rules! outln {
 }
 
 mod check;
+mod explore;
 mod trace;
 mod train;
 
@@ -37,6 +38,10 @@ pub enum Command {
     Compare(CompareArgs),
     /// Check a device against the golden model on random matrix products and convolutions.
     Check(CheckArgs),
+    /// Sweep the design space: for each array size, feature-map depth, word width and
+    /// rounding, the test accuracy over seeds (golden model), simulated cycles per epoch,
+    /// Yosys resources and the boards it fits; writes explore.csv, explore.json, pareto.png.
+    Explore(ExploreArgs),
     /// Print the build, the array configuration and what is installed.
     Info(DeviceArgs),
     /// Write the accelerator's Verilog: module `top` with the n x n systolic array, its A/B/C
@@ -286,6 +291,84 @@ pub struct CompareArgs {
     pub overwrite: bool,
 }
 
+/// Options of `explore`. Lists are comma-separated; every combination is a design point.
+#[derive(Debug, Clone, Args)]
+#[command(allow_negative_numbers = true)]
+pub struct ExploreArgs {
+    /// Network: mlp or cnn.
+    #[arg(long, default_value = "mlp")]
+    pub model: String,
+    /// MLP hidden widths, comma-separated.
+    #[arg(long, value_parser = whole, default_value = "32", value_delimiter = ',')]
+    pub hidden: Vec<usize>,
+    /// CNN block channels, comma-separated.
+    #[arg(long, value_parser = whole, default_value = "8,16", value_delimiter = ',')]
+    pub channels: Vec<usize>,
+    /// Data set: digits or fashion-mnist.
+    #[arg(long, default_value = "digits")]
+    pub dataset: String,
+    /// Train on only the first N training images.
+    #[arg(long, value_parser = whole)]
+    pub limit: Option<usize>,
+    /// Epochs of every training run.
+    #[arg(long, value_parser = whole, default_value_t = 5)]
+    pub epochs: usize,
+    /// Mini-batch size.
+    #[arg(long, value_parser = whole, default_value_t = 32)]
+    pub batch: usize,
+    /// Learning rate [default: the data set's, as `train`].
+    #[arg(long)]
+    pub lr: Option<f32>,
+    /// Learning-rate decay per epoch [default: the data set's, as `train`].
+    #[arg(long)]
+    pub lr_decay: Option<f32>,
+    /// Momentum.
+    #[arg(long, default_value_t = 0.9)]
+    pub momentum: f32,
+    /// Array sizes n (n x n), e.g. 4,8,16: sizes with a Verilated model in this build.
+    #[arg(long)]
+    pub array: String,
+    /// Feature-map words of the conv unit (0: none), e.g. 0,4096.
+    #[arg(long, default_value = "0")]
+    pub fm_depth: String,
+    /// Word widths W in bits (fixed at 16 in this version).
+    #[arg(long, default_value = "16")]
+    pub word_bits: String,
+    /// Roundings: stochastic, nearest, truncate.
+    #[arg(long, default_value = "stochastic")]
+    pub rounding: String,
+    /// Boards each point is fitted to (all: every board of `systole boards`).
+    #[arg(long, default_value = "all")]
+    pub board: String,
+    /// Seeds per point (--seed, --seed + 1, ...).
+    #[arg(long, value_parser = whole_u64, default_value_t = 3)]
+    pub seeds: u64,
+    /// The first seed.
+    #[arg(long, value_parser = whole_u64, default_value_t = 1)]
+    pub seed: u64,
+    /// Training steps each point runs on the Verilated array to check the cycle model.
+    #[arg(long, value_parser = whole, default_value_t = 2)]
+    pub sample_steps: usize,
+    /// Resources from yosys (synth_xilinx, cached by design hash) or estimate (the resource
+    /// model of `systole boards`, no synthesis).
+    #[arg(long, default_value = "yosys")]
+    pub resources: String,
+    /// Folder of the synthesis cache [default: ~/.cache/systole/synth].
+    #[arg(long)]
+    pub synth_cache: Option<PathBuf>,
+    /// Worker threads [default: the cores].
+    #[arg(long, value_parser = whole)]
+    pub jobs: Option<usize>,
+    /// Folder for explore.csv, explore.json and pareto.png; a sweep interrupted there
+    /// resumes with its written points kept.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Replace the results of a sweep with other settings in --out (without this it is
+    /// refused).
+    #[arg(long)]
+    pub overwrite: bool,
+}
+
 /// Options of `check`.
 #[derive(Debug, Clone, Args)]
 #[command(allow_negative_numbers = true)]
@@ -338,6 +421,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Train(a) => train::train(&a),
         Command::Compare(a) => train::compare(&a),
         Command::Check(a) => check::check(&a),
+        Command::Explore(a) => explore::explore(&a),
         Command::Info(a) => check::info(&a),
         Command::EmitVerilog(a) => check::emit_verilog(&a),
         Command::Guide(a) => guide(&a),

@@ -1,0 +1,202 @@
+//! Accuracy and cycles of a design point.
+//!
+//! How the cycles per epoch are found (the method `explore.json` states as `cycle_method`):
+//! the device's `CYCLES` count of one operation (from its first to its last register access:
+//! the tile driver's schedule and the hardware's timing) depends only on the operation's
+//! shape, not on the words in it. So the golden-model training run records every device
+//! operation of every training step ([`Recorder`]; evaluation passes are left out), each
+//! distinct shape is run once on the Verilated array ([`CycleTable`]), and an epoch's cycles
+//! are the sum over its operations of their shape's count. That per-shape table is the cycle
+//! model; [`sample_check`] proves it on the point itself: the first training steps run on the
+//! Verilated array, and the table's prediction for the operations they issued must equal the
+//! array's own count, or the point fails instead of reporting a wrong figure.
+
+pub use super::recorder::{ConvKind, OpCounts, OpShape};
+use super::recorder::{Recorder, TrainingStepsOnly};
+use super::{DesignPoint, ExploreError};
+use std::collections::HashMap;
+use std::sync::PoisonError;
+use systole_core::ArrayConfig;
+use systole_device::golden::GoldenDevice;
+use systole_device::verilator::VerilatorDevice;
+use systole_device::{Device, DeviceError};
+use systole_golden::OutputSpec;
+use systole_train::data::Dataset;
+use systole_train::fixed::FixedArith;
+use systole_train::{MaybeDevice, Precision, TrainConfig, Trainer};
+
+/// One seed of one point trained on the golden model.
+#[derive(Clone, Debug)]
+pub struct SeedRun {
+    /// Final test accuracy (percent).
+    pub test_acc: f32,
+    /// Device operations of all training steps (saturation re-runs included).
+    pub ops: OpCounts,
+}
+
+/// The run configuration of `point` with `seed`: fixed point on `point`'s array.
+pub fn point_config(base: &TrainConfig, point: &DesignPoint, seed: u64) -> TrainConfig {
+    TrainConfig {
+        precision: Precision::Fixed16,
+        rounding: point.rounding,
+        array: point.array,
+        seed,
+        shards: None,
+        ..base.clone()
+    }
+}
+
+fn device_err(what: String) -> impl FnOnce(DeviceError) -> ExploreError {
+    move |source| ExploreError::Device { what, source }
+}
+
+/// Trains `point` with `seed` for `base.epochs` epochs on the golden model, exactly as
+/// `systole train --device golden` does, recording the training steps' device operations.
+pub fn train_point(
+    base: &TrainConfig,
+    data: &Dataset,
+    point: &DesignPoint,
+    seed: u64,
+) -> Result<SeedRun, ExploreError> {
+    let cfg = point_config(base, point, seed);
+    let golden = GoldenDevice::new(point.config()).map_err(device_err(format!(
+        "{}: opening the golden model",
+        point.label()
+    )))?;
+    let (dev, log) = Recorder::new(golden, point.config());
+    let arith = FixedArith::new(Box::new(dev), cfg.rounding, seed, false);
+    let mut t = Trainer::new(cfg.clone(), data, arith)?;
+    let mut obs = TrainingStepsOnly {
+        log: log.clone(),
+        left: 0,
+    };
+    while t.epoch < cfg.epochs {
+        t.train_epoch(data, &mut obs)?;
+    }
+    let test_acc = t.history.last().map_or(0.0, |h| h.test_acc);
+    let ops = std::mem::take(&mut log.lock().unwrap_or_else(PoisonError::into_inner).ops);
+    Ok(SeedRun { test_acc, ops })
+}
+
+/// Cycles of each operation shape on one Verilated array, each measured once.
+pub struct CycleTable {
+    dev: VerilatorDevice,
+    cycles: HashMap<OpShape, u64>,
+}
+
+/// The Verilated model an `n x n` point's cycles are counted on: the build's
+/// `ArrayConfig::square(n)` (512-row buffers, the largest conv unit), the only one there is.
+pub fn simulated_config(array: usize) -> ArrayConfig {
+    ArrayConfig::square(array)
+}
+
+impl CycleTable {
+    /// An empty table on a fresh Verilated `array x array` model.
+    pub fn new(array: usize) -> Result<Self, ExploreError> {
+        let dev = VerilatorDevice::new(simulated_config(array)).map_err(device_err(format!(
+            "opening the Verilated {array}x{array} array"
+        )))?;
+        Ok(CycleTable {
+            dev,
+            cycles: HashMap::new(),
+        })
+    }
+
+    /// Cycles of one operation of `shape`, run on the model the first time it is asked for.
+    pub fn cycles(&mut self, shape: &OpShape) -> Result<u64, ExploreError> {
+        if let Some(&c) = self.cycles.get(shape) {
+            return Ok(c);
+        }
+        let c = measure(&mut self.dev, shape).map_err(device_err(format!(
+            "timing {shape:?} on the Verilated array"
+        )))?;
+        self.cycles.insert(*shape, c);
+        Ok(c)
+    }
+
+    /// Total cycles of `ops`.
+    pub fn total(&mut self, ops: &OpCounts) -> Result<u64, ExploreError> {
+        let mut sum = 0u64;
+        for (shape, &count) in ops {
+            sum = sum.saturating_add(self.cycles(shape)?.saturating_mul(count));
+        }
+        Ok(sum)
+    }
+}
+
+/// Runs one operation of `shape` on `dev` with arbitrary words and returns its cycles.
+pub fn measure(dev: &mut dyn Device, shape: &OpShape) -> Result<u64, DeviceError> {
+    use crate::bench::operand;
+    let spec = OutputSpec {
+        frac: 8,
+        rounding: systole_core::Rounding::Stochastic,
+        seed: 7,
+    };
+    let before = dev.stats().cycles;
+    match *shape {
+        OpShape::Matmul { m, k, n } => {
+            dev.matmul(&operand(m, k, 1, 8, 2), &operand(k, n, 2, 8, 2), &spec)?;
+        }
+        OpShape::Conv { kind, geom, a, b } => {
+            let (a, b) = (operand(a.0, a.1, 3, 8, 2), operand(b.0, b.1, 4, 8, 2));
+            match kind {
+                ConvKind::Forward => dev.conv2d_forward(&a, &b, &geom, &spec)?,
+                ConvKind::BackwardInput => dev.conv2d_backward_input(&a, &b, &geom, &spec)?,
+                ConvKind::BackwardWeights => dev.conv2d_backward_weights(&a, &b, &geom, &spec)?,
+            };
+        }
+    }
+    Ok(dev.stats().cycles - before)
+}
+
+/// The sampled steps of a point: the Verilated count and the cycle model's prediction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Sample {
+    /// Training steps run on the Verilated array.
+    pub steps: usize,
+    /// Its `CYCLES` count over their device operations.
+    pub verilated: u64,
+    /// The per-shape table's prediction for the same operations.
+    pub model: u64,
+}
+
+/// Runs the first `steps` training steps of `point` (seed `seed`) on the Verilated array and
+/// checks that `table` predicts their cycle count exactly ([`ExploreError::CycleMismatch`]
+/// otherwise).
+pub fn sample_check(
+    base: &TrainConfig,
+    data: &Dataset,
+    point: &DesignPoint,
+    seed: u64,
+    steps: usize,
+    table: &mut CycleTable,
+) -> Result<Sample, ExploreError> {
+    let cfg = point_config(base, point, seed);
+    let sim = VerilatorDevice::new(simulated_config(point.array)).map_err(device_err(format!(
+        "{}: opening the Verilated array",
+        point.label()
+    )))?;
+    let (dev, log) = Recorder::new(sim, point.config());
+    let arith = FixedArith::new(Box::new(dev), cfg.rounding, seed, false);
+    let mut t = Trainer::new(cfg, data, arith)?;
+    log.lock().unwrap_or_else(PoisonError::into_inner).on = true;
+    // The model is set up (parameters imported) before the log is on: only steps count.
+    let start = t.arith.device_stats().map_or(0, |(_, s)| s.cycles);
+    t.train_steps(data, steps, &mut |_| {})?;
+    let verilated = t.arith.device_stats().map_or(0, |(_, s)| s.cycles) - start;
+    let ops = std::mem::take(&mut log.lock().unwrap_or_else(PoisonError::into_inner).ops);
+    let model = table.total(&ops)?;
+    if model != verilated {
+        return Err(ExploreError::CycleMismatch {
+            point: point.label(),
+            steps,
+            verilated,
+            model,
+        });
+    }
+    Ok(Sample {
+        steps,
+        verilated,
+        model,
+    })
+}
