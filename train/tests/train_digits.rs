@@ -9,7 +9,6 @@ use systole_golden::QMatrix;
 use systole_train::arith::Arith;
 use systole_train::checkpoint::Checkpoint;
 use systole_train::data::{self, Dataset};
-use systole_train::fixed::FixedArith;
 use systole_train::float::{FloatArith, FloatFormat};
 use systole_train::model::ModelSpec;
 use systole_train::run::{run, RunOptions};
@@ -141,7 +140,12 @@ fn resume_continues_bit_for_bit() {
 
 /// One epoch of `c` from `start` (with its configuration replaced by `c`) or from scratch.
 fn one_epoch(c: &TrainConfig, d: &Dataset, start: Option<&Checkpoint>) -> Checkpoint {
-    fn go<A: Arith>(c: &TrainConfig, d: &Dataset, a: A, start: Option<&Checkpoint>) -> Checkpoint {
+    fn go<A: Arith<Error = TrainError>>(
+        c: &TrainConfig,
+        d: &Dataset,
+        a: A,
+        start: Option<&Checkpoint>,
+    ) -> Checkpoint {
         let mut t = Trainer::new(c.clone(), d, a).unwrap();
         if let Some(ck) = start {
             t.restore(Checkpoint {
@@ -159,7 +163,7 @@ fn one_epoch(c: &TrainConfig, d: &Dataset, start: Option<&Checkpoint>) -> Checkp
             go(
                 c,
                 d,
-                FixedArith::new(Box::new(dev), c.rounding, c.seed, false),
+                systole_train::fixed::on_device(Box::new(dev), c.rounding, c.seed, false),
                 start,
             )
         }
@@ -274,7 +278,7 @@ fn check_names_the_op_and_element() {
         let mut t = Trainer::new(
             cfg(Precision::Fixed16, Rounding::Stochastic, 1),
             &d,
-            FixedArith::new(Box::new(dev), Rounding::Stochastic, 1, true),
+            systole_train::fixed::on_device(Box::new(dev), Rounding::Stochastic, 1, true),
         )
         .unwrap();
         let e = t.train_epoch(&d, &mut Quiet).unwrap_err();

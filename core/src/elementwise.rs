@@ -1,7 +1,24 @@
-//! Host-side elementwise ops in the numeric contract: bias add, ReLU and its derivative.
+//! Elementwise ops in the numeric contract (run by the host or the board's CPU, never the
+//! array): the sequential conversion of exact values, bias add, ReLU and its derivative.
 
-use super::{convert_sequential, output_shift, NumericError, OutputSpec};
-use crate::tensor::QMatrix;
+use crate::numeric::{convert, Lfsr32};
+use crate::tensor::{output_shift, NumericError, OutputSpec, QMatrix};
+use crate::Rounding;
+use alloc::format;
+use alloc::vec::Vec;
+
+/// Converts a row-major sequence of exact values with one LFSR stepped once per element:
+/// the rule for host-side elementwise ops.
+pub fn convert_sequential(values: &[i64], shift: u32, rounding: Rounding, seed: u32) -> Vec<i16> {
+    let mut lfsr = Lfsr32::new(seed);
+    values
+        .iter()
+        .map(|&v| {
+            let u = lfsr.step();
+            convert(v, shift, rounding, u, 16) as i16
+        })
+        .collect()
+}
 
 /// `y + bias`, with column `j` of `y` adding `bias[j / repeat]` (`repeat = 1` for a dense layer,
 /// `h·w` for a convolution's NCHW rows). The sum is exact in `max(frac_y, frac_bias)`
