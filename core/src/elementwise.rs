@@ -10,10 +10,20 @@ use alloc::vec::Vec;
 /// Converts a row-major sequence of exact values with one LFSR stepped once per element:
 /// the rule for host-side elementwise ops.
 pub fn convert_sequential(values: &[i64], shift: u32, rounding: Rounding, seed: u32) -> Vec<i16> {
+    convert_each(values.iter().copied(), shift, rounding, seed)
+}
+
+/// [`convert_sequential`] of values computed one at a time, so no tensor of exact values is
+/// ever stored (the board's CPU has little RAM): the same words for the same values.
+pub fn convert_each(
+    values: impl Iterator<Item = i64>,
+    shift: u32,
+    rounding: Rounding,
+    seed: u32,
+) -> Vec<i16> {
     let mut lfsr = Lfsr32::new(seed);
     values
-        .iter()
-        .map(|&v| {
+        .map(|v| {
             let u = lfsr.step();
             convert(v, shift, rounding, u, 16) as i16
         })
@@ -39,17 +49,16 @@ pub fn bias_add(
     let f = y.frac.max(bias.frac);
     let shift = output_shift(f, out.frac)?;
     let (sy, sb) = (f - y.frac, f - bias.frac);
-    let sums: Vec<i64> = y
+    let sums = y
         .data
         .iter()
         .enumerate()
-        .map(|(i, &v)| ((v as i64) << sy) + ((bias.data[(i % y.cols) / repeat] as i64) << sb))
-        .collect();
+        .map(|(i, &v)| ((v as i64) << sy) + ((bias.data[(i % y.cols) / repeat] as i64) << sb));
     QMatrix::from_vec(
         y.rows,
         y.cols,
         out.frac,
-        convert_sequential(&sums, shift, out.rounding, out.seed),
+        convert_each(sums, shift, out.rounding, out.seed),
     )
 }
 

@@ -36,7 +36,7 @@ use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 use systole_core::conv2d::Conv2dGeom;
-use systole_core::elementwise::{self, convert_sequential};
+use systole_core::elementwise::{self, convert_each, convert_sequential};
 use systole_core::tensor::{OutputSpec, QMatrix};
 use systole_core::Rounding;
 
@@ -149,6 +149,30 @@ impl<P: Products> Fixed<P> {
     }
 }
 
+/// `mu_q·v + (g << g_shift)` per element: the momentum sum, exact.
+fn momentum_sums<'a>(
+    v: &'a [i16],
+    g: &'a [i16],
+    mu_q: i64,
+    g_shift: u32,
+) -> impl Iterator<Item = i64> + 'a {
+    v.iter()
+        .zip(g)
+        .map(move |(&vi, &gi)| mu_q * vi as i64 + ((gi as i64) << g_shift))
+}
+
+/// `(w << w_shift) - lr_q·v` per element: the updated weight, exact.
+fn update_sums<'a>(
+    w: &'a [i16],
+    v: &'a [i16],
+    lr_q: i64,
+    w_shift: u32,
+) -> impl Iterator<Item = i64> + 'a {
+    w.iter()
+        .zip(v)
+        .map(move |(&wi, &vi)| ((wi as i64) << w_shift) - lr_q * vi as i64)
+}
+
 /// Key under which shard `k` remembers the `frac` of operation `op`.
 pub fn shard_key(k: u32, op: &str) -> String {
     format!("shard {k}: {op}")
@@ -190,16 +214,13 @@ impl<P: Products> Arith for Fixed<P> {
         let frac = frac_for_max(v.iter().fold(0f64, |m, &x| m.max((x as f64).abs())));
         // 16 extra bits carry the value into the contract's conversion, which then rounds it.
         let scale = (1u64 << (frac + 16)) as f64;
-        let exact: Vec<i64> = v
-            .iter()
-            .map(|&x| libm::rint(x as f64 * scale) as i64)
-            .collect();
+        let exact = v.iter().map(|&x| libm::rint(x as f64 * scale) as i64);
         let seed = self.next_seed();
         Ok(QMatrix::from_vec(
             rows,
             cols,
             frac,
-            convert_sequential(&exact, 16, self.rounding, seed),
+            convert_each(exact, 16, self.rounding, seed),
         )
         .map_err(numeric(op))?)
     }
@@ -349,40 +370,22 @@ impl<P: Products> Arith for Fixed<P> {
         let mu_q = libm::round(momentum as f64 * (1u64 << MU_FRAC) as f64) as i64;
         // `lr` is a scheduled rate `lr_q / 2^LR_FRAC`, so this gives `lr_q` back exactly.
         let lr_q = quantize(lr);
+        // The exact values are computed twice (for their largest magnitude, then to convert
+        // them) rather than stored: a tensor of i64 is four times the words' RAM.
         // v = m·v + g, exact with MU_FRAC + v.frac (>= 15 >= g.frac) fractional bits.
         let f2 = MU_FRAC + v.frac;
-        let vx: Vec<i64> = v
-            .data
-            .iter()
-            .zip(&g.data)
-            .map(|(&vi, &gi)| mu_q * vi as i64 + ((gi as i64) << (f2 - g.frac)))
-            .collect();
-        let vf = frac_for_exact(vx.iter().map(|x| x.abs()).max().unwrap_or(0), f2);
+        let vx = || momentum_sums(&v.data, &g.data, mu_q, f2 - g.frac);
+        let vf = frac_for_exact(vx().map(i64::abs).max().unwrap_or(0), f2);
         let seed = self.next_seed();
-        *v = QMatrix::from_vec(
-            v.rows,
-            v.cols,
-            vf,
-            convert_sequential(&vx, f2 - vf, self.rounding, seed),
-        )
-        .map_err(numeric(op))?;
+        let data = convert_each(vx(), f2 - vf, self.rounding, seed);
+        *v = QMatrix::from_vec(v.rows, v.cols, vf, data).map_err(numeric(op))?;
         // w = w - lr·v, exact with LR_FRAC + v.frac (>= 16 > w.frac) fractional bits.
         let f3 = LR_FRAC + v.frac;
-        let wx: Vec<i64> = w
-            .data
-            .iter()
-            .zip(&v.data)
-            .map(|(&wi, &vi)| ((wi as i64) << (f3 - w.frac)) - lr_q * vi as i64)
-            .collect();
-        let wf = frac_for_exact(wx.iter().map(|x| x.abs()).max().unwrap_or(0), f3);
+        let wx = || update_sums(&w.data, &v.data, lr_q, f3 - w.frac);
+        let wf = frac_for_exact(wx().map(i64::abs).max().unwrap_or(0), f3);
         let seed = self.next_seed();
-        *w = QMatrix::from_vec(
-            w.rows,
-            w.cols,
-            wf,
-            convert_sequential(&wx, f3 - wf, self.rounding, seed),
-        )
-        .map_err(numeric(op))?;
+        let data = convert_each(wx(), f3 - wf, self.rounding, seed);
+        *w = QMatrix::from_vec(w.rows, w.cols, wf, data).map_err(numeric(op))?;
         Ok(())
     }
 

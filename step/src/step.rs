@@ -28,6 +28,9 @@ impl Batch<'_> {
     }
 }
 
+/// The mean loss, the correct count and the gradients (in parameter order) of a batch.
+pub type LossAndGrads<T> = (f32, usize, Vec<T>);
+
 /// Forward pass, softmax cross-entropy (gradient divided by `denom`, the global batch size) and
 /// backward pass of `batch` at step `step` (for the divergence message): the part of a step the
 /// plain and the sharded (data-parallel) paths share. Returns the mean loss, the correct count
@@ -38,7 +41,7 @@ pub fn loss_and_grads<A: Arith>(
     params: &[A::T],
     denom: usize,
     step: u64,
-) -> Result<(f32, usize, Vec<A::T>), A::Error> {
+) -> Result<LossAndGrads<A::T>, A::Error> {
     let rows = batch.rows();
     let features = batch.images.len() / rows.max(1);
     let x = a.import("input", rows, features, batch.images)?;

@@ -156,14 +156,17 @@ fn product_fracs_by_hand() {
     assert_eq!((z.frac, z.data.clone()), (14, vec![1 << 14]));
     let c = a.saturation()["sat"];
     assert_eq!((c.ops, c.retries, c.saturated_words), (2, 1, 0));
-    // A small result (0.001 at frac 15: 33 < 2^13) asks for more bits next time, capped at
-    // the 15 a word holds: 33 needs 6 bits, so 15 + (14 - 6) is clamped to 15.
     assert_eq!(a.fracs["sat"], 14);
+    // A small result asks for more bits next time: 0.5 at a remembered frac of 5 is the word
+    // 16 (5 bits), so the next run takes 14 - 5 = 9 more bits: 14.
+    a.fracs.insert(String::from("grow"), 5);
+    let half = q(1, 1, 15, &[1 << 14]);
+    let z = a.matmul("grow", &half, &one).unwrap();
+    assert_eq!((z.frac, z.data.clone()), (5, vec![16]));
+    assert_eq!(a.fracs["grow"], 14);
     let specs = &a.products().specs;
-    assert_eq!(
-        specs.iter().map(|s| s.frac).collect::<Vec<_>>(),
-        [15, 15, 14]
-    );
+    let fracs: Vec<u32> = specs.iter().map(|s| s.frac).collect();
+    assert_eq!(fracs, [15, 15, 14, 5]);
     // Every run has its own seed (the retry too).
     assert!(specs[1].seed != specs[2].seed && specs[0].seed != specs[1].seed);
 }
