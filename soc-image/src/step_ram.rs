@@ -229,3 +229,30 @@ pub fn peak_step_heap(case: &Case) {
         .expect("step");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_and_the_fit_at_the_boundary() {
+        // 64·32 + 32 + 32·10 + 10.
+        assert_eq!(CASES[0].params(), 2_410);
+        // conv 1->8: 8·9 + 8; conv 8->16: 16·72 + 16; dense 64 -> 10: 640 + 10.
+        assert_eq!(CASES[2].params(), 80 + 1_168 + 650);
+        let firmware = Budget {
+            statics: 15_000,
+            stack_reserve: 8_192,
+            ram: 65_536,
+            ..Budget::default()
+        };
+        // 15,000 + 2,344 + 40,000 + 8,192 = 65,536: exactly the RAM.
+        let line = CASES[0].verdict(40_000, 2_344, &firmware);
+        assert!(
+            line.contains("= 65536 B of 65536 B: fits (0 B free)"),
+            "{line}"
+        );
+        let line = CASES[0].verdict(40_001, 2_344, &firmware);
+        assert!(line.contains("does NOT fit (1 B over)"), "{line}");
+    }
+}
