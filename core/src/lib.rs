@@ -13,6 +13,17 @@
 //! * [`soc`] — the memory map of the SoC (the RISC-V CPU that runs the firmware beside the array).
 //! * [`bus::AcceleratorBus`] — the narrow interface to one accelerator instance (registers plus
 //!   row-wide buffer ports), implemented by the Verilator model and by the firmware's MMIO layer.
+//!
+//! With the `alloc` feature (no_std + `alloc`; the host crates and the training step turn it on,
+//! the firmware's frame server does not):
+//! * [`tensor`] — [`tensor::QMatrix`], [`tensor::NumericError`], [`tensor::OutputSpec`].
+//! * [`elementwise`] — the sequential conversion, bias add, ReLU.
+//! * [`split`] — the contract's long-reduction rule (chunks, chunk seeds, slices).
+//! * [`schedule`] — the learning-rate schedule.
+//! * [`conv2d`] — a batched convolution's geometry and operand checks.
+//!
+//! Rounding of floats goes through `libm` (pure Rust, the same bits on x86 and RV32), never
+//! the platform's maths library.
 #![no_std]
 #![deny(missing_docs, unsafe_code)]
 
@@ -26,6 +37,19 @@ pub mod limits;
 pub mod numeric;
 pub mod regmap;
 pub mod soc;
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+#[cfg(feature = "alloc")]
+pub mod conv2d;
+#[cfg(feature = "alloc")]
+pub mod elementwise;
+#[cfg(feature = "alloc")]
+pub mod schedule;
+#[cfg(feature = "alloc")]
+pub mod split;
+#[cfg(feature = "alloc")]
+pub mod tensor;
 
 pub use bus::AcceleratorBus;
 pub use config::{ArrayConfig, ConfigError};

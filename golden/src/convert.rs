@@ -7,7 +7,7 @@
 //! [`systole_core::numeric::convert`] for every input (checked in the tests below).
 
 use super::NumericError;
-use systole_core::numeric::{lane_seed, tile_seed, Lfsr32};
+use systole_core::numeric::{lane_seed, tile_seed};
 use systole_core::Rounding;
 
 /// Converts a row-major `rows x cols` grid of exact accumulators to words, following the
@@ -107,20 +107,6 @@ impl TiledConverter {
     }
 }
 
-/// Converts a row-major sequence of exact values with one LFSR stepped once per element:
-/// the rule for host-side elementwise ops.
-pub fn convert_sequential(values: &[i64], shift: u32, rounding: Rounding, seed: u32) -> Vec<i16> {
-    use systole_core::numeric::convert;
-    let mut lfsr = Lfsr32::new(seed);
-    values
-        .iter()
-        .map(|&v| {
-            let u = lfsr.step();
-            convert(v, shift, rounding, u, 16) as i16
-        })
-        .collect()
-}
-
 /// Converts one row: `out[j] = convert(acc[j], shift, rounding, u_j)` where `u_j` is the next
 /// state of `lanes[j]` (stepped only in stochastic mode; `shift == 0` only with `Truncate`).
 type RowFn = fn(&[i64], &mut [i16], &mut [u32], u32, Rounding);
@@ -186,7 +172,7 @@ fn convert_row(acc: &[i64], out: &mut [i16], lanes: &mut [u32], shift: u32, roun
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use systole_core::numeric::{convert, ACC_MAX, ACC_MIN, MAX_SHIFT};
+    use systole_core::numeric::{convert, Lfsr32, ACC_MAX, ACC_MIN, MAX_SHIFT};
 
     /// The contract's order, element by element, with `Lfsr32` and `convert` themselves.
     fn reference(

@@ -18,66 +18,23 @@
 
 pub mod conv;
 mod convert;
-pub mod elementwise;
 pub mod gemm;
 mod matmul;
-pub mod schedule;
-pub mod split;
 pub mod tensor;
+
+// The parts of the contract the training step shares live in systole-core (no_std + alloc), so
+// the host and the board's CPU run one source; they are re-exported under their old paths.
+pub use systole_core::{elementwise, schedule, split};
 
 pub use conv::{
     check_backward_input, check_forward, conv2d_backward_input, conv2d_backward_weights,
     conv2d_forward, Conv2dGeom, ConvGeom,
 };
-pub use convert::{convert_sequential, convert_tiled, TiledConverter};
-pub use elementwise::{bias_add, relu, relu_backward};
-pub use matmul::{matmul, matmul_acc, matmul_nt, matmul_tn, OutputSpec};
-use systole_core::numeric::{MAX_K, MAX_SHIFT};
-pub use tensor::QMatrix;
-
-/// Why a golden-model operation was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum NumericError {
-    /// Operand shapes do not fit together.
-    #[error("shape mismatch: {0}")]
-    Shape(String),
-    /// A dot product longer than the accumulator can hold exactly.
-    #[error("dot product of length {0} exceeds the contract's limit of {MAX_K}: split the reduction on the host")]
-    KTooLong(usize),
-    /// The output needs a shift outside `0..=MAX_SHIFT`.
-    #[error("output shift {shift} (= input fractional bits {frac_in} - output fractional bits {frac_out}) is outside 0..={MAX_SHIFT}: choose output fractional bits between {} and {frac_in}", frac_in.saturating_sub(MAX_SHIFT))]
-    Shift {
-        /// Computed shift (may be negative).
-        shift: i64,
-        /// Fractional bits of the accumulator (`frac_a + frac_b`).
-        frac_in: u32,
-        /// Requested output fractional bits.
-        frac_out: u32,
-    },
-    /// Fractional bits outside `0..=15`.
-    #[error("{0} fractional bits do not fit a 16-bit word: choose 0 to 15")]
-    FracBits(u32),
-    /// The tile size is zero.
-    #[error("tile size must be at least 1")]
-    Tile,
-}
-
-/// Computes and checks `shift = frac_in - frac_out`.
-pub fn output_shift(frac_in: u32, frac_out: u32) -> Result<u32, NumericError> {
-    let shift = frac_in as i64 - frac_out as i64;
-    if frac_out > 15 {
-        return Err(NumericError::FracBits(frac_out));
-    }
-    if !(0..=MAX_SHIFT as i64).contains(&shift) {
-        return Err(NumericError::Shift {
-            shift,
-            frac_in,
-            frac_out,
-        });
-    }
-    Ok(shift as u32)
-}
+pub use convert::{convert_tiled, TiledConverter};
+pub use elementwise::{bias_add, convert_sequential, relu, relu_backward};
+pub use matmul::{matmul, matmul_acc, matmul_nt, matmul_tn};
+pub use systole_core::tensor::{output_shift, NumericError, OutputSpec};
+pub use tensor::{FixedWords, QMatrix};
 
 #[cfg(test)]
 mod tests;

@@ -1,20 +1,8 @@
 //! Matrix products in the numeric contract: `A·B`, `A·Bᵀ` and `Aᵀ·B`.
 
-use super::{output_shift, NumericError, TiledConverter};
+use super::{output_shift, NumericError, OutputSpec, TiledConverter};
 use crate::tensor::QMatrix;
 use systole_core::numeric::MAX_K;
-use systole_core::Rounding;
-
-/// Format and rounding of an operation's output.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct OutputSpec {
-    /// Fractional bits of the output tensor.
-    pub frac: u32,
-    /// Rounding mode of the one conversion.
-    pub rounding: Rounding,
-    /// Operation seed for stochastic rounding (see the contract: `tile_seed`).
-    pub seed: u32,
-}
 
 /// Exact accumulators of `A·B`: `a.rows x b.cols`, row-major, `a.frac + b.frac` fractional bits.
 ///

@@ -11,7 +11,6 @@ use systole_device::serial::{SerialDevice, DEFAULT_RETRIES};
 use systole_device::{Device, DeviceStats};
 use systole_train::arith::TensorState;
 use systole_train::data::{self, Dataset};
-use systole_train::fixed::FixedArith;
 use systole_train::model::ModelSpec;
 use systole_train::{Precision, TrainConfig, TrainError, Trainer};
 
@@ -98,12 +97,12 @@ pub fn measure(
     steps: usize,
 ) -> Result<(LinkRun, Vec<TensorState>), TrainError> {
     let device = dev.name();
-    let arith = FixedArith::new(dev, cfg.rounding, cfg.seed, false);
+    let arith = systole_train::fixed::on_device(dev, cfg.rounding, cfg.seed, false);
     let mut t = Trainer::new(cfg.clone(), data, arith)?;
-    let mut last = t.arith.device().stats();
+    let mut last = t.arith.products().device().stats();
     let mut per_step = Vec::with_capacity(steps);
     t.train_steps(data, steps, &mut |a| {
-        let now = a.device().stats();
+        let now = a.products().device().stats();
         per_step.push(difference(&now, &last));
         last = now;
     })?;

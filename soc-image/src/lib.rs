@@ -21,6 +21,7 @@
 
 mod budget;
 mod elf;
+pub mod step_ram;
 
 pub use budget::Budget;
 pub use elf::{flatten, Flat};

@@ -1,590 +1,184 @@
-//! 16-bit dynamic fixed point on a [`Device`]: every matrix product and convolution runs on the
-//! device; bias, ReLU, pooling and the SGD update run on the host under the same contract.
-//!
-//! # How fractional bits are chosen (dynamic fixed point)
-//!
-//! * **Host-side results** (inputs, loss gradients, bias adds, bias gradients, momentum and
-//!   weights after an update) are converted from values the host knows exactly, so each gets the
-//!   largest `frac` (at most 15) for which its largest magnitude still fits a word
-//!   ([`frac_for_exact`]): the full 16 bits are used every time.
-//! * **Device results** must have their `frac` chosen before the device runs. Each operation
-//!   (named like `layer 2 backward dW`) remembers the `frac` it used last. The first time, a safe
-//!   bound is used (`max|A|·max|B|·K`). After each run: if any output word is saturated, the
-//!   operation is run again with one bit less (a fresh seed, still deterministic); if the largest
-//!   output magnitude is below `2^13`, the next step uses enough more bits to bring it into
-//!   `[2^13, 2^14)`, leaving one bit of headroom for growth.
-//!
-//! A reduction longer than the device limit runs as chunks (the contract's "Long reductions"
-//! rule, `systole_golden`): each chunk starts at the operation's remembered `frac` and retries on
-//! its own; the operation remembers the smallest `frac` its chunks would use next. Retries and
-//! the saturated words of kept results are counted per operation name
-//! ([`SaturationCount`], reported in `run.json` and after each epoch).
-//!
-//! Weights are pure 16-bit words (no higher-precision master copy): updates smaller than one
-//! unit in the last place survive only through stochastic rounding, which is why it is the
-//! default. The SGD update is `v = m·v + g`, `w = w - lr·v` with `m` quantized to 15 and `lr`
-//! to 16 fractional bits, each result formed exactly and converted once.
+//! 16-bit dynamic fixed point on a [`Device`]: the step is `systole_step`'s
+//! ([`systole_step::fixed`]: the format rules, retries, seeds, chunks, bias, ReLU, pooling and
+//! the update, the one implementation the board's CPU runs too); this module gives it its
+//! products on a `Device` ([`DeviceProducts`]) and, under `--check`, recomputes each product in
+//! the golden model and stops at the first difference.
 
-use super::arith::{max_pool2_backward_slice, max_pool2_slice, Arith, TensorState};
-use super::{rng, TrainError};
-use std::collections::BTreeMap;
-use std::ops::Range;
-use systole_core::Rounding;
+use crate::TrainError;
 use systole_device::Device;
-use systole_golden::split::{channels_of, cols_of, reduction_chunks, rows_of};
 use systole_golden::tensor::QMatrix;
-use systole_golden::{
-    self as golden, convert_sequential, Conv2dGeom, ConvGeom, NumericError, OutputSpec,
-};
+use systole_golden::{self as golden, Conv2dGeom, NumericError, OutputSpec};
+use systole_step::Products;
 
-#[path = "fixed_offload.rs"]
-mod offload;
-pub use crate::arith::SaturationCount;
-pub use offload::compare;
+pub use systole_step::fixed::{add_exact_at, frac_for_exact, frac_for_max, shard_key, Fixed};
+pub use systole_step::SaturationCount;
 
-/// Largest `frac` in `0..=15` at which `max_abs` fits a word (15 for zero).
-pub fn frac_for_max(max_abs: f64) -> u32 {
-    (0..=15u32)
-        .rev()
-        .find(|&f| max_abs * (1u64 << f) as f64 <= 32766.0)
-        .unwrap_or(0)
-}
+/// [`Fixed`] with its products on a [`Device`]: the trainer's fixed-point arithmetic.
+pub type FixedArith = Fixed<DeviceProducts>;
 
-/// Largest output `frac` for exact integers with `frac_in` fractional bits and largest
-/// magnitude `max_abs`, within the contract's shift range `0..=MAX_SHIFT`.
-pub fn frac_for_exact(max_abs: i64, frac_in: u32) -> u32 {
-    let lo = frac_in.saturating_sub(systole_core::numeric::MAX_SHIFT);
-    let hi = frac_in.min(15);
-    (lo..=hi)
-        .rev()
-        .find(|&f| (max_abs >> (frac_in - f)) < 32767)
-        .unwrap_or(lo)
-}
-
-/// [`Arith`] in 16-bit fixed point, offloading products to a device.
-pub struct FixedArith {
+/// Fixed-point arithmetic on `device`; `check` recomputes each offloaded op in the golden model
+/// and stops at the first difference.
+pub fn on_device(
     device: Box<dyn Device>,
-    rounding: Rounding,
+    rounding: systole_core::Rounding,
     run_seed: u64,
-    step: u64,
-    op_index: u32,
-    /// Shard of a sharded (data-parallel) step, see [`FixedArith::begin_shard`].
-    shard: Option<u32>,
-    fracs: BTreeMap<String, u32>,
     check: bool,
-    /// Saturation counters per operation name (this process's operations).
-    saturation: BTreeMap<String, SaturationCount>,
+) -> FixedArith {
+    Fixed::new(DeviceProducts { device, check }, rounding, run_seed)
 }
 
-impl FixedArith {
-    /// Fixed-point arithmetic on `device`; `check` recomputes each offloaded op in the golden
-    /// model and stops at the first difference.
-    pub fn new(device: Box<dyn Device>, rounding: Rounding, run_seed: u64, check: bool) -> Self {
-        FixedArith {
-            device,
-            rounding,
-            run_seed,
-            step: 0,
-            op_index: 0,
-            shard: None,
-            fracs: BTreeMap::new(),
-            check,
-            saturation: BTreeMap::new(),
-        }
-    }
+/// The step's products on a [`Device`], each checked against the golden model under `--check`.
+pub struct DeviceProducts {
+    device: Box<dyn Device>,
+    check: bool,
+}
 
+impl DeviceProducts {
     /// The device (for its statistics).
     pub fn device(&self) -> &dyn Device {
         self.device.as_ref()
     }
 
-    fn next_seed(&mut self) -> u32 {
-        let run_seed = match self.shard {
-            None => self.run_seed,
-            // A shard's seeds depend on (run seed, step, shard, op index) only, never on the
-            // rank that computes it, so any rank count reproduces the same shard bit for bit.
-            Some(k) => {
-                rng::mix64(self.run_seed ^ (k as u64 + 1).wrapping_mul(0xD6E8_FEB8_6659_FD93))
-            }
-        };
-        let s = rng::op_seed(run_seed, self.step, self.op_index);
-        self.op_index += 1;
-        s
-    }
-
-    /// Starts shard `shard` of training step `step` (or, with `None`, the step's shared part:
-    /// gradient conversion and update). Seeds and remembered fractional bits are kept per shard,
-    /// so a shard's history does not depend on which other shards this process computed.
-    pub fn begin_shard(&mut self, step: u64, shard: Option<u32>) {
-        self.begin_step(step);
-        self.shard = shard;
-    }
-
-    /// Key of an operation's remembered `frac`.
-    fn frac_key(&self, op: &str) -> String {
-        match self.shard {
-            None => op.to_string(),
-            Some(k) => shard_key(k, op),
-        }
-    }
-
-    /// Converts exact integers with `frac_in` (at most 47) fractional bits, e.g. a summed
-    /// gradient, to a tensor with the usual host-side rule (largest frac that fits).
-    pub fn from_exact(
+    /// Runs one product on the device and, under `--check`, compares it with the golden model's
+    /// (computed with the array size as its tile).
+    fn run(
         &mut self,
         op: &str,
-        rows: usize,
-        cols: usize,
-        v: &[i64],
-        frac_in: u32,
+        on_device: impl FnOnce(&mut dyn Device) -> Result<QMatrix, systole_device::DeviceError>,
+        gold: impl FnOnce(usize) -> Result<QMatrix, NumericError>,
     ) -> Result<QMatrix, TrainError> {
-        let frac = frac_for_exact(v.iter().map(|x| x.abs()).max().unwrap_or(0), frac_in);
-        let seed = self.next_seed();
-        let data = convert_sequential(v, frac_in - frac, self.rounding, seed);
-        QMatrix::from_vec(rows, cols, frac, data).map_err(numeric(op))
-    }
-
-    fn spec(&mut self, frac: u32) -> OutputSpec {
-        OutputSpec {
-            frac,
-            rounding: self.rounding,
-            seed: self.next_seed(),
+        let y = on_device(self.device.as_mut()).map_err(|source| TrainError::Device {
+            op: op.to_string(),
+            source,
+        })?;
+        if self.check {
+            let g = gold(self.device.config().size).map_err(|source| TrainError::Numeric {
+                op: op.to_string(),
+                source,
+            })?;
+            compare(op, &y, &g)?;
         }
+        Ok(y)
     }
 }
 
-/// Key under which shard `k` remembers the `frac` of operation `op`.
-pub fn shard_key(k: u32, op: &str) -> String {
-    format!("shard {k}: {op}")
-}
+impl Products for DeviceProducts {
+    type Error = TrainError;
 
-/// Adds a tensor's words, as exact integers with `frac` (>= its own) fractional bits, to `sum`:
-/// how shard gradients and the chunks of a split reduction are combined.
-pub fn add_exact_at(sum: &mut [i64], t: &QMatrix, frac: u32) {
-    for (s, &w) in sum.iter_mut().zip(&t.data) {
-        *s += (w as i64) << (frac - t.frac);
-    }
-}
-
-/// Cuts one operand's reduction dimension (rows, columns or channels) to a chunk of units.
-type Slice<'s> = &'s dyn Fn(&QMatrix, Range<usize>) -> QMatrix;
-
-/// The operands of each chunk of a reduction (the contract's "Long reductions" rule), borrowed
-/// as they are when the whole reduction fits one device operation.
-struct Chunks<'a> {
-    whole: (&'a QMatrix, &'a QMatrix),
-    ranges: Vec<Range<usize>>,
-    parts: Vec<(QMatrix, QMatrix)>,
-    /// Reduction length of the first (longest) chunk, for the first frac bound.
-    k: usize,
-}
-
-impl<'a> Chunks<'a> {
-    /// `a` and `b` with the length of their reduction dimension in units of `unit_len`
-    /// indices and how to slice it.
-    fn new(
-        (a, units_a, slice_a): (&'a QMatrix, usize, Slice<'_>),
-        (b, units_b, slice_b): (&'a QMatrix, usize, Slice<'_>),
-        unit_len: usize,
-    ) -> Result<Self, NumericError> {
-        let ranges = reduction_chunks(units_a, unit_len)?;
-        let mut parts = Vec::new();
-        if ranges.len() > 1 {
-            if units_a != units_b {
-                return Err(NumericError::Shape(format!(
-                    "the operands' reduction lengths differ: {units_a} and {units_b} units of \
-                     {unit_len} products"
-                )));
-            }
-            parts = ranges
-                .iter()
-                .map(|r| (slice_a(a, r.clone()), slice_b(b, r.clone())))
-                .collect();
-        }
-        let k = ranges.first().map_or(0, |r| r.len() * unit_len);
-        Ok(Chunks {
-            whole: (a, b),
-            ranges,
-            parts,
-            k,
-        })
+    fn name(&self) -> String {
+        self.device.name()
     }
 
-    fn len(&self) -> usize {
-        self.ranges.len()
-    }
-
-    fn a(&self, j: usize) -> &QMatrix {
-        self.parts.get(j).map_or(self.whole.0, |p| &p.0)
-    }
-
-    fn b(&self, j: usize) -> &QMatrix {
-        self.parts.get(j).map_or(self.whole.1, |p| &p.1)
-    }
-
-    /// Units (images of a weight gradient, channels of a forward product or input gradient) in
-    /// chunk `j`.
-    fn units(&self, j: usize) -> usize {
-        self.ranges[j].len()
-    }
-}
-
-fn max_abs(m: &QMatrix) -> f64 {
-    m.data
-        .iter()
-        .map(|&w| (w as i32).unsigned_abs())
-        .max()
-        .unwrap_or(0) as f64
-        / (1u64 << m.frac) as f64
-}
-
-fn numeric(op: &str) -> impl Fn(NumericError) -> TrainError + '_ {
-    move |source| TrainError::Numeric {
-        op: op.to_string(),
-        source,
-    }
-}
-
-impl Arith for FixedArith {
-    type T = QMatrix;
-
-    fn describe(&self) -> String {
-        format!("fixed16 {} on {}", self.rounding.name(), self.device.name())
-    }
-
-    fn begin_step(&mut self, step: u64) {
-        self.step = step;
-        self.op_index = 0;
-        self.shard = None;
-    }
-
-    fn import(
+    fn matmul(
         &mut self,
         op: &str,
-        rows: usize,
-        cols: usize,
-        v: &[f32],
+        a: &QMatrix,
+        b: &QMatrix,
+        s: &OutputSpec,
     ) -> Result<QMatrix, TrainError> {
-        let frac = frac_for_max(v.iter().fold(0f64, |m, &x| m.max((x as f64).abs())));
-        // 16 extra bits carry the value into the contract's conversion, which then rounds it.
-        let scale = (1u64 << (frac + 16)) as f64;
-        let exact: Vec<i64> = v
-            .iter()
-            .map(|&x| (x as f64 * scale).round_ties_even() as i64)
-            .collect();
-        let seed = self.next_seed();
-        QMatrix::from_vec(
-            rows,
-            cols,
-            frac,
-            convert_sequential(&exact, 16, self.rounding, seed),
-        )
-        .map_err(numeric(op))
+        self.run(op, |d| d.matmul(a, b, s), |t| golden::matmul(a, b, s, t))
     }
 
-    fn to_host(&self, t: &QMatrix) -> Vec<f32> {
-        t.to_f32()
-    }
-
-    fn shape(&self, t: &QMatrix) -> (usize, usize) {
-        (t.rows, t.cols)
-    }
-
-    fn zeros(&self, rows: usize, cols: usize) -> QMatrix {
-        QMatrix::zeros(rows, cols, 15)
-    }
-
-    fn matmul(&mut self, op: &str, a: &QMatrix, b: &QMatrix) -> Result<QMatrix, TrainError> {
-        let p =
-            Chunks::new((a, a.cols, &cols_of), (b, b.rows, &rows_of), 1).map_err(numeric(op))?;
-        self.offload(
+    fn matmul_nt(
+        &mut self,
+        op: &str,
+        a: &QMatrix,
+        b: &QMatrix,
+        s: &OutputSpec,
+    ) -> Result<QMatrix, TrainError> {
+        self.run(
             op,
-            a.frac + b.frac,
-            max_abs(a) * max_abs(b) * p.k as f64,
-            p.len(),
-            &|d, s, j| d.matmul(p.a(j), p.b(j), s),
-            &|s, t, j| golden::matmul(p.a(j), p.b(j), s, t),
+            |d| d.matmul_nt(a, b, s),
+            |t| golden::matmul_nt(a, b, s, t),
         )
     }
 
-    fn matmul_nt(&mut self, op: &str, a: &QMatrix, b: &QMatrix) -> Result<QMatrix, TrainError> {
-        let p =
-            Chunks::new((a, a.cols, &cols_of), (b, b.cols, &cols_of), 1).map_err(numeric(op))?;
-        self.offload(
+    fn matmul_tn(
+        &mut self,
+        op: &str,
+        a: &QMatrix,
+        b: &QMatrix,
+        s: &OutputSpec,
+    ) -> Result<QMatrix, TrainError> {
+        self.run(
             op,
-            a.frac + b.frac,
-            max_abs(a) * max_abs(b) * p.k as f64,
-            p.len(),
-            &|d, s, j| d.matmul_nt(p.a(j), p.b(j), s),
-            &|s, t, j| golden::matmul_nt(p.a(j), p.b(j), s, t),
+            |d| d.matmul_tn(a, b, s),
+            |t| golden::matmul_tn(a, b, s, t),
         )
     }
 
-    fn matmul_tn(&mut self, op: &str, a: &QMatrix, b: &QMatrix) -> Result<QMatrix, TrainError> {
-        let p =
-            Chunks::new((a, a.rows, &rows_of), (b, b.rows, &rows_of), 1).map_err(numeric(op))?;
-        self.offload(
-            op,
-            a.frac + b.frac,
-            max_abs(a) * max_abs(b) * p.k as f64,
-            p.len(),
-            &|d, s, j| d.matmul_tn(p.a(j), p.b(j), s),
-            &|s, t, j| golden::matmul_tn(p.a(j), p.b(j), s, t),
-        )
-    }
-
-    fn conv_forward(
+    fn conv2d_forward(
         &mut self,
         op: &str,
         x: &QMatrix,
         w: &QMatrix,
         g: &Conv2dGeom,
+        s: &OutputSpec,
     ) -> Result<QMatrix, TrainError> {
-        // The reduction runs over (input channel, ky, kx): split between input channels.
-        golden::check_forward(x, w, g).map_err(numeric(op))?;
-        let kk = g.kernel * g.kernel;
-        let (x_ch, w_ch) = (
-            |m: &QMatrix, r| channels_of(m, r, g.in_h * g.in_w),
-            |m: &QMatrix, r| channels_of(m, r, kk),
-        );
-        let p = Chunks::new((x, g.in_ch, &x_ch), (w, g.in_ch, &w_ch), kk).map_err(numeric(op))?;
-        let geom = |j: usize| Conv2dGeom {
-            batch: g.batch,
-            shape: ConvGeom {
-                in_ch: p.units(j),
-                ..g.shape
-            },
-        };
-        self.offload(
+        self.run(
             op,
-            x.frac + w.frac,
-            max_abs(x) * max_abs(w) * p.k as f64,
-            p.len(),
-            &|d, s, j| d.conv2d_forward(p.a(j), p.b(j), &geom(j), s),
-            &|s, t, j| golden::conv2d_forward(p.a(j), p.b(j), &geom(j), s, t),
+            |d| d.conv2d_forward(x, w, g, s),
+            |t| golden::conv2d_forward(x, w, g, s, t),
         )
     }
 
-    fn conv_backward_input(
+    fn conv2d_backward_input(
         &mut self,
         op: &str,
         dy: &QMatrix,
         w: &QMatrix,
         g: &Conv2dGeom,
+        s: &OutputSpec,
     ) -> Result<QMatrix, TrainError> {
-        // The reduction runs over (output channel, ky, kx): split between output channels.
-        golden::check_backward_input(dy, w, g).map_err(numeric(op))?;
-        let dy_ch = |m: &QMatrix, r| channels_of(m, r, g.out_h() * g.out_w());
-        let kk = g.kernel * g.kernel;
-        let p = Chunks::new((dy, g.out_ch, &dy_ch), (w, g.out_ch, &rows_of), kk)
-            .map_err(numeric(op))?;
-        let geom = |j: usize| Conv2dGeom {
-            batch: g.batch,
-            shape: ConvGeom {
-                out_ch: p.units(j),
-                ..g.shape
-            },
-        };
-        self.offload(
+        self.run(
             op,
-            dy.frac + w.frac,
-            max_abs(dy) * max_abs(w) * p.k as f64,
-            p.len(),
-            &|d, s, j| d.conv2d_backward_input(p.a(j), p.b(j), &geom(j), s),
-            &|s, t, j| golden::conv2d_backward_input(p.a(j), p.b(j), &geom(j), s, t),
+            |d| d.conv2d_backward_input(dy, w, g, s),
+            |t| golden::conv2d_backward_input(dy, w, g, s, t),
         )
     }
 
-    fn conv_backward_weights(
+    fn conv2d_backward_weights(
         &mut self,
         op: &str,
         x: &QMatrix,
         dy: &QMatrix,
         g: &Conv2dGeom,
+        s: &OutputSpec,
     ) -> Result<QMatrix, TrainError> {
-        // The reduction runs over every output pixel of the batch: split between images.
-        if x.rows != g.batch || dy.rows != g.batch {
-            return Err(TrainError::Shape {
-                op: op.into(),
-                msg: format!(
-                    "{} input and {} gradient rows for a batch of {}",
-                    x.rows, dy.rows, g.batch
-                ),
-            });
-        }
-        let pix = g.out_h() * g.out_w();
-        let p = Chunks::new((x, g.batch, &rows_of), (dy, g.batch, &rows_of), pix)
-            .map_err(numeric(op))?;
-        let geom = |j: usize| Conv2dGeom {
-            batch: p.units(j),
-            ..*g
-        };
-        self.offload(
+        self.run(
             op,
-            x.frac + dy.frac,
-            max_abs(x) * max_abs(dy) * p.k as f64,
-            p.len(),
-            &|d, s, j| d.conv2d_backward_weights(p.a(j), p.b(j), &geom(j), s),
-            &|s, t, j| golden::conv2d_backward_weights(p.a(j), p.b(j), &geom(j), s, t),
+            |d| d.conv2d_backward_weights(x, dy, g, s),
+            |t| golden::conv2d_backward_weights(x, dy, g, s, t),
         )
     }
+}
 
-    fn bias_add(
-        &mut self,
-        op: &str,
-        y: &QMatrix,
-        bias: &QMatrix,
-        repeat: usize,
-    ) -> Result<QMatrix, TrainError> {
-        if repeat == 0 || bias.cols * repeat != y.cols {
-            return Err(TrainError::Shape {
-                op: op.into(),
-                msg: format!("bias of {} x{repeat} for {} columns", bias.cols, y.cols),
-            });
-        }
-        let f = y.frac.max(bias.frac);
-        let (sy, sb) = (f - y.frac, f - bias.frac);
-        let m = y
-            .data
-            .iter()
-            .enumerate()
-            .map(|(i, &v)| {
-                (((v as i64) << sy) + ((bias.data[(i % y.cols) / repeat] as i64) << sb)).abs()
-            })
-            .max()
-            .unwrap_or(0);
-        let spec = self.spec(frac_for_exact(m, f));
-        golden::bias_add(y, bias, repeat, &spec).map_err(numeric(op))
+/// Compares a device result with the golden one; the error names the first difference.
+pub fn compare(op: &str, dev: &QMatrix, gold: &QMatrix) -> Result<(), TrainError> {
+    if (dev.rows, dev.cols, dev.frac) != (gold.rows, gold.cols, gold.frac) {
+        return Err(TrainError::Mismatch {
+            op: op.to_string(),
+            detail: format!(
+                "the device returned a {}x{} tensor with {} fractional bits, the golden model {}x{} with {}",
+                dev.rows, dev.cols, dev.frac, gold.rows, gold.cols, gold.frac
+            ),
+        });
     }
-
-    fn bias_grad(&mut self, op: &str, dy: &QMatrix, repeat: usize) -> Result<QMatrix, TrainError> {
-        if repeat == 0 || (dy.cols / repeat) * repeat != dy.cols {
-            return Err(TrainError::Shape {
-                op: op.into(),
-                msg: format!("{} columns are not groups of {repeat}", dy.cols),
-            });
-        }
-        let mut s = vec![0i64; dy.cols / repeat];
-        for (i, &v) in dy.data.iter().enumerate() {
-            s[(i % dy.cols) / repeat] += v as i64;
-        }
-        let frac = frac_for_exact(s.iter().map(|v| v.abs()).max().unwrap_or(0), dy.frac);
-        let seed = self.next_seed();
-        let data = convert_sequential(&s, dy.frac - frac, self.rounding, seed);
-        QMatrix::from_vec(1, s.len(), frac, data).map_err(numeric(op))
+    if let Some(i) = dev.data.iter().zip(&gold.data).position(|(a, b)| a != b) {
+        return Err(TrainError::Mismatch {
+            op: op.to_string(),
+            detail: format!(
+                "output {}x{} differs first at index {i} (row {}, column {}): device {}, golden {}",
+                dev.rows,
+                dev.cols,
+                i / dev.cols,
+                i % dev.cols,
+                dev.data[i],
+                gold.data[i]
+            ),
+        });
     }
-
-    fn relu(&self, x: &QMatrix) -> QMatrix {
-        golden::relu(x)
-    }
-
-    fn relu_backward(&self, dy: &QMatrix, x: &QMatrix) -> Result<QMatrix, TrainError> {
-        golden::relu_backward(dy, x).map_err(numeric("relu backward"))
-    }
-
-    fn max_pool2(&self, x: &QMatrix, ch: usize, h: usize, w: usize) -> (QMatrix, Vec<u32>) {
-        let (d, win) = max_pool2_slice(&x.data, x.rows, ch, h, w);
-        (
-            QMatrix {
-                rows: x.rows,
-                cols: ch * (h / 2) * (w / 2),
-                frac: x.frac,
-                data: d,
-            },
-            win,
-        )
-    }
-
-    fn max_pool2_backward(&self, dy: &QMatrix, winners: &[u32], in_cols: usize) -> QMatrix {
-        QMatrix {
-            rows: dy.rows,
-            cols: in_cols,
-            frac: dy.frac,
-            data: max_pool2_backward_slice(&dy.data, winners, dy.rows, in_cols),
-        }
-    }
-
-    fn sgd(
-        &mut self,
-        op: &str,
-        w: &mut QMatrix,
-        v: &mut QMatrix,
-        g: &QMatrix,
-        lr: f32,
-        momentum: f32,
-    ) -> Result<(), TrainError> {
-        use systole_golden::schedule::{quantize, LR_FRAC};
-        const MU_FRAC: u32 = 15;
-        let mu_q = (momentum as f64 * (1u64 << MU_FRAC) as f64).round() as i64;
-        // `lr` is a scheduled rate `lr_q / 2^LR_FRAC`, so this gives `lr_q` back exactly.
-        let lr_q = quantize(lr);
-        // v = m·v + g, exact with MU_FRAC + v.frac (>= 15 >= g.frac) fractional bits.
-        let f2 = MU_FRAC + v.frac;
-        let vx: Vec<i64> = v
-            .data
-            .iter()
-            .zip(&g.data)
-            .map(|(&vi, &gi)| mu_q * vi as i64 + ((gi as i64) << (f2 - g.frac)))
-            .collect();
-        let vf = frac_for_exact(vx.iter().map(|x| x.abs()).max().unwrap_or(0), f2);
-        let seed = self.next_seed();
-        *v = QMatrix::from_vec(
-            v.rows,
-            v.cols,
-            vf,
-            convert_sequential(&vx, f2 - vf, self.rounding, seed),
-        )
-        .map_err(numeric(op))?;
-        // w = w - lr·v, exact with LR_FRAC + v.frac (>= 16 > w.frac) fractional bits.
-        let f3 = LR_FRAC + v.frac;
-        let wx: Vec<i64> = w
-            .data
-            .iter()
-            .zip(&v.data)
-            .map(|(&wi, &vi)| ((wi as i64) << (f3 - w.frac)) - lr_q * vi as i64)
-            .collect();
-        let wf = frac_for_exact(wx.iter().map(|x| x.abs()).max().unwrap_or(0), f3);
-        let seed = self.next_seed();
-        *w = QMatrix::from_vec(
-            w.rows,
-            w.cols,
-            wf,
-            convert_sequential(&wx, f3 - wf, self.rounding, seed),
-        )
-        .map_err(numeric(op))?;
-        Ok(())
-    }
-
-    fn save(&self, t: &QMatrix) -> TensorState {
-        TensorState::Fixed {
-            rows: t.rows,
-            cols: t.cols,
-            frac: t.frac,
-            data: t.data.clone(),
-        }
-    }
-
-    fn load(&self, s: &TensorState) -> Result<QMatrix, TrainError> {
-        match s {
-            TensorState::Fixed { rows, cols, frac, data } => QMatrix::from_vec(*rows, *cols, *frac, data.clone())
-                .map_err(|e| TrainError::Checkpoint(format!("bad fixed-point tensor: {e}"))),
-            TensorState::Float { .. } => Err(TrainError::Checkpoint(
-                "the checkpoint holds float tensors but this run is fixed point (was it written with another --precision?)".into(),
-            )),
-        }
-    }
-
-    fn state(&self) -> BTreeMap<String, u32> {
-        self.fracs.clone()
-    }
-
-    fn set_state(&mut self, s: BTreeMap<String, u32>) {
-        self.fracs = s;
-    }
-
-    fn saturation(&self) -> BTreeMap<String, SaturationCount> {
-        self.saturation.clone()
-    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,10 +1,14 @@
-//! Tests of `train::fixed`.
+//! Tests of the fixed-point step (`systole_step::fixed`) as the trainer runs it: on a
+//! `Device`, checked against the golden model.
 use super::*;
-use systole_core::ArrayConfig;
+use crate::arith::Arith;
+use crate::rng;
+use systole_core::{ArrayConfig, Rounding};
 use systole_device::golden::GoldenDevice;
+use systole_golden::{convert_sequential, ConvGeom};
 
 fn arith(rounding: Rounding) -> FixedArith {
-    FixedArith::new(
+    on_device(
         Box::new(GoldenDevice::new(ArrayConfig::square(4)).unwrap()),
         rounding,
         1,
@@ -186,7 +190,7 @@ fn long_conv_reductions_are_split_and_equal_the_exact_convolution() {
 #[test]
 fn long_conv_reductions_are_split_on_the_verilated_array() {
     let device = systole_device::verilator::VerilatorDevice::new(ArrayConfig::square(4)).unwrap();
-    long_conv_case(&mut FixedArith::new(
+    long_conv_case(&mut on_device(
         Box::new(device),
         Rounding::Stochastic,
         1,

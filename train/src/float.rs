@@ -230,6 +230,7 @@ fn rows_to_nchw(m: &[f32], batch: usize, ch: usize, p: usize) -> Vec<f32> {
 
 impl Arith for FloatArith {
     type T = FMat;
+    type Error = TrainError;
 
     fn describe(&self) -> String {
         format!("{} on the host", self.format.name())

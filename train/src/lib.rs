@@ -8,7 +8,8 @@
 #![deny(missing_docs)]
 
 pub mod agreement;
-pub mod arith;
+/// The operations a model needs (`systole_step::arith`, shared with the board's step).
+pub use systole_step::arith;
 pub mod checkpoint;
 pub mod data;
 pub mod dist;
@@ -23,11 +24,13 @@ pub mod shard;
 
 use crate::data::{Dataset, Split};
 use arith::{Arith, TensorState};
-use model::{Cache, Layer, ModelSpec};
+use model::{Layer, ModelSpec};
 use serde::{Deserialize, Serialize};
 use systole_core::Rounding;
 use systole_device::{DeviceError, DeviceStats};
 use systole_golden::NumericError;
+use systole_step::step;
+use systole_step::StepError;
 
 /// Why training stopped.
 #[derive(Debug, thiserror::Error)]
@@ -85,6 +88,18 @@ pub enum TrainError {
     /// An output could not be written, or the run folder is another run's.
     #[error(transparent)]
     Output(#[from] crate::outfile::OutputError),
+}
+
+/// The step's own errors keep their variants and sentences.
+impl From<StepError> for TrainError {
+    fn from(e: StepError) -> Self {
+        match e {
+            StepError::Numeric { op, source } => TrainError::Numeric { op, source },
+            StepError::Shape { op, msg } => TrainError::Shape { op, msg },
+            StepError::Checkpoint(m) => TrainError::Checkpoint(m),
+            other => TrainError::Config(other.to_string()),
+        }
+    }
 }
 
 /// Number format a run trains in.
@@ -317,7 +332,7 @@ const EVAL_STEP_BASE: u64 = 1 << 62;
 /// Images per evaluation batch.
 const EVAL_BATCH: usize = 256;
 
-impl<A: Arith> Trainer<A> {
+impl<A: Arith<Error = TrainError>> Trainer<A> {
     /// A fresh run: builds the model for `data` and initialises it from the seed.
     pub fn new(cfg: TrainConfig, data: &Dataset, mut arith: A) -> Result<Self, TrainError> {
         cfg.validate()?;
@@ -350,52 +365,34 @@ impl<A: Arith> Trainer<A> {
         &self.layers
     }
 
-    fn batch_input(
-        &mut self,
-        split: &Split,
-        idx: &[usize],
-        features: usize,
-    ) -> Result<A::T, TrainError> {
+    /// The images `idx` of `split` as host values, row after row.
+    fn batch_images(split: &Split, idx: &[usize], features: usize) -> Vec<f32> {
         let mut x = Vec::with_capacity(idx.len() * features);
         for &i in idx {
             x.extend_from_slice(&split.images[i * features..(i + 1) * features]);
         }
-        self.arith.import("input", idx.len(), features, &x)
+        x
     }
 
     /// Forward pass, softmax cross-entropy (gradient divided by `denom`, the global batch size)
-    /// and backward pass over the training images `idx`: the part of a step the plain and the
-    /// sharded paths share. Returns the mean loss, the correct count and the gradients.
+    /// and backward pass over the training images `idx` (`systole_step::step::loss_and_grads`):
+    /// the part of a step the plain and the sharded paths share. Returns the mean loss, the
+    /// correct count and the gradients.
     pub(crate) fn loss_and_grads(
         &mut self,
         data: &Dataset,
         idx: &[usize],
         denom: usize,
     ) -> Result<(f32, usize, Vec<A::T>), TrainError> {
-        let x = self.batch_input(&data.train, idx, data.features())?;
+        let images = Self::batch_images(&data.train, idx, data.features());
         let labels: Vec<u8> = idx.iter().map(|&i| data.train.labels[i]).collect();
-        let (logits, caches): (A::T, Vec<Cache<A::T>>) =
-            model::forward(&mut self.arith, &self.layers, &self.params, x, idx.len())?;
-        let (loss, ok, grad) =
-            arith::softmax_xent_scaled(&self.arith.to_host(&logits), &labels, self.classes, denom);
-        if !loss.is_finite() {
-            return Err(TrainError::Config(format!(
-                "training diverged at step {} (loss {loss}): lower --lr",
-                self.step
-            )));
-        }
-        let dlogits = self
-            .arith
-            .import("loss gradient", idx.len(), self.classes, &grad)?;
-        let grads = model::backward(
-            &mut self.arith,
-            &self.layers,
-            &self.params,
-            caches,
-            dlogits,
-            idx.len(),
-        )?;
-        Ok((loss, ok, grads))
+        let batch = step::Batch {
+            layers: &self.layers,
+            classes: self.classes,
+            images: &images,
+            labels: &labels,
+        };
+        step::loss_and_grads(&mut self.arith, &batch, &self.params, denom, self.step)
     }
 
     /// Trains one epoch (shuffled by a generator seeded from the run seed and the epoch) and
@@ -458,19 +455,21 @@ impl<A: Arith> Trainer<A> {
         idx: &[usize],
         lr: f32,
     ) -> Result<(f32, usize), TrainError> {
-        self.arith.begin_step(self.step);
-        let (loss, ok, grads) = self.loss_and_grads(data, idx, idx.len())?;
-        for (i, g) in grads.iter().enumerate() {
-            let op = format!("{} update", model::param_name(i));
-            self.arith.sgd(
-                &op,
-                &mut self.params[i],
-                &mut self.velocity[i],
-                g,
-                lr,
-                self.cfg.momentum,
-            )?;
-        }
+        let images = Self::batch_images(&data.train, idx, data.features());
+        let labels: Vec<u8> = idx.iter().map(|&i| data.train.labels[i]).collect();
+        let batch = step::Batch {
+            layers: &self.layers,
+            classes: self.classes,
+            images: &images,
+            labels: &labels,
+        };
+        let (loss, ok) = step::train_step(
+            &mut self.arith,
+            &batch,
+            &mut self.params,
+            &mut self.velocity,
+            (self.step, lr, self.cfg.momentum),
+        )?;
         self.step += 1;
         Ok((loss, ok))
     }
@@ -498,14 +497,16 @@ impl<A: Arith> Trainer<A> {
         let (mut loss_sum, mut correct) = (0f64, 0usize);
         let all: Vec<usize> = (0..split.len()).collect();
         for (b, idx) in all.chunks(EVAL_BATCH).enumerate() {
-            self.arith
-                .begin_step(EVAL_STEP_BASE + (self.epoch as u64) * 65536 + b as u64);
-            let x = self.batch_input(split, idx, features)?;
+            let images = Self::batch_images(split, idx, features);
             let labels: Vec<u8> = idx.iter().map(|&i| split.labels[i]).collect();
-            let (logits, _) =
-                model::forward(&mut self.arith, &self.layers, &self.params, x, idx.len())?;
-            let (loss, ok, _) =
-                arith::softmax_xent(&self.arith.to_host(&logits), &labels, self.classes);
+            let id = EVAL_STEP_BASE + (self.epoch as u64) * 65536 + b as u64;
+            let batch = step::Batch {
+                layers: &self.layers,
+                classes: self.classes,
+                images: &images,
+                labels: &labels,
+            };
+            let (loss, ok) = step::evaluate_batch(&mut self.arith, &batch, &self.params, id)?;
             loss_sum += loss as f64 * idx.len() as f64;
             correct += ok;
         }
@@ -577,7 +578,8 @@ pub trait MaybeDevice {
 
 impl MaybeDevice for fixed::FixedArith {
     fn device_stats(&self) -> Option<(String, DeviceStats)> {
-        Some((self.device().name(), self.device().stats()))
+        let d = self.products().device();
+        Some((d.name(), d.stats()))
     }
 }
 

@@ -1,11 +1,10 @@
 //! The networks: an MLP and a small CNN (conv-ReLU-pool blocks, then one dense layer), written
 //! once over [`Arith`] so every precision runs the same model.
 
-use super::arith::Arith;
 use super::rng::SplitMix64;
 use super::TrainError;
 use serde::{Deserialize, Serialize};
-use systole_golden::{Conv2dGeom, ConvGeom};
+pub use systole_step::model::{backward, forward, param_name, Cache, Forward, Layer};
 
 /// Which network to train.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,56 +38,6 @@ impl ModelSpec {
                     .collect();
                 format!("cnn {ch}x{h}x{w} -> {} -> dense {classes}", c.join(" -> "))
             }
-        }
-    }
-}
-
-/// One layer of a built model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Layer {
-    /// `y = x·W + b`, `W` is `inp x out`.
-    Dense {
-        /// Inputs.
-        inp: usize,
-        /// Outputs.
-        out: usize,
-        /// Followed by ReLU (all but the last layer).
-        relu: bool,
-    },
-    /// 3x3 convolution with padding 1, bias, ReLU, 2x2 max pooling.
-    ConvBlock {
-        /// Input channels.
-        in_ch: usize,
-        /// Output channels.
-        out_ch: usize,
-        /// Input height.
-        h: usize,
-        /// Input width.
-        w: usize,
-    },
-}
-
-impl Layer {
-    fn geom(&self, batch: usize) -> Conv2dGeom {
-        match *self {
-            Layer::ConvBlock {
-                in_ch,
-                out_ch,
-                h,
-                w,
-            } => Conv2dGeom {
-                batch,
-                shape: ConvGeom {
-                    in_ch,
-                    in_h: h,
-                    in_w: w,
-                    out_ch,
-                    kernel: 3,
-                    stride: 1,
-                    pad: 1,
-                },
-            },
-            Layer::Dense { .. } => unreachable!("geom() is only called on convolution blocks"),
         }
     }
 }
@@ -236,134 +185,6 @@ pub fn init_params(layers: &[Layer], seed: u64) -> Vec<(usize, usize, Vec<f32>)>
         out.push((1, nb, vec![0.0; nb]));
     }
     out
-}
-
-/// What the backward pass needs from the forward pass of one layer.
-pub struct Cache<T> {
-    input: T,
-    pre: T,
-    winners: Vec<u32>,
-}
-
-/// Logits and per-layer caches of a forward pass.
-pub type Forward<T> = (T, Vec<Cache<T>>);
-
-/// Forward pass: returns the logits and the per-layer caches.
-pub fn forward<A: Arith>(
-    a: &mut A,
-    layers: &[Layer],
-    params: &[A::T],
-    x: A::T,
-    batch: usize,
-) -> Result<Forward<A::T>, TrainError> {
-    let mut caches = Vec::with_capacity(layers.len());
-    let mut h = x;
-    for (i, l) in layers.iter().enumerate() {
-        let (w, b) = (&params[2 * i], &params[2 * i + 1]);
-        let n = i + 1;
-        match *l {
-            Layer::Dense { relu, .. } => {
-                let z = a.matmul(&format!("layer {n} forward"), &h, w)?;
-                let z = a.bias_add(&format!("layer {n} bias"), &z, b, 1)?;
-                let next = if relu { a.relu(&z) } else { z.clone() };
-                caches.push(Cache {
-                    input: h,
-                    pre: z,
-                    winners: Vec::new(),
-                });
-                h = next;
-            }
-            Layer::ConvBlock {
-                out_ch,
-                h: hh,
-                w: ww,
-                ..
-            } => {
-                let g = l.geom(batch);
-                let z = a.conv_forward(&format!("layer {n} forward"), &h, w, &g)?;
-                let z = a.bias_add(&format!("layer {n} bias"), &z, b, hh * ww)?;
-                let (p, win) = a.max_pool2(&a.relu(&z), out_ch, hh, ww);
-                caches.push(Cache {
-                    input: h,
-                    pre: z,
-                    winners: win,
-                });
-                h = p;
-            }
-        }
-    }
-    Ok((h, caches))
-}
-
-/// Backward pass from `d loss / d logits`: returns gradients in parameter order.
-pub fn backward<A: Arith>(
-    a: &mut A,
-    layers: &[Layer],
-    params: &[A::T],
-    caches: Vec<Cache<A::T>>,
-    dlogits: A::T,
-    batch: usize,
-) -> Result<Vec<A::T>, TrainError> {
-    let mut grads: Vec<Option<A::T>> = vec![None; params.len()];
-    let mut d = dlogits; // gradient w.r.t. the current layer's output (after its activation)
-    for (i, (l, c)) in layers.iter().zip(caches).enumerate().rev() {
-        let n = i + 1;
-        let w = &params[2 * i];
-        let dz = match *l {
-            Layer::Dense { relu, .. } => {
-                if relu {
-                    a.relu_backward(&d, &c.pre)?
-                } else {
-                    d
-                }
-            }
-            Layer::ConvBlock { .. } => {
-                let (_, cols) = a.shape(&c.pre);
-                let da = a.max_pool2_backward(&d, &c.winners, cols);
-                a.relu_backward(&da, &c.pre)?
-            }
-        };
-        let (dw, db, dx) = match *l {
-            Layer::Dense { .. } => {
-                let dw = a.matmul_tn(&format!("layer {n} backward dW"), &c.input, &dz)?;
-                let db = a.bias_grad(&format!("layer {n} backward db"), &dz, 1)?;
-                let dx = if i > 0 {
-                    Some(a.matmul_nt(&format!("layer {n} backward dX"), &dz, w)?)
-                } else {
-                    None
-                };
-                (dw, db, dx)
-            }
-            Layer::ConvBlock { h, w: ww, .. } => {
-                let g = l.geom(batch);
-                let dw =
-                    a.conv_backward_weights(&format!("layer {n} backward dW"), &c.input, &dz, &g)?;
-                let db = a.bias_grad(&format!("layer {n} backward db"), &dz, h * ww)?;
-                let dx = if i > 0 {
-                    Some(a.conv_backward_input(&format!("layer {n} backward dX"), &dz, w, &g)?)
-                } else {
-                    None
-                };
-                (dw, db, dx)
-            }
-        };
-        grads[2 * i] = Some(dw);
-        grads[2 * i + 1] = Some(db);
-        match dx {
-            Some(dx) => d = dx,
-            None => break,
-        }
-    }
-    grads
-        .into_iter()
-        .enumerate()
-        .map(|(i, g)| g.ok_or_else(|| TrainError::Config(format!("no gradient for parameter {i}"))))
-        .collect()
-}
-
-/// Name of parameter `i` in reports and errors (`layer 2 W`).
-pub fn param_name(i: usize) -> String {
-    format!("layer {} {}", i / 2 + 1, ["W", "b"][i & 1])
 }
 
 #[cfg(test)]

@@ -41,27 +41,7 @@ impl SplitMix64 {
     }
 }
 
-/// The SplitMix64 finaliser: a bijective 64-bit mix.
-pub fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// Seed of one operation: a function of the run seed, the training step and the operation's
-/// index within that step only, so replaying a step (after `--resume`) reproduces it exactly.
-pub fn op_seed(run_seed: u64, step: u64, op_index: u32) -> u32 {
-    let h =
-        mix64(mix64(run_seed ^ 0x5157_4F4C_4500_0000) ^ step.wrapping_mul(0xA24B_AED4_963E_E407))
-            ^ (op_index as u64).wrapping_mul(0x9FB2_1C65_1E98_DF25);
-    let s = (mix64(h) >> 32) as u32;
-    // Zero is the LFSR's dead state; the contract maps it to 1 anyway, but keep seeds distinct.
-    if s == 0 {
-        1
-    } else {
-        s
-    }
-}
+pub use systole_step::seeds::{mix64, op_seed};
 
 /// A generator for one purpose (`stream`) of a run, e.g. the shuffle of epoch 3.
 pub fn stream(run_seed: u64, stream: u64) -> SplitMix64 {
@@ -88,15 +68,6 @@ mod tests {
         sorted.sort();
         assert_eq!(sorted, (0..100).collect::<Vec<_>>());
         assert_ne!(a, sorted);
-    }
-
-    #[test]
-    fn op_seeds_differ_by_step_and_index() {
-        let s = op_seed(1, 10, 3);
-        assert_eq!(s, op_seed(1, 10, 3));
-        assert_ne!(s, op_seed(1, 10, 4));
-        assert_ne!(s, op_seed(1, 11, 3));
-        assert_ne!(s, op_seed(2, 10, 3));
     }
 
     #[test]

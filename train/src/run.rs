@@ -4,7 +4,7 @@
 
 use super::agreement;
 use super::checkpoint::{self, Checkpoint};
-use super::fixed::{FixedArith, SaturationCount};
+use super::fixed::{self, SaturationCount};
 use super::float::{FloatArith, FloatFormat};
 use super::{
     arith::Arith, arith::TensorState, EpochRecord, MaybeDevice, Observer, Precision, TrainConfig,
@@ -81,7 +81,7 @@ pub struct RunSummary {
 type EpochFn<'a, A> =
     dyn FnMut(&mut Trainer<A>, &Dataset, &mut dyn Observer) -> Result<EpochRecord, TrainError> + 'a;
 
-fn drive<A: Arith + MaybeDevice>(
+fn drive<A: Arith<Error = TrainError> + MaybeDevice>(
     cfg: &TrainConfig,
     data: &Dataset,
     arith: A,
@@ -196,7 +196,7 @@ pub fn run_dist(
             drive(
                 cfg,
                 data,
-                FixedArith::new(dev, cfg.rounding, cfg.seed, opts.check),
+                fixed::on_device(dev, cfg.rounding, cfg.seed, opts.check),
                 opts,
                 obs,
                 dist,

@@ -6,10 +6,9 @@ use systole_core::{ArrayConfig, Rounding};
 use systole_device::{golden::GoldenDevice, Device, DeviceError, DeviceStats};
 use systole_golden::OutputSpec;
 use systole_golden::QMatrix;
-use systole_train::arith::Arith;
+use systole_train::arith::{Arith, TensorState};
 use systole_train::checkpoint::Checkpoint;
 use systole_train::data::{self, Dataset};
-use systole_train::fixed::FixedArith;
 use systole_train::float::{FloatArith, FloatFormat};
 use systole_train::model::ModelSpec;
 use systole_train::run::{run, RunOptions};
@@ -141,7 +140,12 @@ fn resume_continues_bit_for_bit() {
 
 /// One epoch of `c` from `start` (with its configuration replaced by `c`) or from scratch.
 fn one_epoch(c: &TrainConfig, d: &Dataset, start: Option<&Checkpoint>) -> Checkpoint {
-    fn go<A: Arith>(c: &TrainConfig, d: &Dataset, a: A, start: Option<&Checkpoint>) -> Checkpoint {
+    fn go<A: Arith<Error = TrainError>>(
+        c: &TrainConfig,
+        d: &Dataset,
+        a: A,
+        start: Option<&Checkpoint>,
+    ) -> Checkpoint {
         let mut t = Trainer::new(c.clone(), d, a).unwrap();
         if let Some(ck) = start {
             t.restore(Checkpoint {
@@ -159,12 +163,50 @@ fn one_epoch(c: &TrainConfig, d: &Dataset, start: Option<&Checkpoint>) -> Checkp
             go(
                 c,
                 d,
-                FixedArith::new(Box::new(dev), c.rounding, c.seed, false),
+                systole_train::fixed::on_device(Box::new(dev), c.rounding, c.seed, false),
                 start,
             )
         }
         _ => go(c, d, FloatArith::new(FloatFormat::F32), start),
     }
+}
+
+/// The trainer through `systole_step` equals the trainer before the step moved there (main at
+/// 098ac4e, its own fixed-point code and glibc's `expf`/`logf`): one epoch of 8 steps of the
+/// digits MLP (`systole train --device golden --model mlp --dataset digits --limit 256 --epochs
+/// 1`, run with that build) ends with the same weights, momentum and remembered fractional bits
+/// (FNV-1a over every tensor's frac and words) and the same loss and accuracy bits.
+#[test]
+fn the_step_reproduces_the_trainer_it_replaced() {
+    let c = TrainConfig {
+        train_limit: Some(256),
+        ..cfg(Precision::Fixed16, Rounding::Stochastic, 1)
+    };
+    let ck = one_epoch(&c, &digits(), None);
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for t in ck.params.iter().chain(&ck.velocity) {
+        let TensorState::Fixed { frac, data, .. } = t else {
+            panic!("a fixed-point run holds fixed-point tensors");
+        };
+        for w in std::iter::once(*frac as u16).chain(data.iter().map(|&w| w as u16)) {
+            h = (h ^ u64::from(w)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    assert_eq!(h, 0x0836_0d13_c309_e0c1, "weights or momentum differ");
+    let want: std::collections::BTreeMap<String, u32> = [
+        ("layer 1 backward dW", 15),
+        ("layer 1 forward", 13),
+        ("layer 2 backward dW", 15),
+        ("layer 2 backward dX", 15),
+        ("layer 2 forward", 13),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    assert_eq!(ck.fracs, want);
+    let r = &ck.history[0];
+    let bits = [r.train_loss, r.train_acc, r.test_acc, r.test_loss].map(f32::to_bits);
+    assert_eq!(bits, [0x400f_7773, 0x4161_0000, 0x4215_4dba, 0x4000_dcfd]);
 }
 
 /// Epoch 2 of a run with `--lr 0.05 --lr-decay 0.5` is exactly an epoch at the constant rate
@@ -274,7 +316,7 @@ fn check_names_the_op_and_element() {
         let mut t = Trainer::new(
             cfg(Precision::Fixed16, Rounding::Stochastic, 1),
             &d,
-            FixedArith::new(Box::new(dev), Rounding::Stochastic, 1, true),
+            systole_train::fixed::on_device(Box::new(dev), Rounding::Stochastic, 1, true),
         )
         .unwrap();
         let e = t.train_epoch(&d, &mut Quiet).unwrap_err();

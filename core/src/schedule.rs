@@ -8,9 +8,9 @@ pub const LR_FRAC: u32 = 16;
 
 /// `x` (finite, `0 <= x < 2^15`) as an integer with [`LR_FRAC`] fractional bits, rounded to
 /// nearest with halves away from zero. Exact: an f32 times a power of two is exact in f64, and
-/// `f64::round` is exact on every platform.
+/// rounding (`libm::round`, not the platform's) is exact on every platform.
 pub fn quantize(x: f32) -> i64 {
-    (x as f64 * (1u64 << LR_FRAC) as f64).round() as i64
+    libm::round(x as f64 * (1u64 << LR_FRAC) as f64) as i64
 }
 
 /// The learning rate of epoch `epoch` (counted from 0) in units of `2^-LR_FRAC`: `lr_q(0) =

@@ -1,10 +1,11 @@
 //! Reductions longer than the contract's limit, split into partial sums on the host (the rule
-//! is written in the contract, `super`'s docs, under "Long reductions").
+//! is written in the contract, docs/HARDWARE.md section 6, under "Long reductions").
 
-use super::NumericError;
-use crate::tensor::QMatrix;
-use std::ops::Range;
-use systole_core::numeric::MAX_K;
+use crate::numeric::MAX_K;
+use crate::tensor::{NumericError, QMatrix};
+use alloc::format;
+use alloc::vec::Vec;
+use core::ops::Range;
 
 /// Common fractional bits at which chunk results are summed: a tensor never has more than 15,
 /// so every chunk word is exact there.
@@ -32,7 +33,7 @@ pub fn reduction_chunks(units: usize, unit_len: usize) -> Result<Vec<Range<usize
 }
 
 /// Seed of chunk `j` of an operation seeded with `op_seed` (the same splitmix32-style
-/// finaliser as `systole_core::numeric::tile_seed`, over the seed and `j + 1`; never 0).
+/// finaliser as `crate::numeric::tile_seed`, over the seed and `j + 1`; never 0).
 pub fn chunk_seed(op_seed: u32, j: usize) -> u32 {
     let mut x = op_seed ^ (j as u32).wrapping_add(1).wrapping_mul(0x27D4_EB2F);
     x ^= x >> 16;
@@ -76,6 +77,7 @@ pub fn channels_of(m: &QMatrix, c: Range<usize>, per_channel: usize) -> QMatrix 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec;
 
     #[test]
     fn chunks_cover_the_reduction_once_and_fit_the_limit() {

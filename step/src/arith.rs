@@ -1,14 +1,19 @@
-//! [`Arith`]: the operations a model needs, implemented once in 16-bit fixed point on a
-//! [`systole_device::Device`] (`fixed::FixedArith`) and once in floating point on the host
-//! (`float::FloatArith`: f32, or f16/bf16 storage). The model code is written
-//! once, generic over it, so every precision trains the very same network.
+//! [`Arith`]: the operations a model needs, implemented once in 16-bit fixed point
+//! ([`crate::fixed::Fixed`], products on a [`crate::Products`] backend) and once in floating
+//! point on the host (`systole-train`'s `FloatArith`: f32, or f16/bf16 storage). The model code
+//! ([`crate::model`]) is written once, generic over it, so every precision trains the very same
+//! network.
 
-use super::TrainError;
-use serde::{Deserialize, Serialize};
-use systole_golden::Conv2dGeom;
+use crate::StepError;
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+use systole_core::conv2d::Conv2dGeom;
 
 /// Saturation counters of one tensor (one operation name, summed over shards).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct SaturationCount {
     /// Device operations run (a split reduction counts each chunk).
     pub ops: u64,
@@ -20,7 +25,8 @@ pub struct SaturationCount {
 }
 
 /// A tensor as stored in a checkpoint.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum TensorState {
     /// 16-bit words with their fractional bits.
     Fixed {
@@ -49,6 +55,8 @@ pub enum TensorState {
 pub trait Arith {
     /// Tensor type: rows x cols, row-major.
     type T: Clone;
+    /// Error of every fallible operation; the step's own errors convert into it.
+    type Error: From<StepError>;
 
     /// Short description, e.g. `fixed16 stochastic on golden 8x8` or `f32`.
     fn describe(&self) -> String;
@@ -64,7 +72,7 @@ pub trait Arith {
         rows: usize,
         cols: usize,
         v: &[f32],
-    ) -> Result<Self::T, TrainError>;
+    ) -> Result<Self::T, Self::Error>;
 
     /// Real values of a tensor.
     fn to_host(&self, t: &Self::T) -> Vec<f32>;
@@ -76,11 +84,11 @@ pub trait Arith {
     fn zeros(&self, rows: usize, cols: usize) -> Self::T;
 
     /// `A·B`.
-    fn matmul(&mut self, op: &str, a: &Self::T, b: &Self::T) -> Result<Self::T, TrainError>;
+    fn matmul(&mut self, op: &str, a: &Self::T, b: &Self::T) -> Result<Self::T, Self::Error>;
     /// `A·Bᵀ`.
-    fn matmul_nt(&mut self, op: &str, a: &Self::T, b: &Self::T) -> Result<Self::T, TrainError>;
+    fn matmul_nt(&mut self, op: &str, a: &Self::T, b: &Self::T) -> Result<Self::T, Self::Error>;
     /// `Aᵀ·B`.
-    fn matmul_tn(&mut self, op: &str, a: &Self::T, b: &Self::T) -> Result<Self::T, TrainError>;
+    fn matmul_tn(&mut self, op: &str, a: &Self::T, b: &Self::T) -> Result<Self::T, Self::Error>;
     /// Forward convolution.
     fn conv_forward(
         &mut self,
@@ -88,7 +96,7 @@ pub trait Arith {
         x: &Self::T,
         w: &Self::T,
         g: &Conv2dGeom,
-    ) -> Result<Self::T, TrainError>;
+    ) -> Result<Self::T, Self::Error>;
     /// Convolution gradient with respect to the input.
     fn conv_backward_input(
         &mut self,
@@ -96,7 +104,7 @@ pub trait Arith {
         dy: &Self::T,
         w: &Self::T,
         g: &Conv2dGeom,
-    ) -> Result<Self::T, TrainError>;
+    ) -> Result<Self::T, Self::Error>;
     /// Convolution gradient with respect to the weights.
     fn conv_backward_weights(
         &mut self,
@@ -104,7 +112,7 @@ pub trait Arith {
         x: &Self::T,
         dy: &Self::T,
         g: &Conv2dGeom,
-    ) -> Result<Self::T, TrainError>;
+    ) -> Result<Self::T, Self::Error>;
 
     /// `y + bias` with column `j` adding `bias[j / repeat]`.
     fn bias_add(
@@ -113,13 +121,13 @@ pub trait Arith {
         y: &Self::T,
         bias: &Self::T,
         repeat: usize,
-    ) -> Result<Self::T, TrainError>;
+    ) -> Result<Self::T, Self::Error>;
     /// Bias gradient: `db[c] = sum over rows and the `repeat` columns of group c`.
-    fn bias_grad(&mut self, op: &str, dy: &Self::T, repeat: usize) -> Result<Self::T, TrainError>;
+    fn bias_grad(&mut self, op: &str, dy: &Self::T, repeat: usize) -> Result<Self::T, Self::Error>;
     /// `max(x, 0)`.
     fn relu(&self, x: &Self::T) -> Self::T;
     /// `dy` where `x > 0`, else 0.
-    fn relu_backward(&self, dy: &Self::T, x: &Self::T) -> Result<Self::T, TrainError>;
+    fn relu_backward(&self, dy: &Self::T, x: &Self::T) -> Result<Self::T, Self::Error>;
     /// 2x2 max pooling of NCHW rows; returns the output and the winning input column per output.
     fn max_pool2(&self, x: &Self::T, ch: usize, h: usize, w: usize) -> (Self::T, Vec<u32>);
     /// Routes `dy` back to the winners; `in_cols` is the pooled input's column count.
@@ -134,20 +142,20 @@ pub trait Arith {
         g: &Self::T,
         lr: f32,
         momentum: f32,
-    ) -> Result<(), TrainError>;
+    ) -> Result<(), Self::Error>;
 
     /// Checkpoint form of a tensor.
     fn save(&self, t: &Self::T) -> TensorState;
     /// Restores a tensor from its checkpoint form.
-    fn load(&self, s: &TensorState) -> Result<Self::T, TrainError>;
+    fn load(&self, s: &TensorState) -> Result<Self::T, Self::Error>;
     /// Per-operation state to checkpoint (fixed point: chosen fractional bits).
-    fn state(&self) -> std::collections::BTreeMap<String, u32>;
+    fn state(&self) -> BTreeMap<String, u32>;
     /// Restores [`Self::state`].
-    fn set_state(&mut self, s: std::collections::BTreeMap<String, u32>);
+    fn set_state(&mut self, s: BTreeMap<String, u32>);
 
     /// Saturation counters per operation name since creation (empty where nothing saturates:
     /// the float formats).
-    fn saturation(&self) -> std::collections::BTreeMap<String, SaturationCount> {
+    fn saturation(&self) -> BTreeMap<String, SaturationCount> {
         Default::default()
     }
 }
@@ -203,55 +211,10 @@ pub fn max_pool2_backward_slice<E: Copy + Default>(
     dx
 }
 
-/// Softmax cross-entropy on the host in f32: returns the mean loss, the number of correct
-/// predictions and `d loss / d logits = (softmax - onehot) / batch`.
-pub fn softmax_xent(logits: &[f32], labels: &[u8], classes: usize) -> (f32, usize, Vec<f32>) {
-    softmax_xent_scaled(logits, labels, classes, labels.len())
-}
-
-/// [`softmax_xent`] with the gradient divided by `denom` instead of this batch's size: a shard
-/// of a global batch divides by the global batch size.
-pub fn softmax_xent_scaled(
-    logits: &[f32],
-    labels: &[u8],
-    classes: usize,
-    denom: usize,
-) -> (f32, usize, Vec<f32>) {
-    let b = labels.len();
-    let mut grad = vec![0f32; b * classes];
-    let mut loss = 0f64;
-    let mut correct = 0;
-    for (i, &label) in labels.iter().enumerate() {
-        let z = &logits[i * classes..(i + 1) * classes];
-        let m = z.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-        let e: Vec<f32> = z.iter().map(|&v| (v - m).exp()).collect();
-        let s: f32 = e.iter().sum();
-        loss += -((e[label as usize] / s).max(1e-30).ln()) as f64;
-        if argmax(z) == label as usize {
-            correct += 1;
-        }
-        for c in 0..classes {
-            let onehot = if c == label as usize { 1.0 } else { 0.0 };
-            grad[i * classes + c] = (e[c] / s - onehot) / denom as f32;
-        }
-    }
-    ((loss / b as f64) as f32, correct, grad)
-}
-
-/// Index of the largest value (the first on ties).
-pub fn argmax(v: &[f32]) -> usize {
-    let mut best = 0;
-    for (i, &x) in v.iter().enumerate() {
-        if x > v[best] {
-            best = i;
-        }
-    }
-    best
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec;
 
     #[test]
     fn pool_picks_max_and_routes_back() {
@@ -262,19 +225,5 @@ mod tests {
         assert_eq!(w, vec![1, 6]);
         let dx = max_pool2_backward_slice(&[10, 20], &w, 1, 8);
         assert_eq!(dx, vec![0, 10, 0, 0, 0, 0, 20, 0]);
-    }
-
-    #[test]
-    fn softmax_gradient_sums_to_zero() {
-        let (loss, correct, g) = softmax_xent(&[2.0, 1.0, 0.0, 0.0, 0.0, 3.0], &[0, 1], 3);
-        assert!(loss > 0.0);
-        assert_eq!(correct, 1);
-        for r in 0..2 {
-            let s: f32 = g[r * 3..r * 3 + 3].iter().sum();
-            assert!(s.abs() < 1e-6);
-        }
-        // uniform logits: loss = ln(3)
-        let (l, _, _) = softmax_xent(&[0.0; 3], &[2], 3);
-        assert!((l - 3f32.ln()).abs() < 1e-6);
     }
 }

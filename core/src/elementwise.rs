@@ -1,7 +1,34 @@
-//! Host-side elementwise ops in the numeric contract: bias add, ReLU and its derivative.
+//! Elementwise ops in the numeric contract (run by the host or the board's CPU, never the
+//! array): the sequential conversion of exact values, bias add, ReLU and its derivative.
 
-use super::{convert_sequential, output_shift, NumericError, OutputSpec};
-use crate::tensor::QMatrix;
+use crate::numeric::{convert, Lfsr32};
+use crate::tensor::{output_shift, NumericError, OutputSpec, QMatrix};
+use crate::Rounding;
+use alloc::format;
+use alloc::vec::Vec;
+
+/// Converts a row-major sequence of exact values with one LFSR stepped once per element:
+/// the rule for host-side elementwise ops.
+pub fn convert_sequential(values: &[i64], shift: u32, rounding: Rounding, seed: u32) -> Vec<i16> {
+    convert_each(values.iter().copied(), shift, rounding, seed)
+}
+
+/// [`convert_sequential`] of values computed one at a time, so no tensor of exact values is
+/// ever stored (the board's CPU has little RAM): the same words for the same values.
+pub fn convert_each(
+    values: impl Iterator<Item = i64>,
+    shift: u32,
+    rounding: Rounding,
+    seed: u32,
+) -> Vec<i16> {
+    let mut lfsr = Lfsr32::new(seed);
+    values
+        .map(|v| {
+            let u = lfsr.step();
+            convert(v, shift, rounding, u, 16) as i16
+        })
+        .collect()
+}
 
 /// `y + bias`, with column `j` of `y` adding `bias[j / repeat]` (`repeat = 1` for a dense layer,
 /// `h·w` for a convolution's NCHW rows). The sum is exact in `max(frac_y, frac_bias)`
@@ -22,17 +49,16 @@ pub fn bias_add(
     let f = y.frac.max(bias.frac);
     let shift = output_shift(f, out.frac)?;
     let (sy, sb) = (f - y.frac, f - bias.frac);
-    let sums: Vec<i64> = y
+    let sums = y
         .data
         .iter()
         .enumerate()
-        .map(|(i, &v)| ((v as i64) << sy) + ((bias.data[(i % y.cols) / repeat] as i64) << sb))
-        .collect();
+        .map(|(i, &v)| ((v as i64) << sy) + ((bias.data[(i % y.cols) / repeat] as i64) << sb));
     QMatrix::from_vec(
         y.rows,
         y.cols,
         out.frac,
-        convert_sequential(&sums, shift, out.rounding, out.seed),
+        convert_each(sums, shift, out.rounding, out.seed),
     )
 }
 

@@ -1,0 +1,169 @@
+//! [`QMatrix`]: a row-major matrix of fixed-point words with its own fractional bits
+//! (dynamic fixed point: each tensor has its own scale), the errors of the numeric contract
+//! ([`NumericError`]) and an operation's output format ([`OutputSpec`]). Shared by the golden
+//! model (`systole-golden`) and the training step (`systole-step`), which runs on the host and on
+//! the board's CPU.
+
+use crate::numeric::{MAX_K, MAX_SHIFT};
+use crate::Rounding;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+
+/// A `rows x cols` matrix of signed 16-bit words, value of each = `word / 2^frac`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QMatrix {
+    /// Number of rows.
+    pub rows: usize,
+    /// Number of columns.
+    pub cols: usize,
+    /// Fractional bits shared by every element.
+    pub frac: u32,
+    /// `rows * cols` words, row-major.
+    pub data: Vec<i16>,
+}
+
+impl QMatrix {
+    /// A zero matrix.
+    pub fn zeros(rows: usize, cols: usize, frac: u32) -> Self {
+        QMatrix {
+            rows,
+            cols,
+            frac,
+            data: vec![0; rows * cols],
+        }
+    }
+
+    /// Wraps existing words; fails when `data.len() != rows * cols` or `frac > 15`.
+    pub fn from_vec(
+        rows: usize,
+        cols: usize,
+        frac: u32,
+        data: Vec<i16>,
+    ) -> Result<Self, NumericError> {
+        // Checked: the shape may come from a file (a checkpoint), and must not wrap.
+        if rows.checked_mul(cols) != Some(data.len()) {
+            return Err(NumericError::Shape(format!(
+                "{} words given for a {rows}x{cols} matrix",
+                data.len(),
+            )));
+        }
+        if frac > 15 {
+            return Err(NumericError::FracBits(frac));
+        }
+        Ok(QMatrix {
+            rows,
+            cols,
+            frac,
+            data,
+        })
+    }
+
+    /// Quantizes real values to nearest-even with saturation.
+    pub fn from_f32(
+        rows: usize,
+        cols: usize,
+        frac: u32,
+        values: &[f32],
+    ) -> Result<Self, NumericError> {
+        let scale = (1u64 << frac) as f64;
+        let data = values
+            .iter()
+            .map(|&v| {
+                let x = libm::rint(v as f64 * scale);
+                x.clamp(i16::MIN as f64, i16::MAX as f64) as i16
+            })
+            .collect();
+        QMatrix::from_vec(rows, cols, frac, data)
+    }
+
+    /// The real values.
+    pub fn to_f32(&self) -> Vec<f32> {
+        let scale = 1.0 / (1u64 << self.frac) as f32;
+        self.data.iter().map(|&w| w as f32 * scale).collect()
+    }
+
+    /// Element `(r, c)`.
+    #[inline]
+    pub fn at(&self, r: usize, c: usize) -> i16 {
+        self.data[r * self.cols + c]
+    }
+
+    /// The transpose (same fractional bits).
+    pub fn transpose(&self) -> QMatrix {
+        let mut out = QMatrix::zeros(self.cols, self.rows, self.frac);
+        for r in 0..self.rows {
+            for c in 0..self.cols {
+                out.data[c * self.rows + r] = self.data[r * self.cols + c];
+            }
+        }
+        out
+    }
+}
+
+/// Format and rounding of an operation's output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputSpec {
+    /// Fractional bits of the output tensor.
+    pub frac: u32,
+    /// Rounding mode of the one conversion.
+    pub rounding: Rounding,
+    /// Operation seed for stochastic rounding (see the contract: `tile_seed`).
+    pub seed: u32,
+}
+
+/// Why a golden-model operation was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NumericError {
+    /// Operand shapes do not fit together.
+    #[error("shape mismatch: {0}")]
+    Shape(String),
+    /// A dot product longer than the accumulator can hold exactly.
+    #[error("dot product of length {0} exceeds the contract's limit of {MAX_K}: split the reduction on the host")]
+    KTooLong(usize),
+    /// The output needs a shift outside `0..=MAX_SHIFT`.
+    #[error("output shift {shift} (= input fractional bits {frac_in} - output fractional bits {frac_out}) is outside 0..={MAX_SHIFT}: choose output fractional bits between {} and {frac_in}", frac_in.saturating_sub(MAX_SHIFT))]
+    Shift {
+        /// Computed shift (may be negative).
+        shift: i64,
+        /// Fractional bits of the accumulator (`frac_a + frac_b`).
+        frac_in: u32,
+        /// Requested output fractional bits.
+        frac_out: u32,
+    },
+    /// Fractional bits outside `0..=15`.
+    #[error("{0} fractional bits do not fit a 16-bit word: choose 0 to 15")]
+    FracBits(u32),
+    /// The tile size is zero.
+    #[error("tile size must be at least 1")]
+    Tile,
+}
+
+/// Computes and checks `shift = frac_in - frac_out`.
+pub fn output_shift(frac_in: u32, frac_out: u32) -> Result<u32, NumericError> {
+    let shift = frac_in as i64 - frac_out as i64;
+    if frac_out > 15 {
+        return Err(NumericError::FracBits(frac_out));
+    }
+    if !(0..=MAX_SHIFT as i64).contains(&shift) {
+        return Err(NumericError::Shift {
+            shift,
+            frac_in,
+            frac_out,
+        });
+    }
+    Ok(shift as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_f32_rounds_to_nearest_even_and_saturates() {
+        let m = QMatrix::from_f32(1, 4, 1, &[0.25, 0.75, 1e6, -1e6]).unwrap();
+        assert_eq!(m.data, vec![0, 2, i16::MAX, i16::MIN]);
+    }
+}
