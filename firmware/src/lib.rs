@@ -21,3 +21,4 @@ pub mod mmio;
 pub mod protocol;
 pub mod server;
 pub mod soc;
+pub mod store;
