@@ -5,8 +5,8 @@
 use super::conv_unit::{self, ConvOperands};
 use super::{Device, DeviceError, DeviceStats};
 use systole_core::{AcceleratorBus, ArrayConfig};
-use systole_firmware::conv::{conv2d, ConvOp};
-use systole_firmware::driver::{self, DriverError, DriverStats};
+use systole_firmware::conv::{conv2d, ConvJob, ConvOp};
+use systole_firmware::driver::{self, DriverError, DriverStats, MatmulJob, Transposed};
 use systole_golden::conv::Conv2dGeom;
 use systole_golden::tensor::QMatrix;
 use systole_golden::{NumericError, OutputSpec};
@@ -39,6 +39,26 @@ pub trait Link: AcceleratorBus {
     /// of the counters above, as it only measures.
     fn firmware_cycles(&mut self) -> Result<Option<u64>, Self::Error> {
         Ok(None)
+    }
+
+    /// Runs a whole product on the device's own drivers (a board that runs operations
+    /// itself); `None`: the host drives it over this bus.
+    fn board_matmul(
+        &mut self,
+        _job: &MatmulJob<'_>,
+        _tr: Transposed,
+        _out: &mut [i16],
+    ) -> Option<Result<DriverStats, Self::Error>> {
+        None
+    }
+
+    /// Runs a whole convolution op on the device's own drivers; `None`: the host drives it.
+    fn board_conv(
+        &mut self,
+        _job: &ConvJob<'_>,
+        _out: &mut [i16],
+    ) -> Option<Result<DriverStats, Self::Error>> {
+        None
     }
 }
 
@@ -130,6 +150,28 @@ where
         Ok(())
     }
 
+    /// `C = op(A)·op(B)`, `op` transposing where `tr` says: on the board when the link's board
+    /// runs products itself, else by the tile driver over the link.
+    fn product(
+        &mut self,
+        a: &QMatrix,
+        b: &QMatrix,
+        tr: Transposed,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let job = driver_job(a, b, tr, out)?;
+        let (m, n) = (job.m, job.n);
+        let mut c = vec![0i16; m * n];
+        let words = a.data.len() + b.data.len() + m * n;
+        self.run((m * job.k * n) as u64, 2 * words as u64, |bus, cfg| {
+            match bus.board_matmul(&job, tr, &mut c) {
+                Some(r) => r.map_err(DriverError::Bus),
+                None => driver::matmul_views(bus, cfg, &job, tr, &mut c),
+            }
+        })?;
+        Ok(QMatrix::from_vec(m, n, out.frac, c)?)
+    }
+
     /// One convolution on the conv unit; the result is NCHW for the forward and input-gradient
     /// ops and `out_ch x in_ch·k·k` for the weight gradient.
     fn conv(
@@ -149,7 +191,10 @@ where
         self.run(
             (m * k * n) as u64,
             2 * (inputs + m * n) as u64,
-            |bus, cfg| conv2d(bus, cfg, &job, &mut c),
+            |bus, cfg| match bus.board_conv(&job, &mut c) {
+                Some(r) => r.map_err(DriverError::Bus),
+                None => conv2d(bus, cfg, &job, &mut c),
+            },
         )?;
         let lowered = QMatrix::from_vec(m, n, out.frac, c)?;
         Ok(conv_unit::reshape(ops.op, g, lowered))
@@ -178,14 +223,30 @@ where
         b: &QMatrix,
         out: &OutputSpec,
     ) -> Result<QMatrix, DeviceError> {
-        let job = driver_job(a, b, out)?;
-        let (m, n) = (job.m, job.n);
-        let mut c = vec![0i16; m * n];
-        let words = a.data.len() + b.data.len() + m * n;
-        self.run((m * job.k * n) as u64, 2 * words as u64, |bus, cfg| {
-            driver::matmul(bus, cfg, &job, &mut c)
-        })?;
-        Ok(QMatrix::from_vec(m, n, out.frac, c)?)
+        self.product(a, b, Transposed::default(), out)
+    }
+
+    // The transposed products read the operand through its transpose (the driver's views)
+    // instead of copying it: the same tiles and result, and a board that keeps tensors holds
+    // one copy for both uses.
+    fn matmul_nt(
+        &mut self,
+        a: &QMatrix,
+        b: &QMatrix,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let tr = Transposed { a: false, b: true };
+        self.product(a, b, tr, out)
+    }
+
+    fn matmul_tn(
+        &mut self,
+        a: &QMatrix,
+        b: &QMatrix,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let tr = Transposed { a: true, b: false };
+        self.product(a, b, tr, out)
     }
 
     // Each convolution runs on the conv unit, or, when the array was built without one or the
@@ -263,24 +324,29 @@ where
 fn driver_job<'a>(
     a: &'a QMatrix,
     b: &'a QMatrix,
+    tr: Transposed,
     out: &OutputSpec,
 ) -> Result<driver::MatmulJob<'a>, DeviceError> {
-    if a.cols != b.rows {
+    let (m, k) = if tr.a { (a.cols, a.rows) } else { (a.rows, a.cols) };
+    let (kb, n) = if tr.b { (b.cols, b.rows) } else { (b.rows, b.cols) };
+    if k != kb {
+        let t = |t: bool| if t { "ᵀ" } else { "" };
         return Err(NumericError::Shape(format!(
-            "A is {}x{} and B is {}x{}: A's columns must equal B's rows",
-            a.rows, a.cols, b.rows, b.cols
+            "A{} is {m}x{k} and B{} is {kb}x{n}: the left operand's columns must equal the right one's rows",
+            t(tr.a),
+            t(tr.b)
         ))
         .into());
     }
-    if a.cols > systole_core::numeric::MAX_K {
-        return Err(NumericError::KTooLong(a.cols).into());
+    if k > systole_core::numeric::MAX_K {
+        return Err(NumericError::KTooLong(k).into());
     }
     Ok(driver::MatmulJob {
         a: &a.data,
         b: &b.data,
-        m: a.rows,
-        k: a.cols,
-        n: b.cols,
+        m,
+        k,
+        n,
         shift: systole_golden::output_shift(a.frac + b.frac, out.frac)?,
         rounding: out.rounding,
         seed: out.seed,
