@@ -148,6 +148,24 @@ impl DeviceError {
     }
 }
 
+/// `e` and its causes in one line, `"e: cause: cause"`, leaving out a cause whose text is
+/// already there: a `Display` that shows its `#[source]` (`accelerator bus failed: X`, with
+/// `X` the source) would otherwise print it twice. What the CLI's `error:` line and the
+/// tests' failure messages print.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let line = cause.to_string();
+        if !text.contains(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
+        next = cause.source();
+    }
+    text
+}
+
 /// An accelerator (or a stand-in for one) that runs the numeric contract's operations.
 pub trait Device {
     /// Human-readable name, e.g. `golden 8x8` or `verilator 8x8`.

@@ -23,6 +23,11 @@ use systole_firmware::protocol::{
 };
 use systole_firmware::store::MAX_TENSORS;
 
+/// How long the host waits for a `MATMUL` / `CONV` answer before resending (the largest
+/// operation the store holds takes a real board at 100 MHz well under a second; a simulated
+/// SoC runs about a hundred times slower).
+pub const OP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// The tensor id every output is stored as.
 pub const OUT_ID: u8 = 0;
 
@@ -318,7 +323,13 @@ impl<T: Read + Write> SerialBus<T> {
         let len = req
             .encode_payload(&mut payload)
             .map_err(|e| LinkError::Protocol(e.to_string()))?;
-        let p = self.transact(req.cmd(), &payload[..len])?;
+        // The board answers when the whole operation has run: wait for that, not a frame's
+        // time (a resend would only wait in its receive FIFO and be answered from the copy).
+        let frame_timeout = self.timeout;
+        self.timeout = frame_timeout.max(OP_TIMEOUT);
+        let p = self.transact(req.cmd(), &payload[..len]);
+        self.timeout = frame_timeout;
+        let p = p?;
         let bad = |what: String| LinkError::Protocol(what);
         let stats = OpStats::parse(p.get(4..).unwrap_or(&[]))
             .ok_or_else(|| bad(format!("operation answer of {} bytes", p.len())))?;

@@ -64,3 +64,24 @@ fn a_request_damaged_on_every_try_is_reported_as_damage() {
     assert!(e.to_string().contains("corrupts bytes"), "{e}");
     assert_eq!(bus.port.frames_heard, 3);
 }
+
+/// The chain a failed operation prints names the link's error once, though the driver's
+/// `Bus` message shows it and keeps it as its source too.
+#[test]
+fn a_link_error_is_printed_once_in_the_chain() {
+    use systole_firmware::driver::DriverError;
+    let link = LinkError::NoAnswer {
+        tries: 4,
+        timeout_ms: 500,
+    };
+    let e = DeviceError::Transport {
+        device: "serial 4x4 at /dev/pts/0".into(),
+        source: Box::new(DriverError::Bus(link.clone())),
+    };
+    let text = crate::error_chain(&e);
+    assert_eq!(
+        text,
+        format!("serial 4x4 at /dev/pts/0 failed: accelerator bus failed: {link}")
+    );
+    assert_eq!(text.matches("no answer").count(), 1, "{text}");
+}
