@@ -71,6 +71,8 @@ pub struct BusDevice<L> {
     pub(crate) stats: DeviceStats,
     /// The board's firmware cycles at the end of the last operation (`firmware_cycles`).
     firmware_mark: Option<u64>,
+    /// The operation being run went to the board whole (a board operation).
+    on_board: bool,
 }
 
 impl<L: Link> BusDevice<L>
@@ -84,6 +86,7 @@ where
             at,
             stats: DeviceStats::default(),
             firmware_mark: None,
+            on_board: false,
         }
     }
 
@@ -94,7 +97,7 @@ where
         &mut self,
         macs: u64,
         tensor_bytes: u64,
-        call: impl FnOnce(&mut L, &ArrayConfig) -> Result<DriverStats, DriverError<L::Error>>,
+        call: impl FnOnce(&mut L, &ArrayConfig, &mut bool) -> Result<DriverStats, DriverError<L::Error>>,
     ) -> Result<(), DeviceError> {
         let failed = |dev: &Self, e: DriverError<L::Error>| DeviceError::Transport {
             device: dev.name(),
@@ -108,7 +111,8 @@ where
         }
         let before = self.bus.link_bytes();
         let exchanges = self.bus.link_exchanges();
-        let r = call(&mut self.bus, &self.config)
+        self.on_board = false;
+        let r = call(&mut self.bus, &self.config, &mut self.on_board)
             .and_then(|st| self.bus.settle().map(|()| st).map_err(DriverError::Bus));
         let (to, from) = match (before, self.bus.link_bytes(), &r) {
             (Some((out0, in0)), Some((out1, in1)), _) => (out1 - out0, in1 - in0),
@@ -143,6 +147,7 @@ where
             }
         }
         self.stats.ops += 1;
+        self.stats.board_ops += u64::from(std::mem::take(&mut self.on_board));
         self.stats.macs += macs;
         self.stats.tensor_bytes += tensor_bytes;
         self.stats.cycles += st.cycles;
@@ -163,12 +168,17 @@ where
         let (m, n) = (job.m, job.n);
         let mut c = vec![0i16; m * n];
         let words = a.data.len() + b.data.len() + m * n;
-        self.run((m * job.k * n) as u64, 2 * words as u64, |bus, cfg| {
-            match bus.board_matmul(&job, tr, &mut c) {
-                Some(r) => r.map_err(DriverError::Bus),
+        self.run(
+            (m * job.k * n) as u64,
+            2 * words as u64,
+            |bus, cfg, on_board| match bus.board_matmul(&job, tr, &mut c) {
+                Some(r) => {
+                    *on_board = true;
+                    r.map_err(DriverError::Bus)
+                }
                 None => driver::matmul_views(bus, cfg, &job, tr, &mut c),
-            }
-        })?;
+            },
+        )?;
         Ok(QMatrix::from_vec(m, n, out.frac, c)?)
     }
 
@@ -191,8 +201,11 @@ where
         self.run(
             (m * k * n) as u64,
             2 * (inputs + m * n) as u64,
-            |bus, cfg| match bus.board_conv(&job, &mut c) {
-                Some(r) => r.map_err(DriverError::Bus),
+            |bus, cfg, on_board| match bus.board_conv(&job, &mut c) {
+                Some(r) => {
+                    *on_board = true;
+                    r.map_err(DriverError::Bus)
+                }
                 None => conv2d(bus, cfg, &job, &mut c),
             },
         )?;
@@ -327,8 +340,16 @@ fn driver_job<'a>(
     tr: Transposed,
     out: &OutputSpec,
 ) -> Result<driver::MatmulJob<'a>, DeviceError> {
-    let (m, k) = if tr.a { (a.cols, a.rows) } else { (a.rows, a.cols) };
-    let (kb, n) = if tr.b { (b.cols, b.rows) } else { (b.rows, b.cols) };
+    let (m, k) = if tr.a {
+        (a.cols, a.rows)
+    } else {
+        (a.rows, a.cols)
+    };
+    let (kb, n) = if tr.b {
+        (b.cols, b.rows)
+    } else {
+        (b.rows, b.cols)
+    };
     if k != kb {
         let t = |t: bool| if t { "ᵀ" } else { "" };
         return Err(NumericError::Shape(format!(

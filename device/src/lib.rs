@@ -63,6 +63,9 @@ pub struct DeviceStats {
     /// (`COUNTERS`); 0 where no board CPU reports them (golden, verilator, the bridge, which
     /// has no CPU, and the pty-simulated board, whose firmware runs on the host).
     pub firmware_cycles: u64,
+    /// Of `ops`, those the board ran itself (one `MATMUL` / `CONV` request on tensors in its
+    /// store: the board operations of `systole_firmware::protocol`).
+    pub board_ops: u64,
 }
 
 /// Why a device operation failed.

@@ -20,16 +20,16 @@
 
 use super::backend::{check_config, check_id, BusDevice, Link};
 use super::DeviceError;
-use systole_firmware::conv::ConvJob;
-use systole_firmware::driver::{DriverStats, MatmulJob, Transposed};
 use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 use systole_core::{regmap, AcceleratorBus, ArrayConfig};
+use systole_firmware::conv::ConvJob;
+use systole_firmware::driver::{DriverStats, MatmulJob, Transposed};
 use systole_firmware::frame::{self, Decoder, FRAME_CAPACITY, MAX_PAYLOAD};
 use systole_firmware::protocol::board_ops::{CAP_BOARD_OPS, PING_REPLY, PING_REPLY_WITH_CAPS};
 use systole_firmware::protocol::{
-    boot, cmd, panic, Buffer, DriverFailure, ErrorCode, RemoteError, Request, Words, BATCH_ENTRY_HEADER,
-    COUNTERS_REPLY, ERROR, RESPONSE, WRITE_FM_HEADER, WRITE_ROWS_HEADER,
+    boot, cmd, panic, Buffer, DriverFailure, ErrorCode, RemoteError, Request, Words,
+    BATCH_ENTRY_HEADER, COUNTERS_REPLY, ERROR, RESPONSE, WRITE_FM_HEADER, WRITE_ROWS_HEADER,
 };
 
 /// Line rate used to open a port (the simulated board ignores it).
@@ -360,9 +360,7 @@ impl<T: Read + Write> SerialBus<T> {
                             return Err(LinkError::StoreFull { free: e.detail })
                         }
                         Some(ErrorCode::UnknownTensor) => {
-                            return Err(LinkError::UnknownTensor {
-                                id: e.detail as u8,
-                            })
+                            return Err(LinkError::UnknownTensor { id: e.detail as u8 })
                         }
                         Some(ErrorCode::ShapeMismatch) => {
                             return Err(LinkError::ShapeMismatch { cmd: e.cmd })

@@ -277,6 +277,10 @@ fn soc_firmware_4x4() {
         },
     );
     eprintln!("soc_firmware_4x4: {:.1} s", t.elapsed().as_secs_f64());
+    // The firmware ran every product itself (board operations), none driven from the host.
+    let st = dev.stats();
+    assert!(st.ops > 0);
+    assert_eq!(st.board_ops, st.ops, "{st:?}");
     drop(dev);
     board.close().expect("the SoC image reported an error");
 }

@@ -89,8 +89,16 @@ impl<T: Read + Write> SerialBus<T> {
         let (ar, ac) = shape(tr.a, job.m, job.k);
         let (br, bc) = shape(tr.b, job.k, job.n);
         let ops = [
-            Operand { rows: ar, cols: ac, words: job.a },
-            Operand { rows: br, cols: bc, words: job.b },
+            Operand {
+                rows: ar,
+                cols: ac,
+                words: job.a,
+            },
+            Operand {
+                rows: br,
+                cols: bc,
+                words: job.b,
+            },
         ];
         let shift = u8::try_from(job.shift).ok()?;
         let (m, n) = (job.m, job.n);
@@ -116,9 +124,24 @@ impl<T: Read + Write> SerialBus<T> {
         let g = &job.geom;
         let used = |ops: &[ConvOp]| ops.contains(&job.op);
         let all = [
-            (used(&[ConvOp::Forward, ConvOp::BackwardWeights]), job.batch, g.in_words(), job.x),
-            (used(&[ConvOp::BackwardInput, ConvOp::BackwardWeights]), job.batch, g.out_words(), job.dy),
-            (used(&[ConvOp::Forward, ConvOp::BackwardInput]), g.out_ch, g.in_ch * g.kernel * g.kernel, job.w),
+            (
+                used(&[ConvOp::Forward, ConvOp::BackwardWeights]),
+                job.batch,
+                g.in_words(),
+                job.x,
+            ),
+            (
+                used(&[ConvOp::BackwardInput, ConvOp::BackwardWeights]),
+                job.batch,
+                g.out_words(),
+                job.dy,
+            ),
+            (
+                used(&[ConvOp::Forward, ConvOp::BackwardInput]),
+                g.out_ch,
+                g.in_ch * g.kernel * g.kernel,
+                job.w,
+            ),
         ];
         let ops: Vec<Operand<'_>> = all
             .iter()
@@ -138,7 +161,13 @@ impl<T: Read + Write> SerialBus<T> {
         let flags: Vec<bool> = all.iter().map(|o| o.0).collect();
         self.board_op(&ops, m * n, out, |ids| {
             let mut it = ids.iter().copied();
-            let mut next = |used: bool| if used { it.next().unwrap_or(NO_TENSOR) } else { NO_TENSOR };
+            let mut next = |used: bool| {
+                if used {
+                    it.next().unwrap_or(NO_TENSOR)
+                } else {
+                    NO_TENSOR
+                }
+            };
             let (x, dy, w) = (next(flags[0]), next(flags[1]), next(flags[2]));
             Request::Conv(ConvRequest {
                 op: job.op,
@@ -232,7 +261,11 @@ impl<T: Read + Write> SerialBus<T> {
             .collect();
         let mut fresh: Vec<usize> = Vec::new();
         for (i, o) in ops.iter().enumerate() {
-            if ids[i].is_none() && !fresh.iter().any(|&j| ops[j].words == o.words && ops[j].rows == o.rows) {
+            if ids[i].is_none()
+                && !fresh
+                    .iter()
+                    .any(|&j| ops[j].words == o.words && ops[j].rows == o.rows)
+            {
                 fresh.push(i);
             }
         }
@@ -282,7 +315,11 @@ impl<T: Read + Write> SerialBus<T> {
                 last_use: now,
             });
             for (j, o) in ops.iter().enumerate() {
-                if ids[j].is_none() && o.words == ops[i].words && o.rows == ops[i].rows && o.cols == ops[i].cols {
+                if ids[j].is_none()
+                    && o.words == ops[i].words
+                    && o.rows == ops[i].rows
+                    && o.cols == ops[i].cols
+                {
                     ids[j] = Some(id);
                 }
             }

@@ -217,7 +217,10 @@ fn conv_on_the_board_equals_the_host_driven_op_and_refusals_are_typed() {
         pad: 1,
     };
     let batch = 2;
-    let (x, dy) = (values(batch * geom.in_words(), 3), values(batch * geom.out_words(), 4));
+    let (x, dy) = (
+        values(batch * geom.in_words(), 3),
+        values(batch * geom.out_words(), 4),
+    );
     let (xb, dyb) = (le(&x), le(&dy));
     let conv = ConvRequest {
         op: ConvOp::BackwardWeights,
