@@ -239,9 +239,8 @@ impl fmt::Display for LinkBench {
             .mean(|s| s.bytes_to_device + s.bytes_from_device);
         writeln!(
             f,
-            "the tensors of a step (operands and results, each word once): {tensors:.0} bytes in {ops:.0} operations; sending each once would be {:.1}x fewer bytes than the bridge, one round trip each {:.0}x fewer (10x fewer bytes needs the weights kept on the board: issue 17)",
+            "the tensors of a step, operation by operation (operands and result): {tensors:.0} bytes in {ops:.0} operations ({:.1}x fewer than the bridge); the SoC sends an operand already on the board (X, H1, dZ2, W2 are used twice) once; 10x fewer bytes than the bridge needs the weights kept and updated on the board (issue 17)",
             bridge_bytes / tensors.max(1.0),
-            self.bridge.mean(|s| s.round_trips) / ops.max(1.0)
         )?;
         writeln!(
             f,

@@ -375,7 +375,8 @@ impl<T: Read + Write> SerialBus<T> {
             usize::from(u16::from_le_bytes([p[2], p[3]])),
         );
         let first = (p.len() - OP_REPLY_HEADER) / 2;
-        if m * n != out.len() || first > out.len() || (p.len() - OP_REPLY_HEADER) % 2 != 0 {
+        if m * n != out.len() || first > out.len() || !(p.len() - OP_REPLY_HEADER).is_multiple_of(2)
+        {
             return Err(bad(format!(
                 "the board answered a {m}x{n} output ({first} words) for one of {} words",
                 out.len()
