@@ -22,10 +22,10 @@ pub enum ErrorCode {
     Bus = 7,
     /// A command that may not appear inside `BATCH`.
     NotBatchable = 8,
-    /// The board's firmware panicked and reset ([`panic`]: an unsolicited report).
+    /// The board's firmware panicked and reset ([`super::panic`]: an unsolicited report).
     Panic = 9,
     /// The board (re)started: its firmware announces this once, unsolicited, before it serves
-    /// ([`boot`]); everything the board held before is gone.
+    /// ([`super::boot`]); everything the board held before is gone.
     Restarted = 10,
     /// The board's receiver lost bytes of this frame (its buffer was full): the host should
     /// resend it.
