@@ -27,6 +27,15 @@ pub const RESET_VECTOR: u32 = RAM_BASE;
 /// RAM size of the default SoC build, in bytes.
 pub const DEFAULT_RAM_BYTES: u32 = 64 * 1024;
 
+/// Bytes of the firmware's tensor store (operands and results of the board operations,
+/// `systole_firmware::store`): a static array in RAM beside the image and the stack, so the
+/// image's budget counts it (in `bss`) and the build refuses an image that does not fit.
+/// 16 KiB (8192 words) holds a digits-MLP training step's operands and its largest result
+/// (at most about 6,800 words at once, batch 32); with the image (about 40 KB now that the
+/// tile and conv drivers run on the board) and the 8 KiB stack it leaves about 1 KB of the
+/// 64 KiB RAM free.
+pub const TENSOR_STORE_BYTES: u32 = 16 * 1024;
+
 /// First MMIO address: bit 31 set bypasses the CPU's data cache.
 pub const MMIO_BASE: u32 = 0x8000_0000;
 

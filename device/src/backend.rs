@@ -5,8 +5,8 @@
 use super::conv_unit::{self, ConvOperands};
 use super::{Device, DeviceError, DeviceStats};
 use systole_core::{AcceleratorBus, ArrayConfig};
-use systole_firmware::conv::{conv2d, ConvOp};
-use systole_firmware::driver::{self, DriverError, DriverStats};
+use systole_firmware::conv::{conv2d, ConvJob, ConvOp};
+use systole_firmware::driver::{self, DriverError, DriverStats, MatmulJob, Transposed};
 use systole_golden::conv::Conv2dGeom;
 use systole_golden::tensor::QMatrix;
 use systole_golden::{NumericError, OutputSpec};
@@ -40,6 +40,26 @@ pub trait Link: AcceleratorBus {
     fn firmware_cycles(&mut self) -> Result<Option<u64>, Self::Error> {
         Ok(None)
     }
+
+    /// Runs a whole product on the device's own drivers (a board that runs operations
+    /// itself); `None`: the host drives it over this bus.
+    fn board_matmul(
+        &mut self,
+        _job: &MatmulJob<'_>,
+        _tr: Transposed,
+        _out: &mut [i16],
+    ) -> Option<Result<DriverStats, Self::Error>> {
+        None
+    }
+
+    /// Runs a whole convolution op on the device's own drivers; `None`: the host drives it.
+    fn board_conv(
+        &mut self,
+        _job: &ConvJob<'_>,
+        _out: &mut [i16],
+    ) -> Option<Result<DriverStats, Self::Error>> {
+        None
+    }
 }
 
 /// A device that runs every product and convolution through the firmware's drivers on `L`.
@@ -51,6 +71,8 @@ pub struct BusDevice<L> {
     pub(crate) stats: DeviceStats,
     /// The board's firmware cycles at the end of the last operation (`firmware_cycles`).
     firmware_mark: Option<u64>,
+    /// The operation being run went to the board whole (a board operation).
+    on_board: bool,
 }
 
 impl<L: Link> BusDevice<L>
@@ -64,6 +86,7 @@ where
             at,
             stats: DeviceStats::default(),
             firmware_mark: None,
+            on_board: false,
         }
     }
 
@@ -74,7 +97,7 @@ where
         &mut self,
         macs: u64,
         tensor_bytes: u64,
-        call: impl FnOnce(&mut L, &ArrayConfig) -> Result<DriverStats, DriverError<L::Error>>,
+        call: impl FnOnce(&mut L, &ArrayConfig, &mut bool) -> Result<DriverStats, DriverError<L::Error>>,
     ) -> Result<(), DeviceError> {
         let failed = |dev: &Self, e: DriverError<L::Error>| DeviceError::Transport {
             device: dev.name(),
@@ -88,7 +111,8 @@ where
         }
         let before = self.bus.link_bytes();
         let exchanges = self.bus.link_exchanges();
-        let r = call(&mut self.bus, &self.config)
+        self.on_board = false;
+        let r = call(&mut self.bus, &self.config, &mut self.on_board)
             .and_then(|st| self.bus.settle().map(|()| st).map_err(DriverError::Bus));
         let (to, from) = match (before, self.bus.link_bytes(), &r) {
             (Some((out0, in0)), Some((out1, in1)), _) => (out1 - out0, in1 - in0),
@@ -123,11 +147,39 @@ where
             }
         }
         self.stats.ops += 1;
+        self.stats.board_ops += u64::from(std::mem::take(&mut self.on_board));
         self.stats.macs += macs;
         self.stats.tensor_bytes += tensor_bytes;
         self.stats.cycles += st.cycles;
         self.stats.mac_cycles += st.mac_cycles;
         Ok(())
+    }
+
+    /// `C = op(A)·op(B)`, `op` transposing where `tr` says: on the board when the link's board
+    /// runs products itself, else by the tile driver over the link.
+    fn product(
+        &mut self,
+        a: &QMatrix,
+        b: &QMatrix,
+        tr: Transposed,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let job = driver_job(a, b, tr, out)?;
+        let (m, n) = (job.m, job.n);
+        let mut c = vec![0i16; m * n];
+        let words = a.data.len() + b.data.len() + m * n;
+        self.run(
+            (m * job.k * n) as u64,
+            2 * words as u64,
+            |bus, cfg, on_board| match bus.board_matmul(&job, tr, &mut c) {
+                Some(r) => {
+                    *on_board = true;
+                    r.map_err(DriverError::Bus)
+                }
+                None => driver::matmul_views(bus, cfg, &job, tr, &mut c),
+            },
+        )?;
+        Ok(QMatrix::from_vec(m, n, out.frac, c)?)
     }
 
     /// One convolution on the conv unit; the result is NCHW for the forward and input-gradient
@@ -149,7 +201,13 @@ where
         self.run(
             (m * k * n) as u64,
             2 * (inputs + m * n) as u64,
-            |bus, cfg| conv2d(bus, cfg, &job, &mut c),
+            |bus, cfg, on_board| match bus.board_conv(&job, &mut c) {
+                Some(r) => {
+                    *on_board = true;
+                    r.map_err(DriverError::Bus)
+                }
+                None => conv2d(bus, cfg, &job, &mut c),
+            },
         )?;
         let lowered = QMatrix::from_vec(m, n, out.frac, c)?;
         Ok(conv_unit::reshape(ops.op, g, lowered))
@@ -178,14 +236,30 @@ where
         b: &QMatrix,
         out: &OutputSpec,
     ) -> Result<QMatrix, DeviceError> {
-        let job = driver_job(a, b, out)?;
-        let (m, n) = (job.m, job.n);
-        let mut c = vec![0i16; m * n];
-        let words = a.data.len() + b.data.len() + m * n;
-        self.run((m * job.k * n) as u64, 2 * words as u64, |bus, cfg| {
-            driver::matmul(bus, cfg, &job, &mut c)
-        })?;
-        Ok(QMatrix::from_vec(m, n, out.frac, c)?)
+        self.product(a, b, Transposed::default(), out)
+    }
+
+    // The transposed products read the operand through its transpose (the driver's views)
+    // instead of copying it: the same tiles and result, and a board that keeps tensors holds
+    // one copy for both uses.
+    fn matmul_nt(
+        &mut self,
+        a: &QMatrix,
+        b: &QMatrix,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let tr = Transposed { a: false, b: true };
+        self.product(a, b, tr, out)
+    }
+
+    fn matmul_tn(
+        &mut self,
+        a: &QMatrix,
+        b: &QMatrix,
+        out: &OutputSpec,
+    ) -> Result<QMatrix, DeviceError> {
+        let tr = Transposed { a: true, b: false };
+        self.product(a, b, tr, out)
     }
 
     // Each convolution runs on the conv unit, or, when the array was built without one or the
@@ -263,24 +337,37 @@ where
 fn driver_job<'a>(
     a: &'a QMatrix,
     b: &'a QMatrix,
+    tr: Transposed,
     out: &OutputSpec,
 ) -> Result<driver::MatmulJob<'a>, DeviceError> {
-    if a.cols != b.rows {
+    let (m, k) = if tr.a {
+        (a.cols, a.rows)
+    } else {
+        (a.rows, a.cols)
+    };
+    let (kb, n) = if tr.b {
+        (b.cols, b.rows)
+    } else {
+        (b.rows, b.cols)
+    };
+    if k != kb {
+        let t = |t: bool| if t { "ᵀ" } else { "" };
         return Err(NumericError::Shape(format!(
-            "A is {}x{} and B is {}x{}: A's columns must equal B's rows",
-            a.rows, a.cols, b.rows, b.cols
+            "A{} is {m}x{k} and B{} is {kb}x{n}: the left operand's columns must equal the right one's rows",
+            t(tr.a),
+            t(tr.b)
         ))
         .into());
     }
-    if a.cols > systole_core::numeric::MAX_K {
-        return Err(NumericError::KTooLong(a.cols).into());
+    if k > systole_core::numeric::MAX_K {
+        return Err(NumericError::KTooLong(k).into());
     }
     Ok(driver::MatmulJob {
         a: &a.data,
         b: &b.data,
-        m: a.rows,
-        k: a.cols,
-        n: b.cols,
+        m,
+        k,
+        n,
         shift: systole_golden::output_shift(a.frac + b.frac, out.frac)?,
         rounding: out.rounding,
         seed: out.seed,

@@ -171,13 +171,24 @@ impl SimBoard {
                 let mut board = make().map_err(|e| e.to_string())?;
                 // Short slices of simulated time, so new bytes from the host are taken in
                 // between; the image is clocked only while the host may wait for an answer
-                // (until `SILENT_SLICES` slices passed without a byte).
+                // (until `SILENT_SLICES` slices passed without a byte; on the SoC, whose
+                // firmware answers every request and may compute for millions of cycles
+                // first, also until it answered the bytes it was sent, for at most
+                // `BUSY_SLICES` slices).
                 const SLICE_BIT_TIMES: u32 = 32;
                 const SILENT_SLICES: u32 = 200;
+                const BUSY_SLICES: u32 = 1 << 20;
+                let answers_every_request = matches!(board, Pins::Soc(_));
                 board.set_read_timeout(SLICE_BIT_TIMES);
                 let mut buf = [0u8; 256];
                 let mut silent = SILENT_SLICES;
+                // Slices since the host's last bytes while no answer came (`None`: answered).
+                let mut unanswered: Option<u32> = None;
                 while !stopped.load(Ordering::Relaxed) {
+                    let busy = unanswered.is_some_and(|n| n < BUSY_SLICES);
+                    if busy {
+                        silent = 0;
+                    }
                     let running = silent < SILENT_SLICES;
                     let mut fds = [PollFd::new(master.as_fd(), PollFlags::POLLIN)];
                     let wait = PollTimeout::from(if running { 0u8 } else { 20u8 });
@@ -185,16 +196,21 @@ impl SimBoard {
                         let n = master.read(&mut buf).map_err(|e| e.to_string())?;
                         board.write_all(&buf[..n]).map_err(|e| e.to_string())?;
                         silent = 0;
+                        if answers_every_request {
+                            unanswered = Some(0);
+                        }
                     }
                     if silent < SILENT_SLICES {
                         match board.read(&mut buf) {
                             Ok(n) => {
                                 master.write_all(&buf[..n]).map_err(|e| e.to_string())?;
                                 silent = 0;
+                                unanswered = None;
                             }
                             // Silence counts only once the line towards the image is idle: a
                             // frame longer than the silent slices' bit times is still arriving.
                             Err(e) if e.kind() == ErrorKind::TimedOut => {
+                                unanswered = unanswered.map(|n| n + 1);
                                 silent = if board.queued_bit_times() > 0 {
                                     0
                                 } else {

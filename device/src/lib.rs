@@ -63,6 +63,9 @@ pub struct DeviceStats {
     /// (`COUNTERS`); 0 where no board CPU reports them (golden, verilator, the bridge, which
     /// has no CPU, and the pty-simulated board, whose firmware runs on the host).
     pub firmware_cycles: u64,
+    /// Of `ops`, those the board ran itself (one `MATMUL` / `CONV` request on tensors in its
+    /// store: the board operations of `systole_firmware::protocol`).
+    pub board_ops: u64,
 }
 
 /// Why a device operation failed.
@@ -146,6 +149,24 @@ impl DeviceError {
         }
         None
     }
+}
+
+/// `e` and its causes in one line, `"e: cause: cause"`, leaving out a cause whose text is
+/// already there: a `Display` that shows its `#[source]` (`accelerator bus failed: X`, with
+/// `X` the source) would otherwise print it twice. What the CLI's `error:` line and the
+/// tests' failure messages print.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let line = cause.to_string();
+        if !text.contains(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
+        next = cause.source();
+    }
+    text
 }
 
 /// An accelerator (or a stand-in for one) that runs the numeric contract's operations.

@@ -23,10 +23,13 @@ use super::DeviceError;
 use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 use systole_core::{regmap, AcceleratorBus, ArrayConfig};
+use systole_firmware::conv::ConvJob;
+use systole_firmware::driver::{DriverStats, MatmulJob, Transposed};
 use systole_firmware::frame::{self, Decoder, FRAME_CAPACITY, MAX_PAYLOAD};
+use systole_firmware::protocol::board_ops::{CAP_BOARD_OPS, PING_REPLY, PING_REPLY_WITH_CAPS};
 use systole_firmware::protocol::{
-    boot, cmd, panic, Buffer, ErrorCode, RemoteError, Request, Words, BATCH_ENTRY_HEADER,
-    COUNTERS_REPLY, ERROR, RESPONSE, WRITE_FM_HEADER, WRITE_ROWS_HEADER,
+    boot, cmd, panic, Buffer, DriverFailure, ErrorCode, RemoteError, Request, Words,
+    BATCH_ENTRY_HEADER, COUNTERS_REPLY, ERROR, RESPONSE, WRITE_FM_HEADER, WRITE_ROWS_HEADER,
 };
 
 /// Line rate used to open a port (the simulated board ignores it).
@@ -36,6 +39,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(500);
 /// Resends of one frame before giving up.
 pub const DEFAULT_RETRIES: u32 = 3;
 
+mod board_ops;
 mod link_error;
 pub use link_error::LinkError;
 
@@ -63,6 +67,9 @@ pub struct BoardInfo {
     pub version: u8,
     /// The board's maximum payload.
     pub max_payload: u16,
+    /// Words of the board's tensor store, when it runs products and convolutions itself
+    /// (`protocol::board_ops`); `None` on a board that is driven register by register.
+    pub store_words: Option<u32>,
 }
 
 /// A run of consecutive rows for one buffer and bank, not yet put into the batch.
@@ -92,6 +99,9 @@ pub struct SerialBus<T> {
     start_expected: bool,
     /// Whether the board answers `COUNTERS` (`None`: not asked yet).
     board_counts: Option<bool>,
+    /// The board's tensor store as the host knows it, when the board runs operations itself
+    /// and the host uses them ([`SerialBus::use_board_ops`]).
+    board: Option<board_ops::BoardStore>,
 }
 
 impl<T: Read + Write> SerialBus<T> {
@@ -110,7 +120,14 @@ impl<T: Read + Write> SerialBus<T> {
             counters: LinkCounters::default(),
             start_expected: true,
             board_counts: None,
+            board: None,
         }
+    }
+
+    /// Runs each product and convolution as one request on the board's own drivers, with
+    /// operands in its tensor store of `store_words` words (from [`BoardInfo::store_words`]).
+    pub fn use_board_ops(&mut self, store_words: u32) {
+        self.board = Some(board_ops::BoardStore::new(store_words as usize));
     }
 
     /// Sets the per-try timeout and the number of resends.
@@ -149,7 +166,7 @@ impl<T: Read + Write> SerialBus<T> {
     pub fn ping(&mut self) -> Result<BoardInfo, LinkError> {
         self.flush()?;
         let p = self.transact(cmd::PING, &[])?;
-        if p.len() != 11 {
+        if p.len() != PING_REPLY && p.len() != PING_REPLY_WITH_CAPS {
             return Err(LinkError::Protocol(format!(
                 "PING answer of {} bytes",
                 p.len()
@@ -161,6 +178,8 @@ impl<T: Read + Write> SerialBus<T> {
             config_word: u32_at(4),
             version: p[8],
             max_payload: u16::from_le_bytes([p[9], p[10]]),
+            store_words: (p.len() == PING_REPLY_WITH_CAPS && p[11] & CAP_BOARD_OPS != 0)
+                .then(|| u32_at(12)),
         })
     }
 
@@ -336,6 +355,23 @@ impl<T: Read + Write> SerialBus<T> {
                         damage = Some(code.to_string());
                         continue;
                     }
+                    match e.code {
+                        Some(ErrorCode::StoreFull) => {
+                            return Err(LinkError::StoreFull { free: e.detail })
+                        }
+                        Some(ErrorCode::UnknownTensor) => {
+                            return Err(LinkError::UnknownTensor { id: e.detail as u8 })
+                        }
+                        Some(ErrorCode::ShapeMismatch) => {
+                            return Err(LinkError::ShapeMismatch { cmd: e.cmd })
+                        }
+                        Some(ErrorCode::Driver) => {
+                            return Err(LinkError::BoardDriver {
+                                what: DriverFailure::describe(e.detail),
+                            })
+                        }
+                        _ => {}
+                    }
                     return Err(LinkError::Refused {
                         cmd: e.cmd,
                         what: e
@@ -498,6 +534,23 @@ impl<T: Read + Write> Link for SerialBus<T> {
 
     /// A board whose firmware predates `COUNTERS` refuses it as unknown: it reports none, and
     /// is not asked again.
+    fn board_matmul(
+        &mut self,
+        job: &MatmulJob<'_>,
+        tr: Transposed,
+        out: &mut [i16],
+    ) -> Option<Result<DriverStats, LinkError>> {
+        SerialBus::board_matmul(self, job, tr, out)
+    }
+
+    fn board_conv(
+        &mut self,
+        job: &ConvJob<'_>,
+        out: &mut [i16],
+    ) -> Option<Result<DriverStats, LinkError>> {
+        SerialBus::board_conv(self, job, out)
+    }
+
     fn firmware_cycles(&mut self) -> Result<Option<u64>, LinkError> {
         if self.board_counts == Some(false) {
             return Ok(None);
@@ -544,6 +597,9 @@ impl SerialDevice {
                 "the board at {path} takes frames of at most {} payload bytes, this host sends up to {MAX_PAYLOAD}: update the board's firmware",
                 info.max_payload
             )));
+        }
+        if let Some(words) = info.store_words {
+            bus.use_board_ops(words);
         }
         Ok(BusDevice::with_bus(config, bus, Some(path.to_string())))
     }

@@ -172,6 +172,28 @@ pub fn matmul<B: AcceleratorBus>(
     job: &MatmulJob<'_>,
     out: &mut [i16],
 ) -> Result<DriverStats, DriverError<B::Error>> {
+    matmul_views(bus, cfg, job, Transposed::default(), out)
+}
+
+/// Which operands of a [`matmul_views`] job are stored transposed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Transposed {
+    /// `job.a` holds `Aᵀ` (`k x m`, row-major).
+    pub a: bool,
+    /// `job.b` holds `Bᵀ` (`n x k`, row-major).
+    pub b: bool,
+}
+
+/// [`matmul`] with either operand read through its transpose: the same product, tiles, seeds
+/// and result as [`matmul`] on the transposed copy, without making the copy (the board keeps
+/// one copy of a tensor that a training step uses both ways).
+pub fn matmul_views<B: AcceleratorBus>(
+    bus: &mut B,
+    cfg: &ArrayConfig,
+    job: &MatmulJob<'_>,
+    transposed: Transposed,
+    out: &mut [i16],
+) -> Result<DriverStats, DriverError<B::Error>> {
     validate(cfg, job, out)?;
     let mut stats = DriverStats::default();
     if job.m == 0 || job.n == 0 {
@@ -188,9 +210,34 @@ pub fn matmul<B: AcceleratorBus>(
         rounding: job.rounding,
         seed: job.seed,
     };
-    let mut run = Run::new(bus, cfg, job, conversion, None, stats);
+    let views = Views { job, transposed };
+    let mut run = Run::new(bus, cfg, &views, conversion, None, stats);
     run.execute(cfg.buffer_depth, out)?;
     Ok(run.stats)
+}
+
+/// A [`MatmulJob`] whose operands may be stored transposed.
+struct Views<'j, 'a> {
+    job: &'j MatmulJob<'a>,
+    transposed: Transposed,
+}
+
+impl Feed for Views<'_, '_> {
+    fn shape(&self) -> (usize, usize, usize) {
+        self.job.shape()
+    }
+    fn a(&self, i: usize, kk: usize) -> i16 {
+        match self.transposed.a {
+            true => self.job.a[kk * self.job.m + i],
+            false => self.job.a(i, kk),
+        }
+    }
+    fn b(&self, kk: usize, j: usize) -> i16 {
+        match self.transposed.b {
+            true => self.job.b[j * self.job.k + kk],
+            false => self.job.b(kk, j),
+        }
+    }
 }
 
 /// Reads `CONFIG` (counted in `stats`) and checks the device is the array `cfg` describes:

@@ -3,6 +3,8 @@
 //! * [`frame`] and [`crc`] — how messages are delimited and checked on the serial link.
 //! * [`protocol`] — the commands (register access, block row transfers, status), with a table
 //!   of every frame's format and action.
+//! * [`store`] — [`store::TensorStore`], the tensors a host uploads for the board operations
+//!   (`MATMUL`, `CONV` run by the board's own drivers).
 //! * [`server`] — [`server::FrameServer`], the board's loop: decode frames from an `embedded_io` byte stream, run them on
 //!   the local [`systole_core::AcceleratorBus`], answer, and answer retries without re-running.
 //! * `driver` — the tile driver (tiled matmul over any `AcceleratorBus`), used by the host for
@@ -21,3 +23,4 @@ pub mod mmio;
 pub mod protocol;
 pub mod server;
 pub mod soc;
+pub mod store;

@@ -11,22 +11,41 @@
 //!
 //! | CMD | name | request payload | response payload | action |
 //! |-----|------|-----------------|------------------|--------|
-//! | 0x01 | `PING` | — | `ID` u32, `CONFIG` u32, [`VERSION`] u8, [`crate::frame::MAX_PAYLOAD`] u16 | identifies the board; never replayed, so a restarted host resynchronises with it |
+//! | 0x01 | `PING` | — | `ID` u32, `CONFIG` u32, [`VERSION`] u8, [`crate::frame::MAX_PAYLOAD`] u16; with a tensor store also capabilities u8 ([`board_ops::CAP_BOARD_OPS`]), store words u32 | identifies the board; never replayed, so a restarted host resynchronises with it |
 //! | 0x02 | `READ_REG` | addr u8 | value u32 | reads one register |
 //! | 0x03 | `WRITE_REG` | addr u8, value u32 | — | writes one register (one clock) |
 //! | 0x04 | `WRITE_ROWS` | buffer u8 (0 = A, 1 = B), bank u8, start u16, count u16, `count x size` words i16 | — | writes rows `start..start+count` of that bank, one row per clock |
 //! | 0x05 | `READ_ROWS` | bank u8, start u16, count u16 | `count x size` words i16 | reads C rows `start..start+count`, one per clock |
 //! | 0x06 | `STATUS` | — | `STATUS` u32, frames ok u32, frames rejected u32, garbage bytes u32 | accelerator status and link counters |
 //! | 0x07 | `IDLE` | cycles u32 | — | lets `cycles` clocks pass (a delay on real hardware) |
-//! | 0x08 | `BATCH` | entries: CMD u8, LEN u16, payload | — | runs `WRITE_REG`, `WRITE_ROWS`, `IDLE` and `WRITE_FM` entries in order |
+//! | 0x08 | `BATCH` | entries: CMD u8, LEN u16, payload | — | runs `WRITE_REG`, `WRITE_ROWS`, `IDLE`, `WRITE_FM`, `WRITE_TENSOR` and `FREE_TENSORS` entries in order |
 //! | 0x09 | `WRITE_FM` | addr u32, `count` words i16 (`count = (LEN - 4) / 2 >= 1`) | — | writes feature-map words `addr..addr+count` of the conv unit, one row of `R = fm_row_words` words per clock; `addr` and `count` multiples of `R`, `addr + count <= fm_depth` |
 //! | 0x0A | `COUNTERS` | — | clock u8 (1: the board counts cycles), frames ok u32, busy cycles u64 | the firmware's own cost: cycles spent from each executed request's last byte received to its response ready (CRC check, execution, response), summed over the requests before this one (`COUNTERS` requests not counted); 0 and clock 0 on a board without a cycle counter |
+//! | 0x0B | `WRITE_TENSOR` | id u8, rows u16, cols u16, offset u32, words i16 (`(LEN - 9) / 2`, may be 0) | — | stores words `offset..` of tensor `id` (`rows x cols`, row-major) in the board's tensor store; `offset = 0` first (re)creates `id` at that shape (the old `id` freed first), any other offset needs `id` to exist at exactly that shape; `offset + count <= rows·cols` |
+//! | 0x0C | `READ_TENSOR` | id u8, offset u32, count u16 | `count` words i16 | reads words `offset..offset+count` of tensor `id` (`2·count <= MAX_PAYLOAD`) |
+//! | 0x0D | `FREE_TENSORS` | ids u8 ... (`0xFF`: every tensor) | free words u32 (not in a batch) | frees the tensors in order; the ones above each move down, so the free space is one run |
+//! | 0x0E | `MATMUL` | a u8, b u8, out u8, flags u8, shift u8, rounding u8, seed u32 | m u16, n u16, stats (36 B), the first `min(m·n, (MAX_PAYLOAD - 40) / 2)` words of C | `C = op(A)·op(B)`, `op(X) = Xᵀ` when flag bit 0 (A) / bit 1 (B) is set (the stored tensor is then `k x m` / `n x k`); run by the board's tile driver with the shift, rounding (0 truncate, 1 nearest-even, 2 stochastic) and seed exactly as a host-driven product; C (`m x n`) stored as tensor `out` (an old `out` freed first; `out` differs from `a` and `b`) |
+//! | 0x0F | `CONV` | op u8 (0 forward, 1 input gradient, 2 weight gradient), x u8, dy u8, w u8, out u8, batch u16, in_ch u16, in_h u16, in_w u16, out_ch u16, kernel u8, stride u8, pad u8, shift u8, rounding u8, seed u32 | as `MATMUL` | one op of the conv driver on stored maps (`x`: `batch x in_ch·in_h·in_w`, `dy`: `batch x out_ch·oh·ow`, `w`: `out_ch x in_ch·k·k`; an operand the op does not use is `0xFF`); the lowered output (table of [`crate::conv`]) stored as `out` |
 //!
 //! Row words are little-endian, lane 0 first; `size` is the board's array size and every row of
 //! a request must be exactly `size` words. Feature-map words are little-endian too, lowest
 //! address first; a board without a conv unit (`fm_depth = 0`) refuses every `WRITE_FM` as out
 //! of range. The board checks a whole request (every batch entry, every bank, row and
 //! feature-map index) before it touches the accelerator, so a rejected request has no effect.
+//!
+//! **Board operations** (`0x0B`..`0x0F`, on a board whose `PING` answer is 16 bytes long and
+//! carries capability bit [`board_ops::CAP_BOARD_OPS`] and the store's size in words after the
+//! 11 bytes above; a board without a store answers 11 bytes and refuses them as unknown). The
+//! tensor store packs tensors in creation order with no gaps (the free words are one run);
+//! at most [`crate::store::MAX_TENSORS`] tensors. `WRITE_TENSOR` and `FREE_TENSORS` may appear
+//! in a `BATCH`. `stats` is [`board_ops::OpStats`]: cycles u64, MAC cycles u64, then rows
+//! written, C rows read, register writes, register reads and feature-map words, u32 each, as
+//! the driver counted them on the board. A C longer than the answer holds is read with
+//! `READ_TENSOR` from the word after the last one answered. Refusals: `StoreFull` (detail: the
+//! free words, or 0 with every table entry taken; nothing was stored), `UnknownTensor`
+//! (detail: the id), `ShapeMismatch` (operand shapes that do not make the product, a chunk of
+//! another shape, a word past a tensor's end), `Driver` (detail: [`DriverFailure`]). A refused
+//! `MATMUL` / `CONV` may leave `out` holding a partial result; it is never answered as one.
 //!
 //! **Retries.** The board remembers the `SEQ` and CRC of the last request it executed and the
 //! response it sent. A frame with the same `SEQ` and CRC is a retry (the response was lost): the
@@ -35,8 +54,11 @@
 
 use crate::frame::MAX_PAYLOAD;
 
+pub mod board_ops;
 pub mod boot;
 pub mod panic;
+
+pub use board_ops::{ConvRequest, MatmulRequest};
 
 /// Protocol version reported by `PING`.
 pub const VERSION: u8 = 1;
@@ -69,6 +91,16 @@ pub mod cmd {
     pub const WRITE_FM: u8 = 0x09;
     /// The firmware's cycle counters.
     pub const COUNTERS: u8 = 0x0A;
+    /// Store (a chunk of) a tensor on the board.
+    pub const WRITE_TENSOR: u8 = 0x0B;
+    /// Read (a chunk of) a stored tensor.
+    pub const READ_TENSOR: u8 = 0x0C;
+    /// Free stored tensors.
+    pub const FREE_TENSORS: u8 = 0x0D;
+    /// A product of stored tensors, run on the board.
+    pub const MATMUL: u8 = 0x0E;
+    /// A convolution op on stored tensors, run on the board.
+    pub const CONV: u8 = 0x0F;
 }
 
 /// Bytes of a `COUNTERS` response payload.
@@ -81,116 +113,8 @@ pub const WRITE_FM_HEADER: usize = 4;
 /// Bytes of a batch entry before its payload.
 pub const BATCH_ENTRY_HEADER: usize = 3;
 
-/// Why the board refused a request (the first byte of an error response).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-#[repr(u8)]
-pub enum ErrorCode {
-    /// The frame's CRC did not match: the host should resend it.
-    BadCrc = 1,
-    /// The frame's length field exceeded the maximum payload.
-    Oversized = 2,
-    /// Unknown `CMD`.
-    UnknownCommand = 3,
-    /// The payload has the wrong length or structure for its command.
-    Malformed = 4,
-    /// A bank, row, count or register address is out of range.
-    OutOfRange = 5,
-    /// Row length is not the board's array size.
-    RowLength = 6,
-    /// The board's accelerator bus reported a fault.
-    Bus = 7,
-    /// A command that may not appear inside `BATCH`.
-    NotBatchable = 8,
-    /// The board's firmware panicked and reset ([`panic`]: an unsolicited report).
-    Panic = 9,
-    /// The board (re)started: its firmware announces this once, unsolicited, before it serves
-    /// ([`boot`]); everything the board held before is gone.
-    Restarted = 10,
-    /// The board's receiver lost bytes of this frame (its buffer was full): the host should
-    /// resend it.
-    BytesLost = 11,
-}
-
-impl ErrorCode {
-    /// Decodes an error byte.
-    pub fn from_u8(b: u8) -> Option<ErrorCode> {
-        Some(match b {
-            1 => ErrorCode::BadCrc,
-            2 => ErrorCode::Oversized,
-            3 => ErrorCode::UnknownCommand,
-            4 => ErrorCode::Malformed,
-            5 => ErrorCode::OutOfRange,
-            6 => ErrorCode::RowLength,
-            7 => ErrorCode::Bus,
-            8 => ErrorCode::NotBatchable,
-            9 => ErrorCode::Panic,
-            10 => ErrorCode::Restarted,
-            11 => ErrorCode::BytesLost,
-            _ => return None,
-        })
-    }
-
-    /// True when resending the same frame may succeed (the request was damaged in transit).
-    pub fn is_transient(self) -> bool {
-        matches!(
-            self,
-            ErrorCode::BadCrc | ErrorCode::Oversized | ErrorCode::BytesLost
-        )
-    }
-}
-
-impl core::fmt::Display for ErrorCode {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(match self {
-            ErrorCode::BadCrc => "frame CRC mismatch",
-            ErrorCode::Oversized => "frame length exceeds the maximum payload",
-            ErrorCode::UnknownCommand => "unknown command",
-            ErrorCode::Malformed => "malformed payload",
-            ErrorCode::OutOfRange => "bank, row, count or address out of range",
-            ErrorCode::RowLength => "row length differs from the array size",
-            ErrorCode::Bus => "accelerator bus fault on the board",
-            ErrorCode::NotBatchable => "command not allowed inside a batch",
-            ErrorCode::Panic => "the board's firmware panicked and reset",
-            ErrorCode::Restarted => "the board restarted",
-            ErrorCode::BytesLost => "the board's receiver lost bytes of the frame",
-        })
-    }
-}
-
-/// A decoded error response.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RemoteError {
-    /// What went wrong (`None`: a code this host does not know).
-    pub code: Option<ErrorCode>,
-    /// Raw code byte.
-    pub raw: u8,
-    /// The request `CMD` that failed.
-    pub cmd: u8,
-    /// Failing batch entry, else 0.
-    pub detail: u16,
-}
-
-impl RemoteError {
-    /// Builds the 4-byte error payload.
-    pub fn payload(code: ErrorCode, cmd: u8, detail: u16) -> [u8; 4] {
-        let d = detail.to_le_bytes();
-        [code as u8, cmd, d[0], d[1]]
-    }
-
-    /// Parses an error payload.
-    pub fn parse(payload: &[u8]) -> Option<RemoteError> {
-        match *payload {
-            [raw, cmd, d0, d1] => Some(RemoteError {
-                code: ErrorCode::from_u8(raw),
-                raw,
-                cmd,
-                detail: u16::from_le_bytes([d0, d1]),
-            }),
-            _ => None,
-        }
-    }
-}
+mod error;
+pub use error::{DriverFailure, ErrorCode, RemoteError};
 
 /// Which input buffer a row block goes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -285,6 +209,34 @@ pub enum Request<'a> {
         /// The words (`>= 1`), lowest address first.
         words: Words<'a>,
     },
+    /// `WRITE_TENSOR`.
+    WriteTensor {
+        /// Tensor id.
+        id: u8,
+        /// Rows.
+        rows: u16,
+        /// Columns.
+        cols: u16,
+        /// Word offset of the first word.
+        offset: u32,
+        /// The words.
+        words: Words<'a>,
+    },
+    /// `READ_TENSOR`.
+    ReadTensor {
+        /// Tensor id.
+        id: u8,
+        /// Word offset.
+        offset: u32,
+        /// Words.
+        count: u16,
+    },
+    /// `FREE_TENSORS`: the ids.
+    FreeTensors(&'a [u8]),
+    /// `MATMUL`.
+    Matmul(MatmulRequest),
+    /// `CONV`.
+    Conv(ConvRequest),
 }
 
 fn u16_at(p: &[u8], i: usize) -> u16 {
@@ -309,6 +261,11 @@ impl<'a> Request<'a> {
             Request::Idle { .. } => cmd::IDLE,
             Request::Batch(_) => cmd::BATCH,
             Request::WriteFm { .. } => cmd::WRITE_FM,
+            Request::WriteTensor { .. } => cmd::WRITE_TENSOR,
+            Request::ReadTensor { .. } => cmd::READ_TENSOR,
+            Request::FreeTensors(_) => cmd::FREE_TENSORS,
+            Request::Matmul(_) => cmd::MATMUL,
+            Request::Conv(_) => cmd::CONV,
         }
     }
 
@@ -406,6 +363,27 @@ impl<'a> Request<'a> {
                     words: Words(words),
                 }
             }
+            cmd::WRITE_TENSOR => {
+                let (id, rows, cols, offset, words) = board_ops::parse_write(p)?;
+                Request::WriteTensor {
+                    id,
+                    rows,
+                    cols,
+                    offset,
+                    words,
+                }
+            }
+            cmd::READ_TENSOR => {
+                need(7)?;
+                Request::ReadTensor {
+                    id: p[0],
+                    offset: u32_at(p, 1),
+                    count: u16_at(p, 5),
+                }
+            }
+            cmd::FREE_TENSORS => Request::FreeTensors(p),
+            cmd::MATMUL => Request::Matmul(board_ops::parse_matmul(p)?),
+            cmd::CONV => Request::Conv(board_ops::parse_conv(p)?),
             _ => return Err(ErrorCode::UnknownCommand),
         })
     }
@@ -444,6 +422,27 @@ impl<'a> Request<'a> {
                 w.put(&addr.to_le_bytes())?;
                 w.put(words.bytes())?;
             }
+            Request::WriteTensor {
+                id,
+                rows,
+                cols,
+                offset,
+                words,
+            } => {
+                w.put(&[id])?;
+                w.put(&rows.to_le_bytes())?;
+                w.put(&cols.to_le_bytes())?;
+                w.put(&offset.to_le_bytes())?;
+                w.put(words.bytes())?;
+            }
+            Request::ReadTensor { id, offset, count } => {
+                w.put(&[id])?;
+                w.put(&offset.to_le_bytes())?;
+                w.put(&count.to_le_bytes())?;
+            }
+            Request::FreeTensors(ids) => w.put(ids)?,
+            Request::Matmul(r) => board_ops::encode_matmul(&r, &mut w)?,
+            Request::Conv(r) => board_ops::encode_conv(&r, &mut w)?,
         }
         if w.len > MAX_PAYLOAD {
             return Err(EncodeError::PayloadTooLong(w.len));
@@ -480,64 +479,8 @@ impl Writer<'_> {
     }
 }
 
-/// Iterates over the entries of a `BATCH` payload; an error carries the entry index.
-pub struct BatchIter<'a> {
-    rest: &'a [u8],
-    index: u16,
-    failed: bool,
-}
-
-impl<'a> BatchIter<'a> {
-    /// Iterator over `payload`'s entries.
-    pub fn new(payload: &'a [u8]) -> Self {
-        BatchIter {
-            rest: payload,
-            index: 0,
-            failed: false,
-        }
-    }
-}
-
-impl<'a> Iterator for BatchIter<'a> {
-    type Item = Result<Request<'a>, (ErrorCode, u16)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.rest.is_empty() || self.failed {
-            return None;
-        }
-        let index = self.index;
-        self.index = self.index.wrapping_add(1);
-        let fail = |s: &mut Self, code| {
-            s.failed = true;
-            Some(Err((code, index)))
-        };
-        if self.rest.len() < BATCH_ENTRY_HEADER {
-            return fail(self, ErrorCode::Malformed);
-        }
-        let c = self.rest[0];
-        let len = usize::from(u16_at(self.rest, 1));
-        if self.rest.len() < BATCH_ENTRY_HEADER + len {
-            return fail(self, ErrorCode::Malformed);
-        }
-        let body = &self.rest[BATCH_ENTRY_HEADER..BATCH_ENTRY_HEADER + len];
-        self.rest = &self.rest[BATCH_ENTRY_HEADER + len..];
-        if !matches!(
-            c,
-            cmd::WRITE_REG | cmd::WRITE_ROWS | cmd::IDLE | cmd::WRITE_FM
-        ) {
-            let code = if matches!(c, cmd::PING..=cmd::COUNTERS) {
-                ErrorCode::NotBatchable
-            } else {
-                ErrorCode::UnknownCommand
-            };
-            return fail(self, code);
-        }
-        match Request::parse(c, body) {
-            Ok(r) => Some(Ok(r)),
-            Err(code) => fail(self, code),
-        }
-    }
-}
+mod batch;
+pub use batch::BatchIter;
 
 #[cfg(test)]
 mod tests;

@@ -64,6 +64,8 @@ pub struct FrameServer<IO, B> {
     stats: LinkStats,
     /// The board's free-running cycle counter, if it has one.
     clock: Option<fn() -> u64>,
+    /// The tensor store of the board operations, if the board has one.
+    store: board_ops::Store,
 }
 
 impl<IO: Read + Write, B: AcceleratorBus> FrameServer<IO, B> {
@@ -80,7 +82,20 @@ impl<IO: Read + Write, B: AcceleratorBus> FrameServer<IO, B> {
             last: None,
             stats: LinkStats::default(),
             clock: None,
+            store: None,
         }
+    }
+
+    /// Gives the board a tensor store over `words` (on the SoC a static array), so it runs
+    /// `MATMUL` and `CONV` on tensors the host uploaded, and says so in its `PING` answer.
+    pub fn with_store(mut self, words: &'static mut [i16]) -> Self {
+        self.store = Some(crate::store::TensorStore::new(words));
+        self
+    }
+
+    /// The tensor store, if the board has one.
+    pub fn store(&self) -> Option<&crate::store::TensorStore<'static>> {
+        self.store.as_ref()
     }
 
     /// Counts the cycles each request costs with `clock`, the board's free-running cycle
@@ -167,6 +182,7 @@ impl<IO: Read + Write, B: AcceleratorBus> FrameServer<IO, B> {
                 last,
                 stats,
                 clock,
+                store,
                 ..
             } = self;
             decoder.skip_garbage();
@@ -178,7 +194,7 @@ impl<IO: Read + Write, B: AcceleratorBus> FrameServer<IO, B> {
                     // `COUNTERS` itself is not counted: a host asking after every operation
                     // must not see its own questions in the cost of the next one.
                     let counted = f.cmd != crate::protocol::cmd::COUNTERS;
-                    handle(f, bus, config, tx, tx_len, last, stats);
+                    handle(f, bus, config, store, tx, tx_len, last, stats);
                     if let (Some(now), Some(t0), Some(busy), true) =
                         (clock, start, &mut stats.busy_cycles, counted)
                     {
@@ -209,10 +225,12 @@ impl<IO: Read + Write, B: AcceleratorBus> FrameServer<IO, B> {
 }
 
 /// Executes (or replays) one request and leaves its response frame in `tx`.
+#[allow(clippy::too_many_arguments)]
 fn handle<B: AcceleratorBus>(
     f: Frame<'_>,
     bus: &mut B,
     config: &ArrayConfig,
+    store: &mut board_ops::Store,
     tx: &mut [u8; FRAME_CAPACITY],
     tx_len: &mut usize,
     last: &mut Option<Last>,
@@ -223,7 +241,8 @@ fn handle<B: AcceleratorBus>(
         stats.replays = stats.replays.wrapping_add(1);
         return;
     }
-    let (cmd, len) = match execute(f, bus, config, stats, &mut tx[HEADER..HEADER + MAX_PAYLOAD]) {
+    let out = &mut tx[HEADER..HEADER + MAX_PAYLOAD];
+    let (cmd, len) = match execute(f, bus, config, store, stats, out) {
         Ok(len) => {
             stats.frames_ok = stats.frames_ok.wrapping_add(1);
             (f.cmd | RESPONSE, len)
@@ -242,7 +261,7 @@ fn handle<B: AcceleratorBus>(
     });
 }
 
-type Failure = (ErrorCode, u16);
+pub(crate) type Failure = (ErrorCode, u16);
 
 /// Checks a write-type request against the configuration without touching the bus.
 fn check(req: &Request<'_>, config: &ArrayConfig, index: u16) -> Result<(), Failure> {
@@ -289,6 +308,7 @@ fn execute<B: AcceleratorBus>(
     f: Frame<'_>,
     bus: &mut B,
     config: &ArrayConfig,
+    store: &mut board_ops::Store,
     stats: &LinkStats,
     out: &mut [u8],
 ) -> Result<usize, Failure> {
@@ -304,8 +324,13 @@ fn execute<B: AcceleratorBus>(
     })?;
     check(&req, config, 0)?;
     if let Request::Batch(entries) = req {
+        // Tensor entries are checked against a copy of the store's bookkeeping, updated
+        // entry by entry as running them will.
+        let mut plan = store.as_ref().map(|s| s.table());
         for (i, e) in BatchIter::new(entries).enumerate() {
-            check(&e.map_err(|(c, _)| (c, i as u16))?, config, i as u16)?;
+            let e = e.map_err(|(c, _)| (c, i as u16))?;
+            check(&e, config, i as u16)?;
+            board_ops::check_entry(&e, &mut plan, i as u16)?;
         }
     }
     let bus_err = |_| (ErrorCode::Bus, 0);
@@ -317,7 +342,7 @@ fn execute<B: AcceleratorBus>(
             out[4..8].copy_from_slice(&cfg.to_le_bytes());
             out[8] = VERSION;
             out[9..11].copy_from_slice(&(MAX_PAYLOAD as u16).to_le_bytes());
-            Ok(11)
+            Ok(11 + board_ops::ping_caps(store, &mut out[11..]))
         }
         Request::ReadReg { addr } => {
             let v = bus.read_reg(addr).map_err(bus_err)?;
@@ -355,12 +380,16 @@ fn execute<B: AcceleratorBus>(
             for (i, e) in BatchIter::new(entries).enumerate() {
                 // Entries were all parsed and checked above.
                 if let Ok(e) = e {
-                    run_write(&e, bus, config).map_err(|(c, _)| (c, i as u16))?;
+                    run_write(&e, bus, config, store).map_err(|(c, _)| (c, i as u16))?;
                 }
             }
             Ok(0)
         }
-        other => run_write(&other, bus, config).map(|()| 0),
+        Request::ReadTensor { .. }
+        | Request::FreeTensors(_)
+        | Request::Matmul(_)
+        | Request::Conv(_) => board_ops::execute(&req, bus, config, store, out),
+        other => run_write(&other, bus, config, store).map(|()| 0),
     }
 }
 
@@ -373,6 +402,7 @@ fn run_write<B: AcceleratorBus>(
     req: &Request<'_>,
     bus: &mut B,
     config: &ArrayConfig,
+    store: &mut board_ops::Store,
 ) -> Result<(), Failure> {
     let bus_err = |_| (ErrorCode::Bus, 0);
     match *req {
@@ -417,9 +447,14 @@ fn run_write<B: AcceleratorBus>(
             }
             Ok(())
         }
+        Request::WriteTensor { .. } | Request::FreeTensors(_) => {
+            board_ops::run_store_write(req, store)
+        }
         _ => Err((ErrorCode::NotBatchable, 0)),
     }
 }
+
+mod board_ops;
 
 #[cfg(test)]
 mod tests;

@@ -74,9 +74,11 @@ pub fn device_lines(name: &str, st: &DeviceStats) -> Vec<String> {
     }
     if st.firmware_cycles > 0 {
         lines.push(format!(
-            "firmware: {} CPU cycles on requests, {:.1}% of the array's busy cycles",
+            "firmware: {} CPU cycles on requests, {:.1}% of the array's busy cycles; {} of {} operations run by the board itself",
             st.firmware_cycles,
-            100.0 * st.firmware_cycles as f64 / st.mac_cycles.max(1) as f64
+            100.0 * st.firmware_cycles as f64 / st.mac_cycles.max(1) as f64,
+            st.board_ops,
+            st.ops
         ));
     }
     lines
@@ -113,13 +115,14 @@ mod tests {
             port_bytes: 1000,
             tensor_bytes: 300,
             firmware_cycles: 50,
+            board_ops: 1,
         };
         assert_eq!(
             device_lines("serial 4x4", &st),
             [
                 "device serial 4x4: 2 operations, 64 MACs, 900 cycles, array busy 200 cycles",
                 "link: 1234 bytes to the device, 56 from it, 7 frames, 5 round trips, 1 resends (1000 bytes through the array's ports, tensors 300 bytes)",
-                "firmware: 50 CPU cycles on requests, 25.0% of the array's busy cycles",
+                "firmware: 50 CPU cycles on requests, 25.0% of the array's busy cycles; 1 of 2 operations run by the board itself",
             ]
         );
         (st.frames, st.firmware_cycles) = (0, 0);

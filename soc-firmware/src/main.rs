@@ -26,7 +26,9 @@ fn main() -> ! {
     let config = *bus.config();
     #[cfg(feature = "panic-test")]
     let bus = panic_test::PanicOnIdle(bus);
-    let mut board = FrameServer::new(uart, bus, config).with_clock(timer_cycles);
+    let mut board = FrameServer::new(uart, bus, config)
+        .with_clock(timer_cycles)
+        .with_store(store());
     // The host learns that anything it sent before is gone (after a panic or a reset).
     let _ = board.announce_start();
     loop {
@@ -35,6 +37,20 @@ fn main() -> ! {
         if let ServerError::Io(UartError::Overrun) = board.serve() {
             let _ = board.bytes_lost();
         }
+    }
+}
+
+/// Words of the tensor store.
+const STORE_WORDS: usize = systole_core::soc::TENSOR_STORE_BYTES as usize / 2;
+
+/// The tensor store: a static array, so the image's RAM budget counts it (`bss`).
+fn store() -> &'static mut [i16] {
+    static mut STORE: [i16; STORE_WORDS] = [0; STORE_WORDS];
+    // SAFETY: called once, from `main`, which never returns and is never re-entered (one
+    // hart, no interrupts); nothing else names `STORE`, so this is its only reference.
+    #[allow(unsafe_code)]
+    unsafe {
+        &mut *core::ptr::addr_of_mut!(STORE)
     }
 }
 

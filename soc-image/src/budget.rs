@@ -11,6 +11,9 @@ pub struct Budget {
     pub data: u32,
     /// Zeroed statics.
     pub bss: u32,
+    /// Of `bss`, the tensor store of the board operations
+    /// (`systole_core::soc::TENSOR_STORE_BYTES`).
+    pub tensor_store: u32,
     /// Stack kept free at the top of RAM (`systole_firmware::soc::STACK_RESERVE_BYTES`).
     pub stack_reserve: u32,
     /// Bytes of the flat image (what the RAM is initialised with).
@@ -48,7 +51,11 @@ impl std::fmt::Display for Budget {
             ("stack reserve", self.stack_reserve),
         ];
         for (name, bytes) in parts {
-            write!(f, " {name} {bytes} B ({:.1}%),", self.percent(bytes.into()))?;
+            write!(f, " {name} {bytes} B ({:.1}%)", self.percent(bytes.into()))?;
+            if name == "bss" {
+                write!(f, " of which tensor store {} B", self.tensor_store)?;
+            }
+            f.write_str(",")?;
         }
         let used = self.used();
         write!(
@@ -73,7 +80,8 @@ mod tests {
             text: 12_000,
             rodata: 1_500,
             data: 16,
-            bss: 48,
+            bss: 16_432,
+            tensor_store: 16_384,
             stack_reserve: 8_192,
             image: 13_532,
             statics,
@@ -86,7 +94,7 @@ mod tests {
         assert_eq!(
             budget(13_600).to_string(),
             "SoC firmware in 65536 B RAM: text 12000 B (18.3%), rodata 1500 B (2.3%), \
-             data 16 B (0.0%), bss 48 B (0.1%), stack reserve 8192 B (12.5%), image 13532 B; \
+             data 16 B (0.0%), bss 16432 B (25.1%) of which tensor store 16384 B, stack reserve 8192 B (12.5%), image 13532 B; \
              used 21792 B (33.3%), free 43744 B"
         );
         assert!(budget(65_536 - 8_192).fits());

@@ -90,6 +90,7 @@ pub fn flatten(elf: &[u8]) -> Result<Flat, ElfError> {
     }
     let mut budget = Budget {
         stack_reserve: STACK_RESERVE_BYTES,
+        tensor_store: systole_core::soc::TENSOR_STORE_BYTES,
         ram: DEFAULT_RAM_BYTES,
         image: bytes.len() as u32,
         ..Budget::default()

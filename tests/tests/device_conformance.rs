@@ -22,7 +22,10 @@ struct Plan {
 }
 
 /// The test body every backend runs.
-fn conformance(dev: &mut dyn Device, plan: &Plan) {
+/// Returns the words of each product run (operands and result), for the SoC's check of which
+/// fit its tensor store.
+fn conformance(dev: &mut dyn Device, plan: &Plan) -> Vec<usize> {
+    let mut words = Vec::new();
     let size = dev.config().size;
     let mut rng = Rng(plan.seed);
     dev.reset_stats();
@@ -70,6 +73,7 @@ fn conformance(dev: &mut dyn Device, plan: &Plan) {
         }
         assert_eq!((got.rows, got.cols, got.frac), (m, n, frac));
         macs += (m * k * n) as u64;
+        words.push(m * k + k * n + m * n);
     }
     // The transposed forms go through the same path.
     let a = rng.matrix(size + 3, 9, 6);
@@ -80,6 +84,7 @@ fn conformance(dev: &mut dyn Device, plan: &Plan) {
         seed: 77,
     };
     let nt = dev.matmul_nt(&a, &b, &spec).unwrap();
+    words.push(a.data.len() + b.data.len() + nt.data.len());
     assert_eq!(
         nt,
         golden::matmul_nt(&a, &b, &spec, size).unwrap(),
@@ -96,6 +101,7 @@ fn conformance(dev: &mut dyn Device, plan: &Plan) {
         "{}: {bad:?}",
         dev.name()
     );
+    words
 }
 
 /// Opens `spec` at `size`, or says why the backend is not in this build.
@@ -269,7 +275,7 @@ fn soc_firmware_4x4() {
         return;
     };
     let t = std::time::Instant::now();
-    conformance(
+    let words = conformance(
         dev.as_mut(),
         &Plan {
             seed: 0x5EED_0006,
@@ -277,6 +283,16 @@ fn soc_firmware_4x4() {
         },
     );
     eprintln!("soc_firmware_4x4: {:.1} s", t.elapsed().as_secs_f64());
+    // The firmware ran every product that fits its tensor store itself (board operations);
+    // only the larger ones were driven from the host.
+    let store = systole_core::soc::TENSOR_STORE_BYTES as usize / 2;
+    let fit = words.iter().filter(|&&w| w <= store).count() as u64;
+    let st = dev.stats();
+    assert!(
+        fit > 0 && fit < st.ops,
+        "the plan has products on both paths"
+    );
+    assert_eq!(st.board_ops, fit, "{st:?}");
     drop(dev);
     board.close().expect("the SoC image reported an error");
 }

@@ -258,3 +258,70 @@ fn a_pty_closed_mid_operation_is_an_error_with_no_result() {
         "{e:?}"
     );
 }
+
+/// The tensor store on the SoC refuses what does not fit and ids it does not hold, each with
+/// its own error code and detail, and goes on serving with its tensors intact.
+#[test]
+fn a_full_store_and_an_unknown_tensor_are_refused_with_their_codes() {
+    use systole_firmware::protocol::{MatmulRequest, Words};
+    let Some(mut soc) = soc(false) else { return };
+    let words = (systole_core::soc::TENSOR_STORE_BYTES / 2) as u16;
+    let mut ask = |seq: u8, r: &Request<'_>| {
+        soc.write_all(&encode(seq, r)).unwrap();
+        next_frame(&mut soc)
+    };
+    let two = [1u8, 0, 2, 0];
+    let store = |id, rows, cols, bytes| Request::WriteTensor {
+        id,
+        rows,
+        cols,
+        offset: 0,
+        words: Words::from_le_bytes(bytes),
+    };
+    assert_eq!(
+        ask(1, &store(1, 1, 2, &two)),
+        (1, cmd::WRITE_TENSOR | RESPONSE, vec![])
+    );
+    // One word more than the store has left: StoreFull, detail the free words.
+    let free = (words - 2).to_le_bytes();
+    assert_eq!(
+        ask(2, &store(2, 1, words - 1, &[])),
+        (
+            2,
+            ERROR,
+            vec![
+                ErrorCode::StoreFull as u8,
+                cmd::WRITE_TENSOR,
+                free[0],
+                free[1]
+            ]
+        )
+    );
+    // A product naming a tensor that is not there: UnknownTensor, detail the id.
+    let product = MatmulRequest {
+        a: 1,
+        b: 9,
+        out: 0,
+        flags: 0,
+        shift: 0,
+        rounding: Rounding::Truncate,
+        seed: 0,
+    };
+    assert_eq!(
+        ask(3, &Request::Matmul(product)),
+        (
+            3,
+            ERROR,
+            vec![ErrorCode::UnknownTensor as u8, cmd::MATMUL, 9, 0]
+        )
+    );
+    let read = Request::ReadTensor {
+        id: 1,
+        offset: 0,
+        count: 2,
+    };
+    assert_eq!(
+        ask(4, &read),
+        (4, cmd::READ_TENSOR | RESPONSE, two.to_vec())
+    );
+}

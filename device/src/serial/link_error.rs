@@ -38,6 +38,33 @@ pub enum LinkError {
         /// Failing batch entry.
         detail: u16,
     },
+    /// The board's tensor store has no room for a tensor (nothing was stored).
+    #[error(
+        "the board's tensor store is full ({free} words free, at most {} tensors): free stored tensors or send a smaller operation",
+        systole_firmware::store::MAX_TENSORS
+    )]
+    StoreFull {
+        /// Words the store had free (0 also when every table entry was taken).
+        free: u16,
+    },
+    /// A request named a tensor the board does not hold.
+    #[error("the board holds no tensor {id}: the host's record of the board's store is stale")]
+    UnknownTensor {
+        /// The id.
+        id: u8,
+    },
+    /// The stored tensors' shapes do not make the requested operation.
+    #[error("the board refused command {cmd:#04x}: the stored tensors' shapes do not fit it")]
+    ShapeMismatch {
+        /// The request's command.
+        cmd: u8,
+    },
+    /// The board's own driver refused or failed an operation.
+    #[error("the board's driver refused the operation: {what}")]
+    BoardDriver {
+        /// Why, as the board's detail code says.
+        what: &'static str,
+    },
     /// The board's answer does not fit the request.
     #[error("unexpected answer from the board: {0}")]
     Protocol(String),

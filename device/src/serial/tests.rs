@@ -64,3 +64,108 @@ fn a_request_damaged_on_every_try_is_reported_as_damage() {
     assert!(e.to_string().contains("corrupts bytes"), "{e}");
     assert_eq!(bus.port.frames_heard, 3);
 }
+
+/// The chain a failed operation prints names the link's error once, though the driver's
+/// `Bus` message shows it and keeps it as its source too.
+#[test]
+fn a_link_error_is_printed_once_in_the_chain() {
+    use systole_firmware::driver::DriverError;
+    let link = LinkError::NoAnswer {
+        tries: 4,
+        timeout_ms: 500,
+    };
+    let e = DeviceError::Transport {
+        device: "serial 4x4 at /dev/pts/0".into(),
+        source: Box::new(DriverError::Bus(link.clone())),
+    };
+    let text = crate::error_chain(&e);
+    assert_eq!(
+        text,
+        format!("serial 4x4 at /dev/pts/0 failed: accelerator bus failed: {link}")
+    );
+    assert_eq!(text.matches("no answer").count(), 1, "{text}");
+}
+
+/// A line whose board refuses every request with `code` and `detail`.
+struct RefusingLine {
+    heard: Box<Decoder>,
+    answers: VecDeque<u8>,
+    code: ErrorCode,
+    detail: u16,
+}
+
+impl Write for RefusingLine {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.heard.push(bytes);
+        while let Some(Ok(f)) = self.heard.next_frame() {
+            let p = RemoteError::payload(self.code, f.cmd, self.detail);
+            let mut buf = [0u8; 16];
+            let n = frame::encode(f.seq, ERROR, &p, &mut buf).unwrap();
+            self.answers.extend(&buf[..n]);
+        }
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Read for RefusingLine {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.answers.is_empty() {
+            return Err(ErrorKind::TimedOut.into());
+        }
+        let n = out.len().min(self.answers.len());
+        for (o, b) in out.iter_mut().zip(self.answers.drain(..n)) {
+            *o = b;
+        }
+        Ok(n)
+    }
+}
+
+/// The tensor store's refusals arrive as typed link errors, each naming what is wrong, on the
+/// first try (they are not transient).
+#[test]
+fn store_refusals_are_typed_link_errors() {
+    let cases = [
+        (
+            ErrorCode::StoreFull,
+            321,
+            LinkError::StoreFull { free: 321 },
+            "321 words free",
+        ),
+        (
+            ErrorCode::UnknownTensor,
+            7,
+            LinkError::UnknownTensor { id: 7 },
+            "no tensor 7",
+        ),
+        (
+            ErrorCode::ShapeMismatch,
+            0,
+            LinkError::ShapeMismatch { cmd: cmd::READ_REG },
+            "shapes do not fit",
+        ),
+        (
+            ErrorCode::Driver,
+            1,
+            LinkError::BoardDriver {
+                what: "the dot product is longer than MAX_K",
+            },
+            "MAX_K",
+        ),
+    ];
+    for (code, detail, want, text) in cases {
+        let line = RefusingLine {
+            heard: Box::new(Decoder::new()),
+            answers: VecDeque::new(),
+            code,
+            detail,
+        };
+        let mut bus = SerialBus::new(line, 4);
+        let e = bus.read_reg(regmap::ID).unwrap_err();
+        assert_eq!(e, want);
+        assert!(e.to_string().contains(text), "{e}");
+        assert_eq!(bus.counters().resends, 0);
+    }
+}

@@ -79,6 +79,8 @@ fn literal_payloads_both_ways() {
     }
 }
 
+mod board_ops;
+
 #[test]
 fn batch_entry_literal() {
     let mut out = [0u8; 16];

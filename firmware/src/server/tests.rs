@@ -469,4 +469,5 @@ fn counters_report_the_cycles_requests_cost() {
     assert_eq!(stats.busy_cycles, None);
 }
 
+mod board_ops;
 mod write_fm;

@@ -404,15 +404,7 @@ pub(crate) fn whole_u64(s: &str) -> Result<u64, String> {
 /// project's errors already name their cause in their own message (and keep it as `#[source]`
 /// too), so a cause whose text is already there is not repeated.
 pub fn error_text(e: &anyhow::Error) -> String {
-    let mut text = e.to_string();
-    for cause in e.chain().skip(1) {
-        let cause = cause.to_string();
-        if !text.contains(&cause) {
-            text.push_str(": ");
-            text.push_str(&cause);
-        }
-    }
-    text
+    systole_device::error_chain(e.as_ref())
 }
 
 /// Runs a parsed command line.

@@ -40,15 +40,10 @@ pub fn soc_image() -> Option<(SimBoard, Box<dyn Device>)> {
     Some((board, dev))
 }
 
-/// `e` and every cause under it, one line: what a conformance failure prints.
-pub fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut next = e.source();
-    while let Some(cause) = next {
-        text.push_str(&format!(": {cause}"));
-        next = cause.source();
-    }
-    text
+/// `e` and every cause under it, one line: what a conformance failure prints (each cause
+/// once: `systole_device::error_chain`).
+pub fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    systole_device::error_chain(e)
 }
 
 /// xorshift64: deterministic operands without an external generator.

@@ -1,0 +1,420 @@
+//! The host's half of the board operations (`systole_firmware::protocol::board_ops`): on a
+//! board that announces them, a product or convolution is one `MATMUL` / `CONV` request on
+//! tensors uploaded to the board's store, instead of the tile driver's register and row
+//! traffic. The host keeps a copy of every tensor it left on the board and uploads an operand
+//! only when no resident tensor holds exactly its shape and words (compared word for word),
+//! so the tensors a training step uses twice cross the link once.
+//!
+//! Outputs are always stored as tensor [`OUT_ID`] (the board replaces the previous one); an
+//! operation whose operands and output do not fit the store even after evicting every other
+//! tensor returns `None`, and the caller drives it from the host as before. After any failure
+//! the host forgets what it believed resident and clears the store before the next upload.
+
+use super::{LinkError, SerialBus};
+use std::io::{Read, Write};
+use systole_firmware::conv::{ConvJob, ConvOp};
+use systole_firmware::driver::{DriverStats, MatmulJob, Transposed};
+use systole_firmware::frame::MAX_PAYLOAD;
+use systole_firmware::protocol::board_ops::{
+    OpStats, A_TRANSPOSED, B_TRANSPOSED, NO_TENSOR, OP_REPLY_HEADER, WRITE_TENSOR_HEADER,
+};
+use systole_firmware::protocol::{
+    cmd, ConvRequest, MatmulRequest, Request, Words, BATCH_ENTRY_HEADER,
+};
+use systole_firmware::store::MAX_TENSORS;
+
+/// How long the host waits for a `MATMUL` / `CONV` answer before resending (the largest
+/// operation the store holds takes a real board at 100 MHz well under a second; a simulated
+/// SoC runs about a hundred times slower).
+pub const OP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The tensor id every output is stored as.
+pub const OUT_ID: u8 = 0;
+
+/// A tensor the host left on the board, with the host's copy of its words.
+struct Resident {
+    id: u8,
+    rows: usize,
+    cols: usize,
+    words: Vec<i16>,
+    last_use: u64,
+}
+
+/// What the host knows of the board's store.
+pub(crate) struct BoardStore {
+    capacity: usize,
+    tensors: Vec<Resident>,
+    /// Words of the stored output ([`OUT_ID`]), if one is there.
+    out_words: Option<usize>,
+    uses: u64,
+    /// The board may hold tensors the host does not know of (after opening or a failure).
+    unknown: bool,
+}
+
+impl BoardStore {
+    pub(crate) fn new(capacity: usize) -> Self {
+        BoardStore {
+            capacity,
+            tensors: Vec::new(),
+            out_words: None,
+            uses: 0,
+            unknown: true,
+        }
+    }
+}
+
+/// One operand of a board operation: a stored tensor's shape and words.
+#[derive(Clone, Copy)]
+struct Operand<'a> {
+    rows: usize,
+    cols: usize,
+    words: &'a [i16],
+}
+
+impl<T: Read + Write> SerialBus<T> {
+    /// Whether the board runs products and convolutions itself.
+    pub fn has_board_ops(&self) -> bool {
+        self.board.is_some()
+    }
+
+    /// Runs `job` (operands read through their transposes where `tr` says so) on the board;
+    /// `None` when it cannot (no board operations, or too large for the store).
+    pub(crate) fn board_matmul(
+        &mut self,
+        job: &MatmulJob<'_>,
+        tr: Transposed,
+        out: &mut [i16],
+    ) -> Option<Result<DriverStats, LinkError>> {
+        let shape = |t: bool, r: usize, c: usize| if t { (c, r) } else { (r, c) };
+        let (ar, ac) = shape(tr.a, job.m, job.k);
+        let (br, bc) = shape(tr.b, job.k, job.n);
+        let ops = [
+            Operand {
+                rows: ar,
+                cols: ac,
+                words: job.a,
+            },
+            Operand {
+                rows: br,
+                cols: bc,
+                words: job.b,
+            },
+        ];
+        let shift = u8::try_from(job.shift).ok()?;
+        let (m, n) = (job.m, job.n);
+        self.board_op(&ops, m * n, out, |ids| {
+            Request::Matmul(MatmulRequest {
+                a: ids[0],
+                b: ids[1],
+                out: OUT_ID,
+                flags: if tr.a { A_TRANSPOSED } else { 0 } | if tr.b { B_TRANSPOSED } else { 0 },
+                shift,
+                rounding: job.rounding,
+                seed: job.seed,
+            })
+        })
+    }
+
+    /// Runs the convolution op `job` on the board's conv unit; `None` when it cannot.
+    pub(crate) fn board_conv(
+        &mut self,
+        job: &ConvJob<'_>,
+        out: &mut [i16],
+    ) -> Option<Result<DriverStats, LinkError>> {
+        let g = &job.geom;
+        let used = |ops: &[ConvOp]| ops.contains(&job.op);
+        let all = [
+            (
+                used(&[ConvOp::Forward, ConvOp::BackwardWeights]),
+                job.batch,
+                g.in_words(),
+                job.x,
+            ),
+            (
+                used(&[ConvOp::BackwardInput, ConvOp::BackwardWeights]),
+                job.batch,
+                g.out_words(),
+                job.dy,
+            ),
+            (
+                used(&[ConvOp::Forward, ConvOp::BackwardInput]),
+                g.out_ch,
+                g.in_ch * g.kernel * g.kernel,
+                job.w,
+            ),
+        ];
+        let ops: Vec<Operand<'_>> = all
+            .iter()
+            .filter(|o| o.0)
+            .map(|&(_, rows, cols, words)| Operand { rows, cols, words })
+            .collect();
+        let fits = |v: usize, max: u8| v <= usize::from(max);
+        if !(fits(g.kernel, u8::MAX) && fits(g.stride, u8::MAX) && fits(g.pad, u8::MAX))
+            || [job.batch, g.in_ch, g.in_h, g.in_w, g.out_ch]
+                .iter()
+                .any(|&d| u16::try_from(d).is_err())
+        {
+            return None;
+        }
+        let shift = u8::try_from(job.shift).ok()?;
+        let (m, _, n) = job.shape();
+        let flags: Vec<bool> = all.iter().map(|o| o.0).collect();
+        self.board_op(&ops, m * n, out, |ids| {
+            let mut it = ids.iter().copied();
+            let mut next = |used: bool| {
+                if used {
+                    it.next().unwrap_or(NO_TENSOR)
+                } else {
+                    NO_TENSOR
+                }
+            };
+            let (x, dy, w) = (next(flags[0]), next(flags[1]), next(flags[2]));
+            Request::Conv(ConvRequest {
+                op: job.op,
+                x,
+                dy,
+                w,
+                out: OUT_ID,
+                batch: job.batch as u16,
+                geom: *g,
+                shift,
+                rounding: job.rounding,
+                seed: job.seed,
+            })
+        })
+    }
+
+    /// Makes `ops` resident, sends the request `make` builds from their ids and reads the
+    /// `out_len` output words back.
+    fn board_op(
+        &mut self,
+        ops: &[Operand<'_>],
+        out_len: usize,
+        out: &mut [i16],
+        make: impl FnOnce(&[u8]) -> Request<'static>,
+    ) -> Option<Result<DriverStats, LinkError>> {
+        let store = self.board.as_ref()?;
+        let dims_fit = ops
+            .iter()
+            .all(|o| u16::try_from(o.rows).is_ok() && u16::try_from(o.cols).is_ok());
+        let total: usize = ops.iter().map(|o| o.words.len()).sum::<usize>() + out_len;
+        if !dims_fit
+            || total > store.capacity
+            || ops.iter().any(|o| o.words.is_empty())
+            || out_len == 0
+            || out.len() != out_len
+        {
+            return None;
+        }
+        let r = self.flush().and_then(|()| {
+            let ids = self.make_resident(ops, out_len)?;
+            let req = make(&ids);
+            self.run_op(&req, out)
+        });
+        if r.is_err() {
+            self.discard();
+            if let Some(b) = self.board.as_mut() {
+                *b = BoardStore::new(b.capacity);
+            }
+        }
+        Some(r)
+    }
+
+    /// Uploads what of `ops` is not resident, evicting the least recently used tensors that
+    /// this operation does not use when the store needs room; returns the operands' ids.
+    fn make_resident(&mut self, ops: &[Operand<'_>], out_len: usize) -> Result<Vec<u8>, LinkError> {
+        let Some(mut store) = self.board.take() else {
+            return Err(LinkError::Protocol("the board has no tensor store".into()));
+        };
+        let r = self.upload(&mut store, ops, out_len);
+        self.board = Some(store);
+        r
+    }
+
+    fn upload(
+        &mut self,
+        store: &mut BoardStore,
+        ops: &[Operand<'_>],
+        out_len: usize,
+    ) -> Result<Vec<u8>, LinkError> {
+        store.uses += 1;
+        let now = store.uses;
+        let mut frees: Vec<u8> = Vec::new();
+        if std::mem::take(&mut store.unknown) {
+            frees.push(NO_TENSOR);
+            store.tensors.clear();
+            store.out_words = None;
+        }
+        // Which operands are there already (an operand given twice is uploaded once).
+        let mut ids: Vec<Option<u8>> = ops
+            .iter()
+            .map(|o| {
+                store
+                    .tensors
+                    .iter_mut()
+                    .find(|t| t.rows == o.rows && t.cols == o.cols && t.words == o.words)
+                    .map(|t| {
+                        t.last_use = now;
+                        t.id
+                    })
+            })
+            .collect();
+        let mut fresh: Vec<usize> = Vec::new();
+        for (i, o) in ops.iter().enumerate() {
+            if ids[i].is_none()
+                && !fresh
+                    .iter()
+                    .any(|&j| ops[j].words == o.words && ops[j].rows == o.rows)
+            {
+                fresh.push(i);
+            }
+        }
+        let upload: usize = fresh.iter().map(|&i| ops[i].words.len()).sum();
+        // Room: the uploads beside the kept tensors and the old output, then the new output
+        // in place of the old one; and a table entry each.
+        let fits = |s: &BoardStore| {
+            let kept: usize = s.tensors.iter().map(|t| t.words.len()).sum();
+            let old_out = s.out_words.unwrap_or(0);
+            let entries = s.tensors.len() + fresh.len() + 1;
+            kept + old_out + upload <= s.capacity
+                && kept + upload + out_len <= s.capacity
+                && entries <= MAX_TENSORS
+        };
+        while !fits(store) {
+            if store.out_words.take().is_some() {
+                frees.push(super::board_ops::OUT_ID);
+                continue;
+            }
+            let victim = store
+                .tensors
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.last_use != now)
+                .min_by_key(|(_, t)| t.last_use)
+                .map(|(i, _)| i);
+            let Some(v) = victim else {
+                return Err(LinkError::Protocol(
+                    "the operation's tensors do not fit the board's store".into(),
+                ));
+            };
+            frees.push(store.tensors.remove(v).id);
+        }
+        if !frees.is_empty() {
+            self.push_entry(&Request::FreeTensors(&frees))?;
+        }
+        for &i in &fresh {
+            let id = (1..NO_TENSOR)
+                .find(|id| store.tensors.iter().all(|t| t.id != *id))
+                .ok_or_else(|| LinkError::Protocol("no free tensor id".into()))?;
+            self.write_tensor(id, &ops[i])?;
+            store.tensors.push(Resident {
+                id,
+                rows: ops[i].rows,
+                cols: ops[i].cols,
+                words: ops[i].words.to_vec(),
+                last_use: now,
+            });
+            for (j, o) in ops.iter().enumerate() {
+                if ids[j].is_none()
+                    && o.words == ops[i].words
+                    && o.rows == ops[i].rows
+                    && o.cols == ops[i].cols
+                {
+                    ids[j] = Some(id);
+                }
+            }
+        }
+        self.flush()?;
+        store.out_words = Some(out_len);
+        Ok(ids.into_iter().map(|id| id.unwrap_or(NO_TENSOR)).collect())
+    }
+
+    /// Queues `WRITE_TENSOR` entries for `op` as tensor `id`, filling frames.
+    fn write_tensor(&mut self, id: u8, op: &Operand<'_>) -> Result<(), LinkError> {
+        let overhead = BATCH_ENTRY_HEADER + WRITE_TENSOR_HEADER;
+        let most = (MAX_PAYLOAD - overhead) / 2;
+        let mut done = 0;
+        while done < op.words.len() {
+            let room = MAX_PAYLOAD.saturating_sub(self.batch.len() + overhead) / 2;
+            // Not worth an entry's header: start the next frame.
+            let take = (op.words.len() - done).min(if room < 16 { most } else { room });
+            let bytes: Vec<u8> = op.words[done..done + take]
+                .iter()
+                .flat_map(|w| w.to_le_bytes())
+                .collect();
+            self.push_entry(&Request::WriteTensor {
+                id,
+                rows: op.rows as u16,
+                cols: op.cols as u16,
+                offset: done as u32,
+                words: Words::from_le_bytes(&bytes),
+            })?;
+            done += take;
+        }
+        Ok(())
+    }
+
+    /// Sends a `MATMUL` / `CONV` and reads its whole output into `out`.
+    fn run_op(&mut self, req: &Request<'_>, out: &mut [i16]) -> Result<DriverStats, LinkError> {
+        let mut payload = [0u8; MAX_PAYLOAD];
+        let len = req
+            .encode_payload(&mut payload)
+            .map_err(|e| LinkError::Protocol(e.to_string()))?;
+        // The board answers when the whole operation has run: wait for that, not a frame's
+        // time (a resend would only wait in its receive FIFO and be answered from the copy).
+        let frame_timeout = self.timeout;
+        self.timeout = frame_timeout.max(OP_TIMEOUT);
+        let p = self.transact(req.cmd(), &payload[..len]);
+        self.timeout = frame_timeout;
+        let p = p?;
+        let bad = |what: String| LinkError::Protocol(what);
+        let stats = OpStats::parse(p.get(4..).unwrap_or(&[]))
+            .ok_or_else(|| bad(format!("operation answer of {} bytes", p.len())))?;
+        let (m, n) = (
+            usize::from(u16::from_le_bytes([p[0], p[1]])),
+            usize::from(u16::from_le_bytes([p[2], p[3]])),
+        );
+        let first = (p.len() - OP_REPLY_HEADER) / 2;
+        if m * n != out.len() || first > out.len() || !(p.len() - OP_REPLY_HEADER).is_multiple_of(2)
+        {
+            return Err(bad(format!(
+                "the board answered a {m}x{n} output ({first} words) for one of {} words",
+                out.len()
+            )));
+        }
+        put(&p[OP_REPLY_HEADER..], &mut out[..first]);
+        let mut done = first;
+        while done < out.len() {
+            let count = (out.len() - done).min(MAX_PAYLOAD / 2);
+            let mut q = [0u8; 7];
+            q[0] = super::board_ops::OUT_ID;
+            q[1..5].copy_from_slice(&(done as u32).to_le_bytes());
+            q[5..7].copy_from_slice(&(count as u16).to_le_bytes());
+            let words = self.transact(cmd::READ_TENSOR, &q)?;
+            if words.len() != 2 * count {
+                return Err(bad(format!(
+                    "READ_TENSOR answered {} bytes for {count} words",
+                    words.len()
+                )));
+            }
+            put(&words, &mut out[done..done + count]);
+            done += count;
+        }
+        Ok(DriverStats {
+            cycles: stats.cycles,
+            mac_cycles: stats.mac_cycles,
+            rows_written: stats.rows_written.into(),
+            rows_read: stats.rows_read.into(),
+            reg_writes: stats.reg_writes.into(),
+            reg_reads: stats.reg_reads.into(),
+            fm_words: stats.fm_words.into(),
+            ..DriverStats::default()
+        })
+    }
+}
+
+fn put(bytes: &[u8], out: &mut [i16]) {
+    for (w, b) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+        *w = i16::from_le_bytes([b[0], b[1]]);
+    }
+}
