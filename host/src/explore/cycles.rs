@@ -22,7 +22,6 @@ use systole_device::verilator::VerilatorDevice;
 use systole_device::{Device, DeviceError};
 use systole_golden::OutputSpec;
 use systole_train::data::Dataset;
-use systole_train::fixed::FixedArith;
 use systole_train::{MaybeDevice, Precision, TrainConfig, Trainer};
 
 /// One seed of one point trained on the golden model.
@@ -64,7 +63,7 @@ pub fn train_point(
         point.label()
     )))?;
     let (dev, log) = Recorder::new(golden, point.config());
-    let arith = FixedArith::new(Box::new(dev), cfg.rounding, seed, false);
+    let arith = systole_train::fixed::on_device(Box::new(dev), cfg.rounding, seed, false);
     let mut t = Trainer::new(cfg.clone(), data, arith)?;
     let mut obs = TrainingStepsOnly {
         log: log.clone(),
@@ -177,7 +176,7 @@ pub fn sample_check(
         point.label()
     )))?;
     let (dev, log) = Recorder::new(sim, point.config());
-    let arith = FixedArith::new(Box::new(dev), cfg.rounding, seed, false);
+    let arith = systole_train::fixed::on_device(Box::new(dev), cfg.rounding, seed, false);
     let mut t = Trainer::new(cfg, data, arith)?;
     log.lock().unwrap_or_else(PoisonError::into_inner).on = true;
     // The model is set up (parameters imported) before the log is on: only steps count.
