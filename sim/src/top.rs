@@ -1,0 +1,169 @@
+//! The array's `top` driven through its ports: the fast model linked in by `build.rs` and the
+//! traced one Verilated at run time are the same kind of `Testbench` (the one Verilator layer),
+//! driven by this one piece of code with the bus's timing (docs/HARDWARE.md, "Ports and
+//! timing"): every input of a beat is written in place in the model, then one call runs the
+//! clock cycle.
+
+use crate::trace::{tb_error, Window};
+use crate::SimError;
+use systole_testbench::{Port, Testbench};
+
+/// Handles of the ports of `top` the bus drives.
+struct TopPorts {
+    reset: Port,
+    reg_addr: Port,
+    reg_wdata: Port,
+    reg_we: Port,
+    reg_rdata: Port,
+    /// `(en, bank, row, lanes)` of A and B.
+    ab: [(Port, Port, Port, Vec<Port>); 2],
+    c_bank: Port,
+    c_row: Port,
+    c_data: Vec<Port>,
+    fm_en: Port,
+    fm_row: Port,
+    fm_data: Vec<Port>,
+}
+
+/// An operand row of a beat: `(bank, row, one word per lane)`.
+pub(crate) type RowIn<'a> = (u32, u32, &'a [i16]);
+
+/// The inputs of one clock beat (everything not given is idle).
+#[derive(Default)]
+pub(crate) struct Inputs<'a> {
+    /// A register write: `(address, value)`.
+    pub reg: Option<(u32, u32)>,
+    pub a: Option<RowIn<'a>>,
+    pub b: Option<RowIn<'a>>,
+    /// The C row read in this beat: `(bank, row)`.
+    pub c: Option<(u32, u32)>,
+    /// A feature-map row write: `(row, words)`.
+    pub fm: Option<(u32, &'a [i16])>,
+}
+
+/// One model of the array with its (optional) trace window.
+pub(crate) struct Top {
+    tb: Testbench,
+    p: TopPorts,
+    window: Option<Window>,
+}
+
+impl Top {
+    /// Drives `tb`, a model of the `n x n` array with `fm_lanes` feature-map lanes.
+    pub fn new(
+        tb: Testbench,
+        n: usize,
+        fm_lanes: usize,
+        window: Option<Window>,
+    ) -> Result<Top, SimError> {
+        let h = |name: &str| tb.port(name).map_err(tb_error);
+        let lanes = |base: &str, count: usize| -> Result<Vec<Port>, SimError> {
+            (0..count).map(|i| h(&format!("{base}_{i}"))).collect()
+        };
+        let ab = |m: &str| -> Result<_, SimError> {
+            Ok((
+                h(&format!("{m}_wr_en"))?,
+                h(&format!("{m}_wr_bank"))?,
+                h(&format!("{m}_wr_row"))?,
+                lanes(&format!("{m}_wr_data"), n)?,
+            ))
+        };
+        let p = TopPorts {
+            reset: h("reset")?,
+            reg_addr: h("reg_addr")?,
+            reg_wdata: h("reg_wdata")?,
+            reg_we: h("reg_we")?,
+            reg_rdata: h("reg_rdata")?,
+            ab: [ab("a")?, ab("b")?],
+            c_bank: h("c_rd_bank")?,
+            c_row: h("c_rd_row")?,
+            c_data: lanes("c_rd_data", n)?,
+            fm_en: h("fm_wr_en")?,
+            fm_row: h("fm_wr_row")?,
+            fm_data: lanes("fm_wr_data", fm_lanes)?,
+        };
+        Ok(Top { tb, p, window })
+    }
+
+    /// Where the trace window stands (`None` without a trace).
+    pub fn trace_state(&self) -> Option<crate::TraceState> {
+        self.window.as_ref().map(Window::state)
+    }
+
+    fn clock(&mut self, n: u64) -> Result<(), SimError> {
+        Window::clock(&mut self.tb, self.window.as_mut(), n)
+    }
+
+    fn write(&mut self, port: Port, value: u64) -> Result<(), SimError> {
+        self.tb.write(port, value).map_err(tb_error)
+    }
+
+    /// Every enable low.
+    fn idle_inputs(&mut self) -> Result<(), SimError> {
+        let (we, a, b, fm) = (self.p.reg_we, self.p.ab[0].0, self.p.ab[1].0, self.p.fm_en);
+        for en in [we, a, b, fm] {
+            self.write(en, 0)?;
+        }
+        Ok(())
+    }
+
+    /// Holds `reset` high for `cycles` cycles (inputs idle).
+    pub fn reset(&mut self, cycles: u32) -> Result<(), SimError> {
+        self.idle_inputs()?;
+        self.write(self.p.reset, 1)?;
+        self.clock(cycles.into())?;
+        self.write(self.p.reset, 0)
+    }
+
+    /// The combinational register read (no clock edge).
+    pub fn read_reg(&mut self, addr: u32) -> Result<u32, SimError> {
+        self.write(self.p.reg_addr, addr.into())?;
+        self.write(self.p.reg_we, 0)?;
+        let v = self.tb.read(self.p.reg_rdata).map_err(tb_error)?;
+        Ok(v as u32)
+    }
+
+    /// One beat: the inputs of `inp`, a clock edge, then the C row into `c_out` when given
+    /// (the rows in `inp` hold a word per lane: the callers check).
+    pub fn tick(&mut self, inp: &Inputs<'_>, c_out: Option<&mut [i16]>) -> Result<(), SimError> {
+        let (addr, data) = inp.reg.unwrap_or((0, 0));
+        self.write(self.p.reg_addr, addr.into())?;
+        self.write(self.p.reg_wdata, data.into())?;
+        self.write(self.p.reg_we, inp.reg.is_some().into())?;
+        for (i, row) in [inp.a, inp.b].into_iter().enumerate() {
+            let (en, bank, r, lanes) = &self.p.ab[i];
+            let (en, bank, r) = (*en, *bank, *r);
+            let (bv, rv) = row.map_or((0, 0), |(b, r, _)| (b, r));
+            self.tb.write(en, row.is_some().into()).map_err(tb_error)?;
+            self.tb.write(bank, bv.into()).map_err(tb_error)?;
+            self.tb.write(r, rv.into()).map_err(tb_error)?;
+            if let Some((_, _, words)) = row {
+                for (&lane, &w) in lanes.iter().zip(words) {
+                    self.tb.write(lane, u64::from(w as u16)).map_err(tb_error)?;
+                }
+            }
+        }
+        let (cb, cr) = inp.c.unwrap_or((0, 0));
+        self.write(self.p.c_bank, cb.into())?;
+        self.write(self.p.c_row, cr.into())?;
+        let (fr, fw) = inp.fm.map_or((0, &[][..]), |(r, w)| (r, w));
+        self.write(self.p.fm_en, inp.fm.is_some().into())?;
+        self.write(self.p.fm_row, fr.into())?;
+        for (&lane, &w) in self.p.fm_data.iter().zip(fw) {
+            self.tb.write(lane, u64::from(w as u16)).map_err(tb_error)?;
+        }
+        self.clock(1)?;
+        if let Some(out) = c_out {
+            for (o, &port) in out.iter_mut().zip(&self.p.c_data) {
+                *o = self.tb.read(port).map_err(tb_error)? as u16 as i16;
+            }
+        }
+        Ok(())
+    }
+
+    /// `cycles` clock cycles with every enable low.
+    pub fn idle(&mut self, cycles: u32) -> Result<(), SimError> {
+        self.idle_inputs()?;
+        self.clock(cycles.into())
+    }
+}
