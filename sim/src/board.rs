@@ -16,6 +16,11 @@ use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Read, Write};
 use systole_testbench::{Port, Testbench};
 
+/// Array size of the board image's accelerator in this build (`None`: no board model).
+pub fn built_size() -> Option<usize> {
+    linked::BOARD.as_ref().map(|b| b.size)
+}
+
 /// The simulated board image (see the module docs).
 pub struct VerilatedBoard {
     image: &'static ImageModel,

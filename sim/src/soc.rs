@@ -96,14 +96,21 @@ impl VerilatedSoc {
         Self::with_image(&linked::SOC_PANIC_FIRMWARE)
     }
 
+    /// [`VerilatedSoc::with_firmware`] on a traced model (see [`VerilatedSoc::with_trace`]).
+    pub fn with_firmware_traced(window: TraceWindow) -> Result<Self, SimError> {
+        Self::start(Self::firmware(&linked::SOC_FIRMWARE)?, Some(window))
+    }
+
     fn with_image(image: &Result<&'static [u8], &'static str>) -> Result<Self, SimError> {
+        Self::new(Self::firmware(image)?)
+    }
+
+    fn firmware(image: &Result<&'static [u8], &'static str>) -> Result<&'static [u8], SimError> {
         if let Err(why) = &linked::SOC {
             return Err(SimError::SocNotBuilt((*why).to_string()));
         }
-        let image = image.map_err(|why| {
-            SimError::SocNotBuilt(format!("no firmware image in this build: {why}"))
-        })?;
-        Self::new(image)
+        image
+            .map_err(|why| SimError::SocNotBuilt(format!("no firmware image in this build: {why}")))
     }
 
     /// Array size of the SoC's accelerator.
