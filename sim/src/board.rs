@@ -14,7 +14,7 @@ use crate::trace::{tb_error, TraceState, TraceWindow, Window};
 use crate::{linked, SimError};
 use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Read, Write};
-use systole_testbench::{Port, Testbench};
+use systole_testbench::{Input, Narrow, Testbench};
 
 /// Array size of the board image's accelerator in this build (`None`: no board model).
 pub fn built_size() -> Option<usize> {
@@ -25,9 +25,9 @@ pub fn built_size() -> Option<usize> {
 pub struct VerilatedBoard {
     image: &'static ImageModel,
     tb: Testbench,
-    reset_pin: Port,
-    uart_rx: Port,
-    uart_tx: Port,
+    reset_pin: Input,
+    uart_rx: Input,
+    uart_tx: Narrow,
     window: Option<Window>,
     clocks_per_bit: u32,
     /// Line levels still to put on `uart_rx`, one per bit time.
@@ -94,13 +94,13 @@ impl VerilatedBoard {
         tb: Testbench,
         window: Option<TraceWindow>,
     ) -> Result<Self, SimError> {
-        let pin = |name: &str| tb.port(name).map_err(tb_error);
+        let pin = |name: &str| tb.input(name).map_err(tb_error);
         let clocks_per_bit = image.clock_hz.div_ceil(image.baud);
         Ok(VerilatedBoard {
             image,
             reset_pin: pin("reset_pin")?,
             uart_rx: pin("uart_rx")?,
-            uart_tx: pin("uart_tx")?,
+            uart_tx: tb.narrow_port("uart_tx").map_err(tb_error)?,
             tb,
             window: window.map(Window::new),
             clocks_per_bit,
@@ -151,13 +151,11 @@ impl VerilatedBoard {
     /// One bit time with the button and the receive line held, decoding the transmit line after
     /// each rising edge.
     pub(crate) fn run_bit(&mut self, reset_released: bool, rx: bool) -> Result<(), SimError> {
-        self.tb
-            .write(self.reset_pin, reset_released.into())
-            .map_err(tb_error)?;
-        self.tb.write(self.uart_rx, rx.into()).map_err(tb_error)?;
+        self.tb.set(self.reset_pin, reset_released.into());
+        self.tb.set(self.uart_rx, rx.into());
         for _ in 0..self.clocks_per_bit {
             self.clock(1)?;
-            let level = self.tb.read(self.uart_tx).map_err(tb_error)?;
+            let level = self.tb.get(self.uart_tx);
             if let Some(log) = &mut self.tx_log {
                 log.push((self.tb.cycles() - 1, level != 0));
             }

@@ -6,23 +6,24 @@
 
 use crate::trace::{tb_error, Window};
 use crate::SimError;
-use systole_testbench::{Port, Testbench};
+use systole_testbench::{Input, Narrow, Testbench};
 
-/// Handles of the ports of `top` the bus drives.
+/// Handles of the ports of `top` the bus drives (checked once: a beat writes them without
+/// checks, values fitting by construction).
 struct TopPorts {
-    reset: Port,
-    reg_addr: Port,
-    reg_wdata: Port,
-    reg_we: Port,
-    reg_rdata: Port,
+    reset: Input,
+    reg_addr: Input,
+    reg_wdata: Input,
+    reg_we: Input,
+    reg_rdata: Narrow,
     /// `(en, bank, row, lanes)` of A and B.
-    ab: [(Port, Port, Port, Vec<Port>); 2],
-    c_bank: Port,
-    c_row: Port,
-    c_data: Vec<Port>,
-    fm_en: Port,
-    fm_row: Port,
-    fm_data: Vec<Port>,
+    ab: [(Input, Input, Input, Vec<Input>); 2],
+    c_bank: Input,
+    c_row: Input,
+    c_data: Vec<Narrow>,
+    fm_en: Input,
+    fm_row: Input,
+    fm_data: Vec<Input>,
 }
 
 /// An operand row of a beat: `(bank, row, one word per lane)`.
@@ -56,8 +57,9 @@ impl Top {
         fm_lanes: usize,
         window: Option<Window>,
     ) -> Result<Top, SimError> {
-        let h = |name: &str| tb.port(name).map_err(tb_error);
-        let lanes = |base: &str, count: usize| -> Result<Vec<Port>, SimError> {
+        let h = |name: &str| tb.input(name).map_err(tb_error);
+        let out = |name: &str| tb.narrow_port(name).map_err(tb_error);
+        let lanes = |base: &str, count: usize| -> Result<Vec<Input>, SimError> {
             (0..count).map(|i| h(&format!("{base}_{i}"))).collect()
         };
         let ab = |m: &str| -> Result<_, SimError> {
@@ -73,11 +75,13 @@ impl Top {
             reg_addr: h("reg_addr")?,
             reg_wdata: h("reg_wdata")?,
             reg_we: h("reg_we")?,
-            reg_rdata: h("reg_rdata")?,
+            reg_rdata: out("reg_rdata")?,
             ab: [ab("a")?, ab("b")?],
             c_bank: h("c_rd_bank")?,
             c_row: h("c_rd_row")?,
-            c_data: lanes("c_rd_data", n)?,
+            c_data: (0..n)
+                .map(|i| out(&format!("c_rd_data_{i}")))
+                .collect::<Result<_, _>>()?,
             fm_en: h("fm_wr_en")?,
             fm_row: h("fm_wr_row")?,
             fm_data: lanes("fm_wr_data", fm_lanes)?,
@@ -94,68 +98,63 @@ impl Top {
         Window::clock(&mut self.tb, self.window.as_mut(), n)
     }
 
-    fn write(&mut self, port: Port, value: u64) -> Result<(), SimError> {
-        self.tb.write(port, value).map_err(tb_error)
-    }
-
     /// Every enable low.
-    fn idle_inputs(&mut self) -> Result<(), SimError> {
+    fn idle_inputs(&mut self) {
         let (we, a, b, fm) = (self.p.reg_we, self.p.ab[0].0, self.p.ab[1].0, self.p.fm_en);
         for en in [we, a, b, fm] {
-            self.write(en, 0)?;
+            self.tb.set(en, 0);
         }
-        Ok(())
     }
 
     /// Holds `reset` high for `cycles` cycles (inputs idle).
     pub fn reset(&mut self, cycles: u32) -> Result<(), SimError> {
-        self.idle_inputs()?;
-        self.write(self.p.reset, 1)?;
+        self.idle_inputs();
+        self.tb.set(self.p.reset, 1);
         self.clock(cycles.into())?;
-        self.write(self.p.reset, 0)
+        self.tb.set(self.p.reset, 0);
+        Ok(())
     }
 
     /// The combinational register read (no clock edge).
     pub fn read_reg(&mut self, addr: u32) -> Result<u32, SimError> {
-        self.write(self.p.reg_addr, addr.into())?;
-        self.write(self.p.reg_we, 0)?;
-        let v = self.tb.read(self.p.reg_rdata).map_err(tb_error)?;
-        Ok(v as u32)
+        self.tb.set(self.p.reg_addr, addr.into());
+        self.tb.set(self.p.reg_we, 0);
+        Ok(self.tb.get(self.p.reg_rdata) as u32)
     }
 
     /// One beat: the inputs of `inp`, a clock edge, then the C row into `c_out` when given
-    /// (the rows in `inp` hold a word per lane: the callers check).
+    /// (the rows in `inp` hold a word per lane and the row numbers fit their ports: the
+    /// callers check).
     pub fn tick(&mut self, inp: &Inputs<'_>, c_out: Option<&mut [i16]>) -> Result<(), SimError> {
+        let (tb, p) = (&mut self.tb, &self.p);
         let (addr, data) = inp.reg.unwrap_or((0, 0));
-        self.write(self.p.reg_addr, addr.into())?;
-        self.write(self.p.reg_wdata, data.into())?;
-        self.write(self.p.reg_we, inp.reg.is_some().into())?;
-        for (i, row) in [inp.a, inp.b].into_iter().enumerate() {
-            let (en, bank, r, lanes) = &self.p.ab[i];
-            let (en, bank, r) = (*en, *bank, *r);
+        tb.set(p.reg_addr, addr.into());
+        tb.set(p.reg_wdata, data.into());
+        tb.set(p.reg_we, inp.reg.is_some().into());
+        for (row, (en, bank, r, lanes)) in [inp.a, inp.b].into_iter().zip(&p.ab) {
             let (bv, rv) = row.map_or((0, 0), |(b, r, _)| (b, r));
-            self.tb.write(en, row.is_some().into()).map_err(tb_error)?;
-            self.tb.write(bank, bv.into()).map_err(tb_error)?;
-            self.tb.write(r, rv.into()).map_err(tb_error)?;
+            tb.set(*en, row.is_some().into());
+            tb.set(*bank, bv.into());
+            tb.set(*r, rv.into());
             if let Some((_, _, words)) = row {
                 for (&lane, &w) in lanes.iter().zip(words) {
-                    self.tb.write(lane, u64::from(w as u16)).map_err(tb_error)?;
+                    tb.set(lane, u64::from(w as u16));
                 }
             }
         }
         let (cb, cr) = inp.c.unwrap_or((0, 0));
-        self.write(self.p.c_bank, cb.into())?;
-        self.write(self.p.c_row, cr.into())?;
-        let (fr, fw) = inp.fm.map_or((0, &[][..]), |(r, w)| (r, w));
-        self.write(self.p.fm_en, inp.fm.is_some().into())?;
-        self.write(self.p.fm_row, fr.into())?;
-        for (&lane, &w) in self.p.fm_data.iter().zip(fw) {
-            self.tb.write(lane, u64::from(w as u16)).map_err(tb_error)?;
+        tb.set(p.c_bank, cb.into());
+        tb.set(p.c_row, cr.into());
+        let (fr, fw) = inp.fm.unwrap_or((0, &[]));
+        tb.set(p.fm_en, inp.fm.is_some().into());
+        tb.set(p.fm_row, fr.into());
+        for (&lane, &w) in p.fm_data.iter().zip(fw) {
+            tb.set(lane, u64::from(w as u16));
         }
         self.clock(1)?;
         if let Some(out) = c_out {
             for (o, &port) in out.iter_mut().zip(&self.p.c_data) {
-                *o = self.tb.read(port).map_err(tb_error)? as u16 as i16;
+                *o = self.tb.get(port) as u16 as i16;
             }
         }
         Ok(())
@@ -163,7 +162,7 @@ impl Top {
 
     /// `cycles` clock cycles with every enable low.
     pub fn idle(&mut self, cycles: u32) -> Result<(), SimError> {
-        self.idle_inputs()?;
+        self.idle_inputs();
         self.clock(cycles.into())
     }
 }

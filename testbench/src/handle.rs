@@ -1,7 +1,7 @@
 //! The loaded model: ports by name or handle, clock, reset, cycle count and traces.
 #![allow(unsafe_code)]
 
-mod io;
+pub(crate) mod io;
 
 use crate::ports::{block_ports, Dir, PortInfo};
 use crate::verilate::{Design, Package, Ports};
@@ -63,6 +63,8 @@ pub struct Testbench {
     fns: ShimFns,
     /// Where each port lives in the model (see `shim.rs`), in the order of `ports`.
     addrs: Vec<*mut c_void>,
+    /// The same with each port's size, for the unchecked `set` and `get`.
+    slots: Vec<io::Slot>,
     ports: Vec<PortInfo>,
     /// Inputs written since the last evaluation: outputs must be recomputed before a read.
     dirty: bool,
@@ -186,14 +188,20 @@ impl Testbench {
     ) -> Testbench {
         // SAFETY: by the caller.
         let state = unsafe { (fns.new)() };
-        let addrs = (0..ports.len())
+        let addrs: Vec<*mut c_void> = (0..ports.len())
             // SAFETY: a live model; indices within the shim's port list.
             .map(|i| unsafe { (fns.port)(state, i as u32) })
+            .collect();
+        let slots = ports
+            .iter()
+            .zip(&addrs)
+            .map(|(p, &a)| io::Slot::new(a, p.width))
             .collect();
         Testbench {
             state,
             fns,
             addrs,
+            slots,
             ports,
             dirty: false,
             cycles: 0,
@@ -316,6 +324,7 @@ impl Testbench {
         unsafe { (self.fns.trace_close)(self.state) };
     }
 
+    #[inline]
     fn settle(&mut self) {
         if self.dirty {
             // SAFETY: live model.

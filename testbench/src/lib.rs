@@ -33,6 +33,7 @@ mod shim;
 mod toolchain;
 mod verilate;
 
+pub use handle::io::{Input, Narrow};
 #[doc(hidden)]
 pub use handle::ShimFns;
 pub use handle::{IntoPort, Port, Testbench};
