@@ -324,7 +324,7 @@ impl Testbench {
         unsafe { (self.fns.trace_close)(self.state) };
     }
 
-    #[inline]
+    #[inline(always)]
     fn settle(&mut self) {
         if self.dirty {
             // SAFETY: live model.

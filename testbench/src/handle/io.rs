@@ -37,7 +37,7 @@ impl Testbench {
 
     /// Writes `value` to `input`, its bits above the port's width dropped (the checked
     /// [`Testbench::write`] refuses them instead).
-    #[inline]
+    #[inline(always)]
     pub fn set(&mut self, input: Input, value: u64) {
         let slot = self.slots[input.0];
         let v = value & slot.mask;
@@ -56,7 +56,7 @@ impl Testbench {
     }
 
     /// Reads `port`, after evaluating the logic when inputs changed since.
-    #[inline]
+    #[inline(always)]
     pub fn get(&mut self, port: Narrow) -> u64 {
         self.settle();
         let slot = self.slots[port.0];
