@@ -137,11 +137,21 @@ impl SimBoard {
     /// with `--device bridge:PATH`. The simulation runs while a command is in flight and
     /// sleeps on the pty otherwise.
     pub fn spawn_bridge_image() -> Result<SimBoard, DeviceError> {
-        // Fail early (on this thread) with the simulator's own message if it was not built.
-        drop(VerilatedBoard::new()?);
-        SimBoard::spawn_pins("systole-bridge-image", || {
-            VerilatedBoard::new().map(Pins::Bridge)
-        })
+        SimBoard::spawn_bridge_image_traced(None)
+    }
+
+    /// [`SimBoard::spawn_bridge_image`], writing the cycles of `trace` (counted from the
+    /// image's creation) to its file when given.
+    pub fn spawn_bridge_image_traced(
+        trace: Option<systole_sim::TraceWindow>,
+    ) -> Result<SimBoard, DeviceError> {
+        // Built on this thread, so a missing model or a trace that cannot be set up fails
+        // here with the simulator's own message; it then runs on the board's thread.
+        let board = match trace {
+            None => VerilatedBoard::new()?,
+            Some(w) => VerilatedBoard::with_trace(w)?,
+        };
+        SimBoard::spawn_pins("systole-bridge-image", move || Ok(Pins::Bridge(board)))
     }
 
     /// The SoC image (the VexRiscv CPU running the firmware image of `soc-firmware/`, the
@@ -149,10 +159,20 @@ impl SimBoard {
     /// open it with `--device serial:PATH`, as a flashed SoC board. Returns it with its
     /// accelerator's configuration.
     pub fn spawn_soc_image() -> Result<(SimBoard, ArrayConfig), DeviceError> {
-        let config = VerilatedSoc::with_firmware()?.config();
-        let board = SimBoard::spawn_pins("systole-soc-image", || {
-            VerilatedSoc::with_firmware().map(Pins::Soc)
-        })?;
+        SimBoard::spawn_soc_image_traced(None)
+    }
+
+    /// [`SimBoard::spawn_soc_image`], writing the cycles of `trace` (counted from the image's
+    /// creation, the firmware's loading included) to its file when given.
+    pub fn spawn_soc_image_traced(
+        trace: Option<systole_sim::TraceWindow>,
+    ) -> Result<(SimBoard, ArrayConfig), DeviceError> {
+        let soc = match trace {
+            None => VerilatedSoc::with_firmware()?,
+            Some(w) => VerilatedSoc::with_firmware_traced(w)?,
+        };
+        let config = soc.config();
+        let board = SimBoard::spawn_pins("systole-soc-image", move || Ok(Pins::Soc(soc)))?;
         Ok((board, config))
     }
 
@@ -345,9 +365,13 @@ pub fn run_board_sim(
 }
 
 /// `systole-board-sim --soc`: serves the simulated SoC image (the firmware on the CPU) on a
-/// pty until killed, printing its path. `size`, when given, must be the SoC model's array size.
-pub fn run_soc_image_sim(size: Option<usize>) -> Result<(), DeviceError> {
-    let (board, config) = SimBoard::spawn_soc_image()?;
+/// pty until killed, printing its path. `size`, when given, must be the SoC model's array size;
+/// `trace` writes a window of the image's cycles.
+pub fn run_soc_image_sim(
+    size: Option<usize>,
+    trace: Option<systole_sim::TraceWindow>,
+) -> Result<(), DeviceError> {
+    let (board, config) = SimBoard::spawn_soc_image_traced(trace)?;
     let n = config.size;
     if size.is_some_and(|s| s != n) {
         return Err(DeviceError::Unsupported(format!(
@@ -366,9 +390,9 @@ pub fn run_soc_image_sim(size: Option<usize>) -> Result<(), DeviceError> {
 
 /// `systole-board-sim --bridge`: serves the simulated board image (UART bridge) on a pty until
 /// killed, printing its path.
-pub fn run_bridge_image_sim() -> Result<(), DeviceError> {
-    let board = SimBoard::spawn_bridge_image()?;
-    let size = VerilatedBoard::new()?.size();
+pub fn run_bridge_image_sim(trace: Option<systole_sim::TraceWindow>) -> Result<(), DeviceError> {
+    let board = SimBoard::spawn_bridge_image_traced(trace)?;
+    let size = systole_sim::board::built_size().ok_or(systole_sim::SimError::NotBuilt)?;
     println!(
         "simulated board image ({size}x{size} array behind the UART bridge, as `systole bitstream` builds it) on {0} (use --device bridge:{0} --array {size}); Ctrl-C to stop",
         board.path().display()

@@ -3,36 +3,42 @@
 //! [`std::io::Read`] + [`std::io::Write`] byte stream, as a serial port would present it.
 //!
 //! Bytes written are sent to the model's `uart_rx` pin bit by bit (start bit, eight data bits
-//! LSB first, stop bit; [`ffi::BoardFns::clock_hz`] / `baud` clocks per bit) and the model's
+//! LSB first, stop bit; the image's clock rate / baud rate clocks per bit) and the model's
 //! `uart_tx` pin is decoded back into bytes. The clock only runs inside `read` and `flush`: a
 //! read runs until a byte came back or its timeout passed ([`VerilatedBoard::READ_BIT_TIMES`]
 //! bit times unless set otherwise), then answers `ErrorKind::TimedOut`, as a serial port with a
 //! timeout does.
-#![allow(unsafe_code)]
 
-use crate::{ffi, SimError};
-use core::ffi::c_void;
-use core::ptr::NonNull;
+use crate::linked::ImageModel;
+use crate::trace::{tb_error, TraceState, TraceWindow, Window};
+use crate::{linked, SimError};
 use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Read, Write};
+use systole_testbench::{Input, Narrow, Testbench};
+
+/// Array size of the board image's accelerator in this build (`None`: no board model).
+pub fn built_size() -> Option<usize> {
+    linked::BOARD.as_ref().map(|b| b.size)
+}
 
 /// The simulated board image (see the module docs).
 pub struct VerilatedBoard {
-    fns: &'static ffi::BoardFns,
-    state: NonNull<c_void>,
+    image: &'static ImageModel,
+    tb: Testbench,
+    reset_pin: Input,
+    uart_rx: Input,
+    uart_tx: Narrow,
+    window: Option<Window>,
     clocks_per_bit: u32,
     /// Line levels still to put on `uart_rx`, one per bit time.
     rx_bits: VecDeque<bool>,
     /// Bytes decoded from `uart_tx`, not yet read.
     received: VecDeque<u8>,
     decoder: TxDecoder,
-    tx_levels: Vec<u8>,
-    cycles: u64,
     read_bit_times: u32,
+    /// `(cycle, uart_tx after its rising edge)` of every cycle run, when kept (tests).
+    pub(crate) tx_log: Option<Vec<(u64, bool)>>,
 }
-
-// The model is owned by this value alone and Verilator's model has no thread affinity.
-unsafe impl Send for VerilatedBoard {}
 
 impl VerilatedBoard {
     /// Bit times one `read` runs without a byte coming back before it times out.
@@ -41,43 +47,89 @@ impl VerilatedBoard {
     /// Builds the board image's model, presses and releases its reset button and leaves the
     /// serial line idle for a few bit times.
     pub fn new() -> Result<Self, SimError> {
-        let fns = ffi::BOARD.as_ref().ok_or(SimError::NotBuilt)?;
-        let mut board = Self::from_fns(fns)?;
+        Self::start(None)
+    }
+
+    /// [`VerilatedBoard::new`] on a traced model of the same image (Verilated at run time, then
+    /// cached), writing the cycles of `window` (counted from the model's creation, as
+    /// [`VerilatedBoard::cycles`] counts) to its file (created by the caller, see
+    /// [`TraceWindow::create_file`]).
+    pub fn with_trace(window: TraceWindow) -> Result<Self, SimError> {
+        Self::start(Some(window))
+    }
+
+    fn start(window: Option<TraceWindow>) -> Result<Self, SimError> {
+        let image = linked::BOARD.as_ref().ok_or(SimError::NotBuilt)?;
+        let tb = match &window {
+            None => Self::linked_model(image),
+            Some(w) => {
+                let (verilog, ports) = crate::images::board(image.size).map_err(|e| {
+                    SimError::TraceSetup(format!("cannot generate the board's Verilog: {e}"))
+                })?;
+                crate::trace::traced_model(&verilog, Some(ports), w.format)?
+            }
+        };
+        let mut board = Self::from_model(image, tb, window)?;
         // The button is active low: pressed, then released; the synchronizer needs two clocks.
-        board.run_bit(false, false);
-        board.run_bit(true, true);
+        board.run_bit(false, false)?;
+        board.run_bit(true, true)?;
         for _ in 0..4 {
-            board.run_bit(true, true);
+            board.run_bit(true, true)?;
         }
         Ok(board)
     }
 
-    /// A fresh model of `fns` with its clock not yet run.
-    pub(crate) fn from_fns(fns: &'static ffi::BoardFns) -> Result<Self, SimError> {
-        // SAFETY: the shim allocates a fresh model; a null pointer means it could not.
-        let state = NonNull::new(unsafe { (fns.new)() }).ok_or(SimError::NotBuilt)?;
-        let clocks_per_bit = fns.clock_hz.div_ceil(fns.baud);
+    /// The image's compiled model.
+    pub(crate) fn linked_model(image: &'static ImageModel) -> Testbench {
+        #[allow(unsafe_code)]
+        // SAFETY: the table was written by `layer::rust_table` for the archive linked in.
+        unsafe {
+            Testbench::linked(image.linked)
+        }
+    }
+
+    /// `tb`, a model of `image`, with its clock not yet run.
+    pub(crate) fn from_model(
+        image: &'static ImageModel,
+        tb: Testbench,
+        window: Option<TraceWindow>,
+    ) -> Result<Self, SimError> {
+        let pin = |name: &str| tb.input(name).map_err(tb_error);
+        let clocks_per_bit = image.clock_hz.div_ceil(image.baud);
         Ok(VerilatedBoard {
-            fns,
-            state,
+            image,
+            reset_pin: pin("reset_pin")?,
+            uart_rx: pin("uart_rx")?,
+            uart_tx: tb.narrow_port("uart_tx").map_err(tb_error)?,
+            tb,
+            window: window.map(Window::new),
             clocks_per_bit,
             rx_bits: VecDeque::new(),
             received: VecDeque::new(),
             decoder: TxDecoder::new(clocks_per_bit),
-            tx_levels: vec![0; clocks_per_bit as usize],
-            cycles: 0,
             read_bit_times: Self::READ_BIT_TIMES,
+            tx_log: None,
         })
     }
 
-    /// The model's shim functions and its live state (for the SoC's RAM loader).
-    pub(crate) fn model(&self) -> (&'static ffi::BoardFns, *mut c_void) {
-        (self.fns, self.state.as_ptr())
+    /// The model (for the SoC's RAM loader).
+    pub(crate) fn model(&mut self) -> &mut Testbench {
+        &mut self.tb
+    }
+
+    /// `n` clock cycles with the pins held, through the trace window.
+    pub(crate) fn clock(&mut self, n: u64) -> Result<(), SimError> {
+        Window::clock(&mut self.tb, self.window.as_mut(), n)
     }
 
     /// Array size of the board's accelerator.
     pub fn size(&self) -> usize {
-        self.fns.size
+        self.image.size
+    }
+
+    /// Where the trace window stands (`None` without a trace).
+    pub fn trace_state(&self) -> Option<TraceState> {
+        self.window.as_ref().map(Window::state)
     }
 
     /// Bit times a `read` runs without a byte coming back before it times out (at least 1).
@@ -93,42 +145,37 @@ impl VerilatedBoard {
 
     /// Oscillator cycles simulated so far.
     pub fn cycles(&self) -> u64 {
-        self.cycles
+        self.tb.cycles()
     }
 
-    /// One bit time with the button and the receive line held, decoding the transmit line.
-    pub(crate) fn run_bit(&mut self, reset_released: bool, rx: bool) {
-        // SAFETY: `state` is the live model this value owns; `tx_levels` holds one byte per
-        // cycle run.
-        unsafe {
-            (self.fns.run)(
-                self.state.as_ptr(),
-                u32::from(reset_released),
-                u32::from(rx),
-                self.clocks_per_bit,
-                self.tx_levels.as_mut_ptr(),
-            );
-        }
-        self.cycles += u64::from(self.clocks_per_bit);
-        for &level in &self.tx_levels {
+    /// One bit time with the button and the receive line held, decoding the transmit line after
+    /// each rising edge.
+    pub(crate) fn run_bit(&mut self, reset_released: bool, rx: bool) -> Result<(), SimError> {
+        self.tb.set(self.reset_pin, reset_released.into());
+        self.tb.set(self.uart_rx, rx.into());
+        for _ in 0..self.clocks_per_bit {
+            self.clock(1)?;
+            let level = self.tb.get(self.uart_tx);
+            if let Some(log) = &mut self.tx_log {
+                log.push((self.tb.cycles() - 1, level != 0));
+            }
             if let Some(byte) = self.decoder.sample(level != 0) {
                 self.received.push_back(byte);
             }
         }
+        Ok(())
     }
 
     /// One bit time of the line towards the board: the next queued bit, or idle (high).
-    pub(crate) fn step(&mut self) {
+    pub(crate) fn step(&mut self) -> Result<(), SimError> {
         let rx = self.rx_bits.pop_front().unwrap_or(true);
-        self.run_bit(true, rx);
+        self.run_bit(true, rx)
     }
 }
 
-impl Drop for VerilatedBoard {
-    fn drop(&mut self) {
-        // SAFETY: the model was created by `fns.new` and is not used after this.
-        unsafe { (self.fns.delete)(self.state.as_ptr()) }
-    }
+/// A simulation failure as the I/O error a serial port would give.
+fn io_error(e: SimError) -> io::Error {
+    io::Error::other(e)
 }
 
 impl Write for VerilatedBoard {
@@ -144,7 +191,7 @@ impl Write for VerilatedBoard {
     /// Runs the clock until every written byte is on the line.
     fn flush(&mut self) -> io::Result<()> {
         while !self.rx_bits.is_empty() {
-            self.step();
+            self.step().map_err(io_error)?;
         }
         Ok(())
     }
@@ -163,7 +210,7 @@ impl Read for VerilatedBoard {
                     "the simulated board sent nothing",
                 ));
             }
-            self.step();
+            self.step().map_err(io_error)?;
             waited += 1;
         }
         let n = buf.len().min(self.received.len());
@@ -176,7 +223,7 @@ impl Read for VerilatedBoard {
 
 /// Decodes a UART line sampled once per clock: a falling edge starts a byte, each bit is
 /// sampled in the middle of its bit time.
-struct TxDecoder {
+pub(crate) struct TxDecoder {
     clocks_per_bit: u32,
     /// Clocks since the start bit's falling edge, while a byte is being received.
     since_start: Option<u32>,
@@ -185,7 +232,7 @@ struct TxDecoder {
 }
 
 impl TxDecoder {
-    fn new(clocks_per_bit: u32) -> Self {
+    pub(crate) fn new(clocks_per_bit: u32) -> Self {
         TxDecoder {
             clocks_per_bit,
             since_start: None,
@@ -195,7 +242,7 @@ impl TxDecoder {
     }
 
     /// The line level of one clock; a byte when its stop bit was sampled high.
-    fn sample(&mut self, level: bool) -> Option<u8> {
+    pub(crate) fn sample(&mut self, level: bool) -> Option<u8> {
         let falling = self.last && !level;
         self.last = level;
         let Some(t) = self.since_start else {

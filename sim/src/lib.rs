@@ -3,13 +3,16 @@
 //! `build.rs` generates the Verilog of each array size in `SYSTOLE_VERILATOR_SIZES` (default
 //! `4,8,16`) with `systole-hdl`, Verilates it and compiles it into this crate. A
 //! [`VerilatedArray`] is one instance of such a model behind [`systole_core::AcceleratorBus`],
-//! so the firmware's tile driver runs on it unchanged. Each bus call is one call into C++ that
-//! sets every input port, runs a whole clock cycle and returns the outputs.
+//! so the firmware's tile driver runs on it unchanged. Every model, compiled in or Verilated at
+//! run time, goes through the one Verilator layer of `systole-testbench` (`layer` for the
+//! compiled ones): a bus call writes the beat's inputs in place in the model and runs the
+//! clock cycle with one call into C++, then reads the outputs in place.
 //!
 //! The compiled models have no tracing (it costs speed). [`VerilatedArray::open_trace`]
 //! before the first clock edge switches an array to a traced model of the same Verilog,
-//! Verilated at run time through `systole-testbench` (see [`trace`]), which writes a window of
-//! cycles to a VCD or FST file.
+//! Verilated at run time (see [`trace`]), which writes a window of cycles to a VCD or FST
+//! file; the board and SoC images take a window when created
+//! ([`VerilatedBoard::with_trace`], [`VerilatedSoc::with_trace`]).
 //!
 //! Timing (see docs/HARDWARE.md, "Ports and timing"): `read_reg` evaluates the
 //! combinational register read without a clock edge; `write_reg`, `beat` and each `idle` cycle
@@ -17,16 +20,18 @@
 #![deny(missing_docs)]
 
 pub mod board;
-mod ffi;
+#[path = "../build/images.rs"]
+#[allow(dead_code)]
+mod images;
+mod linked;
 pub mod soc;
+mod top;
 pub mod trace;
 
 pub use board::VerilatedBoard;
 pub use soc::VerilatedSoc;
 pub use trace::{TraceFormat, TraceState, TraceWindow};
 
-use core::ffi::c_void;
-use core::ptr::NonNull;
 use systole_core::bus::Beat;
 use systole_core::{AcceleratorBus, ArrayConfig};
 
@@ -106,33 +111,17 @@ fn describe_built(built: &[usize]) -> String {
 
 /// Array sizes compiled into this build (each with `ArrayConfig::square(n)`).
 pub fn built_sizes() -> Vec<usize> {
-    ffi::MODELS.iter().map(|m| m.size).collect()
-}
-
-/// The model an array runs on.
-enum Model {
-    /// A compiled model (`build.rs`): the fast path, no tracing.
-    Fast {
-        fns: &'static ffi::ModelFns,
-        state: NonNull<c_void>,
-    },
-    /// The traced model, Verilated at run time (see [`trace`]).
-    Traced(Box<trace::TracedTop>),
+    linked::MODELS.iter().map(|m| m.0).collect()
 }
 
 /// One simulated accelerator instance.
 pub struct VerilatedArray {
-    model: Model,
+    top: top::Top,
     cfg: ArrayConfig,
     cycles: u64,
     /// Clocked since creation: the state can no longer move to the traced model.
     clocked: bool,
 }
-
-// SAFETY: the model state is owned by this value only and has its own VerilatedContext, so it
-// may move to another thread; `&mut self` on every call keeps access exclusive.
-#[allow(unsafe_code)]
-unsafe impl Send for VerilatedArray {}
 
 /// Cycles `reset` holds the reset input high.
 const RESET_CYCLES: u32 = 2;
@@ -145,20 +134,21 @@ impl VerilatedArray {
         if cfg!(systole_no_verilator) {
             return Err(SimError::NotBuilt);
         }
-        let fns = ffi::MODELS
+        let linked = linked::MODELS
             .iter()
-            .find(|m| m.size == cfg.size)
+            .find(|m| m.0 == cfg.size)
             .filter(|_| ArrayConfig::square(cfg.size).config_word() == cfg.config_word())
             .ok_or_else(|| SimError::SizeNotBuilt {
                 size: cfg.size,
                 depth: cfg.buffer_depth,
                 built: built_sizes(),
-            })?;
+            })?
+            .1;
         #[allow(unsafe_code)]
-        // SAFETY: `new` has no preconditions and returns an owned model.
-        let state = NonNull::new(unsafe { (fns.new)() }).ok_or(SimError::NotBuilt)?;
+        // SAFETY: the table was written by `layer::rust_table` for the archive linked in.
+        let tb = unsafe { systole_testbench::Testbench::linked(linked) };
         let mut sim = VerilatedArray {
-            model: Model::Fast { fns, state },
+            top: top::Top::new(tb, cfg.size, cfg.fm_row_words(), None)?,
             cfg: *cfg,
             cycles: 0,
             clocked: false,
@@ -176,14 +166,9 @@ impl VerilatedArray {
     /// Holds `reset` high for two cycles: registers, queue and counters return to zero.
     pub fn reset(&mut self) {
         self.clocked = true;
-        match &mut self.model {
-            #[allow(unsafe_code)]
-            // SAFETY: `state` is a live model created by `fns.new`.
-            Model::Fast { fns, state } => unsafe { (fns.reset)(state.as_ptr(), RESET_CYCLES) },
-            // The traced model's only failure is a trace file that stopped taking writes,
-            // which Verilator reports itself; the simulation goes on.
-            Model::Traced(t) => drop(t.reset(RESET_CYCLES)),
-        }
+        // The only failure is a trace file that stopped taking writes, which Verilator
+        // reports itself; the simulation goes on.
+        drop(self.top.reset(RESET_CYCLES));
         self.cycles += u64::from(RESET_CYCLES);
     }
 
@@ -201,20 +186,16 @@ impl VerilatedArray {
     /// model, about a minute; later runs load it from the cache). Later it is
     /// [`SimError::TraceTooLate`].
     pub fn open_trace(&mut self, window: TraceWindow) -> Result<(), SimError> {
-        if self.clocked || matches!(self.model, Model::Traced(_)) {
+        if self.clocked || self.top.trace_state().is_some() {
             return Err(SimError::TraceTooLate);
         }
-        let traced = trace::TracedTop::new(&self.cfg, window)?;
-        self.model = Model::Traced(Box::new(traced));
+        self.top = trace::traced_array(&self.cfg, window)?;
         Ok(())
     }
 
     /// Where the trace window stands (`None` without a trace).
     pub fn trace_state(&self) -> Option<TraceState> {
-        match &self.model {
-            Model::Traced(t) => Some(t.state()),
-            Model::Fast { .. } => None,
-        }
+        self.top.trace_state()
     }
 
     fn check_row(&self, data: &[i16], row: u16, what: &str) -> Result<(), SimError> {
@@ -234,36 +215,12 @@ impl VerilatedArray {
         Ok(())
     }
 
-    /// One clock beat with the inputs of `p`; the C row into `c_out` when given. The data
-    /// pointers in `p` are null or point at a whole row (checked by the callers).
-    fn tick(&mut self, p: &ffi::PortIn, c_out: Option<&mut [i16]>) -> Result<(), SimError> {
+    /// One clock beat with the inputs of `p`; the C row into `c_out` when given (rows checked
+    /// by the callers).
+    fn tick(&mut self, p: &top::Inputs<'_>, c_out: Option<&mut [i16]>) -> Result<(), SimError> {
         self.clocked = true;
         self.cycles += 1;
-        match &mut self.model {
-            Model::Fast { fns, state } => {
-                let out = c_out.map_or(core::ptr::null_mut(), |c| c.as_mut_ptr());
-                #[allow(unsafe_code)]
-                // SAFETY: live model; the data pointers in `p` are null or point at `size`
-                // words, and `out` is null or points at `size` writable words.
-                unsafe {
-                    (fns.tick)(state.as_ptr(), p, out)
-                };
-                Ok(())
-            }
-            Model::Traced(t) => t.tick(p, c_out),
-        }
-    }
-}
-
-impl Drop for VerilatedArray {
-    fn drop(&mut self) {
-        if let Model::Fast { fns, state } = &self.model {
-            #[allow(unsafe_code)]
-            // SAFETY: the model was created by `fns.new` and is not used after this.
-            unsafe {
-                (fns.delete)(state.as_ptr())
-            };
-        }
+        self.top.tick(p, c_out)
     }
 }
 
@@ -271,37 +228,26 @@ impl AcceleratorBus for VerilatedArray {
     type Error = SimError;
 
     fn read_reg(&mut self, addr: u8) -> Result<u32, SimError> {
-        match &mut self.model {
-            #[allow(unsafe_code)]
-            // SAFETY: live model.
-            Model::Fast { fns, state } => {
-                Ok(unsafe { (fns.read_reg)(state.as_ptr(), u32::from(addr)) })
-            }
-            Model::Traced(t) => t.read_reg(addr.into()),
-        }
+        self.top.read_reg(addr.into())
     }
 
     fn write_reg(&mut self, addr: u8, value: u32) -> Result<(), SimError> {
-        let p = ffi::PortIn {
-            reg_addr: u32::from(addr),
-            reg_wdata: value,
-            reg_we: 1,
-            ..ffi::PortIn::idle()
+        let p = top::Inputs {
+            reg: Some((u32::from(addr), value)),
+            ..top::Inputs::default()
         };
         self.tick(&p, None)
     }
 
     fn beat(&mut self, beat: &Beat<'_>, c_out: &mut [i16]) -> Result<(), SimError> {
-        let mut p = ffi::PortIn::idle();
+        let mut p = top::Inputs::default();
         if let Some(a) = beat.a {
             self.check_row(a.data, a.row, "A")?;
-            (p.a_en, p.a_bank, p.a_row, p.a_data) =
-                (1, u32::from(a.bank & 1), a.row.into(), a.data.as_ptr());
+            p.a = Some((u32::from(a.bank & 1), a.row.into(), a.data));
         }
         if let Some(b) = beat.b {
             self.check_row(b.data, b.row, "B")?;
-            (p.b_en, p.b_bank, p.b_row, p.b_data) =
-                (1, u32::from(b.bank & 1), b.row.into(), b.data.as_ptr());
+            p.b = Some((u32::from(b.bank & 1), b.row.into(), b.data));
         }
         let mut out = None;
         if let Some(c) = beat.c {
@@ -314,7 +260,7 @@ impl AcceleratorBus for VerilatedArray {
                     self.cfg.size
                 )));
             }
-            (p.c_bank, p.c_row) = (u32::from(c.bank & 1), c.row.into());
+            p.c = Some((u32::from(c.bank & 1), c.row.into()));
             out = Some(c_out);
         }
         self.tick(&p, out)
@@ -335,11 +281,9 @@ impl AcceleratorBus for VerilatedArray {
             )));
         }
         for (i, row) in words.chunks(r).enumerate() {
-            let p = ffi::PortIn {
-                fm_en: 1,
-                fm_row: addr / r as u32 + i as u32,
-                fm_data: row.as_ptr(),
-                ..ffi::PortIn::idle()
+            let p = top::Inputs {
+                fm: Some((addr / r as u32 + i as u32, row)),
+                ..top::Inputs::default()
             };
             self.tick(&p, None)?;
         }
@@ -349,22 +293,9 @@ impl AcceleratorBus for VerilatedArray {
     fn idle(&mut self, cycles: u32) -> Result<(), SimError> {
         self.clocked = true;
         self.cycles += u64::from(cycles);
-        match &mut self.model {
-            #[allow(unsafe_code)]
-            // SAFETY: live model.
-            Model::Fast { fns, state } => unsafe { (fns.idle)(state.as_ptr(), cycles) },
-            Model::Traced(t) => t.idle(cycles)?,
-        }
-        Ok(())
+        self.top.idle(cycles)
     }
 }
 
-#[cfg(test)]
-#[path = "../build/ports.rs"]
-#[allow(dead_code)]
-mod ports;
-
-#[cfg(test)]
-mod layout_tests;
 #[cfg(test)]
 mod tests;

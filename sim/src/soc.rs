@@ -5,9 +5,9 @@
 //! then the button is released and the CPU starts at `systole_core::soc::RESET_VECTOR`.
 //! Reading and writing work as for [`VerilatedBoard`] (the clock runs inside `read` and
 //! `flush` only).
-#![allow(unsafe_code)]
 
-use crate::{ffi, SimError, VerilatedBoard};
+use crate::trace::{tb_error, TraceState, TraceWindow};
+use crate::{linked, SimError, VerilatedBoard};
 use std::io::{self, Read, Write};
 use systole_core::ArrayConfig;
 
@@ -24,11 +24,23 @@ impl VerilatedSoc {
     /// Builds the SoC's model, loads `image` (little-endian bytes from `RAM_BASE`, at most
     /// the RAM size) and releases the reset: the CPU runs the image from its first clock.
     pub fn new(image: &[u8]) -> Result<Self, SimError> {
-        let fns = ffi::SOC
+        Self::start(image, None)
+    }
+
+    /// [`VerilatedSoc::new`] on a traced model of the same image (Verilated at run time, then
+    /// cached: the first use takes minutes), writing the cycles of `window` (counted from the
+    /// model's creation, the RAM loading included) to its file (created by the caller, see
+    /// [`TraceWindow::create_file`]).
+    pub fn with_trace(image: &[u8], window: TraceWindow) -> Result<Self, SimError> {
+        Self::start(image, Some(window))
+    }
+
+    fn start(image: &[u8], window: Option<TraceWindow>) -> Result<Self, SimError> {
+        let model = linked::SOC
             .as_ref()
             .map_err(|why| SimError::SocNotBuilt((*why).to_string()))?;
-        let loader = fns
-            .load
+        let loader = model
+            .loader
             .as_ref()
             .ok_or_else(|| SimError::SocNotBuilt("the SoC model has no RAM loader".into()))?;
         if image.is_empty() || image.len() > loader.ram_bytes as usize {
@@ -38,23 +50,20 @@ impl VerilatedSoc {
                 loader.ram_bytes
             )));
         }
-        let words: Vec<u32> = image
-            .chunks(4)
-            .map(|c| {
-                let mut w = [0u8; 4];
-                w[..c.len()].copy_from_slice(c);
-                u32::from_le_bytes(w)
-            })
-            .collect();
-        let mut board = VerilatedBoard::from_fns(fns)?;
+        let tb = match &window {
+            None => VerilatedBoard::linked_model(model),
+            Some(w) => {
+                let verilog = crate::images::soc(model.size).map_err(|e| {
+                    SimError::TraceSetup(format!("cannot generate the SoC's Verilog: {e}"))
+                })?;
+                crate::trace::traced_model(&verilog, None, w.format)?
+            }
+        };
+        let mut board = VerilatedBoard::from_model(model, tb, window)?;
         // The button held (active low) for a bit time, so the reset reaches every register.
-        board.run_bit(false, true);
-        let (_, state) = board.model();
-        let count = u32::try_from(words.len()).expect("the RAM size bounds the image");
-        // SAFETY: `state` is the live model `board` owns; `words` holds `count` words, and the
-        // image fits the RAM (checked above).
-        unsafe { (loader.load)(state, 0, words.as_ptr(), count) };
-        board.run_bit(false, true);
+        board.run_bit(false, true)?;
+        load(&mut board, image)?;
+        board.run_bit(false, true)?;
         let released_at = board.cycles();
         Ok(VerilatedSoc {
             board,
@@ -64,26 +73,44 @@ impl VerilatedSoc {
         })
     }
 
+    /// Where the trace window stands (`None` without a trace).
+    pub fn trace_state(&self) -> Option<TraceState> {
+        self.board.trace_state()
+    }
+
+    /// The board model under the SoC (tests).
+    #[cfg(test)]
+    pub(crate) fn board_mut(&mut self) -> &mut VerilatedBoard {
+        &mut self.board
+    }
+
     /// The SoC running the firmware image of `soc-firmware/` (built with this crate by
     /// `systole_soc_image`): the frame protocol server of `systole_firmware::server` on the CPU.
     pub fn with_firmware() -> Result<Self, SimError> {
-        Self::with_image(&ffi::SOC_FIRMWARE)
+        Self::with_image(&linked::SOC_FIRMWARE)
     }
 
     /// [`VerilatedSoc::with_firmware`] with the firmware's `panic-test` build, whose `IDLE` of
     /// `protocol::panic::PANIC_TEST_IDLE_CYCLES` cycles panics.
     pub fn with_panic_test_firmware() -> Result<Self, SimError> {
-        Self::with_image(&ffi::SOC_PANIC_FIRMWARE)
+        Self::with_image(&linked::SOC_PANIC_FIRMWARE)
+    }
+
+    /// [`VerilatedSoc::with_firmware`] on a traced model (see [`VerilatedSoc::with_trace`]).
+    pub fn with_firmware_traced(window: TraceWindow) -> Result<Self, SimError> {
+        Self::start(Self::firmware(&linked::SOC_FIRMWARE)?, Some(window))
     }
 
     fn with_image(image: &Result<&'static [u8], &'static str>) -> Result<Self, SimError> {
-        if let Err(why) = &ffi::SOC {
+        Self::new(Self::firmware(image)?)
+    }
+
+    fn firmware(image: &Result<&'static [u8], &'static str>) -> Result<&'static [u8], SimError> {
+        if let Err(why) = &linked::SOC {
             return Err(SimError::SocNotBuilt((*why).to_string()));
         }
-        let image = image.map_err(|why| {
-            SimError::SocNotBuilt(format!("no firmware image in this build: {why}"))
-        })?;
-        Self::new(image)
+        image
+            .map_err(|why| SimError::SocNotBuilt(format!("no firmware image in this build: {why}")))
     }
 
     /// Array size of the SoC's accelerator.
@@ -112,8 +139,10 @@ impl VerilatedSoc {
     /// Presses the reset button for a bit time and releases it: the CPU restarts the image
     /// still in its RAM (as a board's button does); the line keeps its queued bytes.
     pub fn press_reset(&mut self) {
-        self.board.run_bit(false, true);
-        self.board.run_bit(true, true);
+        // The model's only failure is a trace file that stopped taking writes, which
+        // Verilator reports itself; the simulation goes on.
+        drop(self.board.run_bit(false, true));
+        drop(self.board.run_bit(true, true));
     }
 
     /// Bit times of written bytes not yet on the line towards the SoC.
@@ -126,7 +155,7 @@ impl VerilatedSoc {
     pub fn run(&mut self, cycles: u64) {
         let end = self.board.cycles() + cycles;
         while self.board.cycles() < end {
-            self.board.step();
+            drop(self.board.step());
         }
     }
 
@@ -150,6 +179,31 @@ impl Read for VerilatedSoc {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.board.read(buf)
     }
+}
+
+/// Writes `image`'s words into the RAM from word 0 through the loader ports, a word per
+/// clock, the reset button held (the CPU stays in reset; the next bit time releases it).
+fn load(board: &mut VerilatedBoard, image: &[u8]) -> Result<(), SimError> {
+    let tb = board.model();
+    let port = |name: &str| tb.port(name).map_err(tb_error);
+    let (reset_pin, we, addr, data) = (
+        port("reset_pin")?,
+        port("load_we")?,
+        port("load_addr")?,
+        port("load_data")?,
+    );
+    tb.write(reset_pin, 0).map_err(tb_error)?;
+    for (i, chunk) in image.chunks(4).enumerate() {
+        let mut w = [0u8; 4];
+        w[..chunk.len()].copy_from_slice(chunk);
+        let tb = board.model();
+        tb.write(we, 1).map_err(tb_error)?;
+        tb.write(addr, i as u64).map_err(tb_error)?;
+        tb.write(data, u32::from_le_bytes(w).into())
+            .map_err(tb_error)?;
+        board.clock(1)?;
+    }
+    board.model().write(we, 0).map_err(tb_error)
 }
 
 #[cfg(test)]

@@ -64,21 +64,42 @@ fn unbuilt_sizes_and_bad_accesses_are_errors() {
     assert!(sim.read_c_row(0, 0, &mut vec![0; n - 1]).is_err());
 }
 
-/// The shim's ports come from systole-hdl's definition, complete for every size.
+/// Every linked model's shim serves its top's ports from the top's own definition: the
+/// array's from `systole_hdl::ports`, the board's walked from its rust-hdl block (the layer
+/// checked both against what Verilator compiled), the SoC's as Verilator declares them.
 #[test]
 fn shim_ports_come_from_the_hdl_definition() {
-    for n in [2, 3, 4, 8, 16] {
-        let cfg = ArrayConfig::square(n);
-        let p = ports::TopPorts::of(&cfg).unwrap();
-        assert_eq!(p.clock_member(), "clock");
-        let shim = ports::shim_cpp("x", &p, None);
-        for q in systole_hdl::ports(&cfg).unwrap() {
-            assert!(
-                shim.contains(&format!("m->{}", q.name)),
-                "{n}: {} not driven",
-                q.name
-            );
+    let listed = |l: &systole_testbench::layer::Linked| -> Vec<systole_testbench::PortInfo> {
+        l.ports.iter().map(|p| p.info()).collect()
+    };
+    for &(n, linked) in crate::linked::MODELS {
+        let (_, want) = crate::images::array(&ArrayConfig::square(n)).unwrap();
+        assert_eq!(listed(linked), want, "{n}x{n} array");
+    }
+    if let Some(board) = &crate::linked::BOARD {
+        let (_, want) = crate::images::board(board.size).unwrap();
+        assert_eq!(listed(board.linked), want, "board image");
+    }
+    if let Ok(soc) = &crate::linked::SOC {
+        let names: Vec<&str> = soc.linked.ports.iter().map(|p| p.name).collect();
+        for pin in [
+            "clock",
+            "reset_pin",
+            "uart_rx",
+            "uart_tx",
+            "load_we",
+            "load_addr",
+        ] {
+            assert!(names.contains(&pin), "SoC lacks {pin}: {names:?}");
         }
+        let clocks: Vec<&str> = soc
+            .linked
+            .ports
+            .iter()
+            .filter(|p| p.clock)
+            .map(|p| p.name)
+            .collect();
+        assert_eq!(clocks, ["clock"]);
     }
 }
 

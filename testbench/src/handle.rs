@@ -1,9 +1,10 @@
 //! The loaded model: ports by name or handle, clock, reset, cycle count and traces.
 #![allow(unsafe_code)]
 
-mod io;
+pub(crate) mod io;
 
-use crate::ports::{ports_of, Dir, PortInfo};
+use crate::ports::{block_ports, Dir, PortInfo};
+use crate::verilate::{Design, Package, Ports};
 use crate::{Options, TestbenchError};
 use core::ffi::{c_char, c_int, c_void};
 use rust_hdl_core::prelude::*;
@@ -39,20 +40,31 @@ type PortFn = unsafe extern "C" fn(*mut c_void, u32) -> *mut c_void;
 type ClockFn = unsafe extern "C" fn(*mut c_void, u64);
 type OpenFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> c_int;
 
+/// The shim's functions (see `shim.rs`), looked up in a shared object or linked statically.
+#[derive(Clone, Copy, Debug)]
+#[doc(hidden)]
+pub struct ShimFns {
+    pub new: NewFn,
+    pub delete: StateFn,
+    pub port: PortFn,
+    pub eval: StateFn,
+    pub clock: ClockFn,
+    pub trace_open: OpenFn,
+    pub trace_close: StateFn,
+    pub trace_flush: StateFn,
+}
+
 /// Cycles [`Testbench::reset`] holds `reset` high.
 pub const RESET_CYCLES: u64 = 2;
 
 /// A Verilated block, loaded and ready to drive.
 pub struct Testbench {
     state: *mut c_void,
-    delete: StateFn,
-    eval: StateFn,
-    clock_fn: ClockFn,
-    trace_open: OpenFn,
-    trace_close: StateFn,
-    trace_flush: StateFn,
+    fns: ShimFns,
     /// Where each port lives in the model (see `shim.rs`), in the order of `ports`.
     addrs: Vec<*mut c_void>,
+    /// The same with each port's size, for the unchecked `set` and `get`.
+    slots: Vec<io::Slot>,
     ports: Vec<PortInfo>,
     /// Inputs written since the last evaluation: outputs must be recomputed before a read.
     dirty: bool,
@@ -60,8 +72,8 @@ pub struct Testbench {
     cached: bool,
     build_time: Duration,
     dir: PathBuf,
-    // Last: the library must outlive every pointer above.
-    _lib: libloading::Library,
+    // Last: the library (none for a statically linked model) must outlive every pointer above.
+    _lib: Option<libloading::Library>,
 }
 
 // SAFETY: the model and its VerilatedContext belong to this value alone, and every call takes
@@ -78,7 +90,7 @@ impl Testbench {
         check_all(block).map_err(|e| TestbenchError::Check(format!("{e:?}")))?;
         let mut defines = ModuleDefines::default();
         block.accept("top", &mut defines);
-        Testbench::from_verilog(&defines.defines(), ports_of(block), opts)
+        Testbench::from_verilog(&defines.defines(), block_ports(block), opts)
     }
 
     /// Builds (or loads from the cache) a Verilated model of `verilog`, whose module `top` has
@@ -90,23 +102,41 @@ impl Testbench {
         ports: Vec<PortInfo>,
         opts: &Options,
     ) -> Result<Testbench, TestbenchError> {
-        let verilog = verilog.to_string();
-        if let Some(p) = ports.iter().find(|p| p.dir == Dir::InOut) {
-            return Err(TestbenchError::InOut {
-                name: p.name.clone(),
-            });
-        }
-        // The first clock input drives every `clock()`; a second clock is an ordinary input.
-        let clock = ports.iter().find(|p| p.clock && p.dir == Dir::Input);
-        let shim = crate::shim::shim_cpp(&ports, clock, opts.trace);
+        check_ports(&ports)?;
+        Testbench::from_design(verilog, Ports::Given(&ports), opts)
+    }
+
+    /// [`Testbench::from_verilog`] for Verilog with no port list of its own: the ports are
+    /// taken as Verilator declares them in the compiled model (none signed); the input named
+    /// `clock` drives [`Testbench::clock`].
+    pub fn from_verilog_declared_ports(
+        verilog: &str,
+        clock: &str,
+        opts: &Options,
+    ) -> Result<Testbench, TestbenchError> {
+        Testbench::from_design(verilog, Ports::Declared { clock }, opts)
+    }
+
+    fn from_design(
+        verilog: &str,
+        ports: Ports<'_>,
+        opts: &Options,
+    ) -> Result<Testbench, TestbenchError> {
         let cache = opts
             .cache_dir
             .clone()
             .unwrap_or_else(crate::verilate::default_cache_dir);
+        let design = Design {
+            verilog,
+            ports,
+            trace: opts.trace,
+            package: Package::Shared,
+            jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
         if opts.rebuild {
-            crate::verilate::forget(&cache, &verilog, &shim, opts.trace)?;
+            crate::verilate::forget(&cache, &design)?;
         }
-        let built = crate::verilate::build(&cache, &verilog, &shim, opts.trace)?;
+        let built = crate::verilate::build(&cache, &design)?;
         let load = |cause| TestbenchError::Load {
             path: built.library.clone(),
             cause,
@@ -115,28 +145,70 @@ impl Testbench {
         // initialisers.
         let lib = unsafe { libloading::Library::new(&built.library) }.map_err(load)?;
         // SAFETY: each symbol has the signature `shim.rs` gives it.
-        unsafe {
-            let new: NewFn = *lib.get(b"tb_new\0").map_err(load)?;
-            let port: PortFn = *lib.get(b"tb_port\0").map_err(load)?;
-            let state = new();
-            let addrs = (0..ports.len()).map(|i| port(state, i as u32)).collect();
-            Ok(Testbench {
-                state,
+        let fns = unsafe {
+            ShimFns {
+                new: *lib.get(b"tb_new\0").map_err(load)?,
                 delete: *lib.get(b"tb_delete\0").map_err(load)?,
+                port: *lib.get(b"tb_port\0").map_err(load)?,
                 eval: *lib.get(b"tb_eval\0").map_err(load)?,
-                clock_fn: *lib.get(b"tb_clock\0").map_err(load)?,
+                clock: *lib.get(b"tb_clock\0").map_err(load)?,
                 trace_open: *lib.get(b"tb_trace_open\0").map_err(load)?,
                 trace_close: *lib.get(b"tb_trace_close\0").map_err(load)?,
                 trace_flush: *lib.get(b"tb_trace_flush\0").map_err(load)?,
-                addrs,
-                ports,
-                dirty: false,
-                cycles: 0,
-                cached: built.cached,
-                build_time: built.took,
-                dir: built.dir,
-                _lib: lib,
-            })
+            }
+        };
+        // SAFETY: `fns` are the shim of `ports`, and `lib` keeps them loaded.
+        let mut tb = unsafe { Testbench::start(fns, built.ports, Some(lib)) };
+        tb.cached = built.cached;
+        tb.build_time = built.took;
+        tb.dir = built.dir;
+        Ok(tb)
+    }
+
+    /// A model a build script compiled and linked into this program
+    /// ([`crate::layer::build_archive`]), from the table [`crate::layer::rust_table`] wrote.
+    ///
+    /// # Safety
+    /// `model` must be a table written by [`crate::layer::rust_table`] for the archive linked
+    /// in (its functions and port list are the shim's).
+    pub unsafe fn linked(model: &'static crate::layer::Linked) -> Testbench {
+        let ports = model.ports.iter().map(|p| p.info()).collect();
+        // SAFETY: by the caller.
+        unsafe { Testbench::start(model.fns, ports, None) }
+    }
+
+    /// Creates the model and looks up its ports.
+    ///
+    /// # Safety
+    /// `fns` must be the shim generated for `ports`, loaded as long as `lib` lives.
+    unsafe fn start(
+        fns: ShimFns,
+        ports: Vec<PortInfo>,
+        lib: Option<libloading::Library>,
+    ) -> Testbench {
+        // SAFETY: by the caller.
+        let state = unsafe { (fns.new)() };
+        let addrs: Vec<*mut c_void> = (0..ports.len())
+            // SAFETY: a live model; indices within the shim's port list.
+            .map(|i| unsafe { (fns.port)(state, i as u32) })
+            .collect();
+        let slots = ports
+            .iter()
+            .zip(&addrs)
+            .map(|(p, &a)| io::Slot::new(a, p.width))
+            .collect();
+        Testbench {
+            state,
+            fns,
+            addrs,
+            slots,
+            ports,
+            dirty: false,
+            cycles: 0,
+            cached: true,
+            build_time: Duration::ZERO,
+            dir: PathBuf::new(),
+            _lib: lib,
         }
     }
 
@@ -203,7 +275,7 @@ impl Testbench {
     /// `n` clock cycles with the inputs held.
     pub fn clock_n(&mut self, n: u64) {
         // SAFETY: live model.
-        unsafe { (self.clock_fn)(self.state, n) };
+        unsafe { (self.fns.clock)(self.state, n) };
         self.cycles += n;
         self.dirty = false;
     }
@@ -233,7 +305,7 @@ impl Testbench {
             .map_err(|_| TestbenchError::TraceOpen(path.into()))?;
         self.settle();
         // SAFETY: live model; `c` outlives the call.
-        match unsafe { (self.trace_open)(self.state, c.as_ptr()) } {
+        match unsafe { (self.fns.trace_open)(self.state, c.as_ptr()) } {
             0 => Ok(()),
             2 => Err(TestbenchError::TraceNotBuilt),
             _ => Err(TestbenchError::TraceOpen(path.into())),
@@ -243,19 +315,20 @@ impl Testbench {
     /// Flushes the open trace to its file.
     pub fn flush_trace(&mut self) {
         // SAFETY: live model; a no-op without a trace.
-        unsafe { (self.trace_flush)(self.state) };
+        unsafe { (self.fns.trace_flush)(self.state) };
     }
 
     /// Closes the open trace, if any (dropping the testbench does too).
     pub fn close_trace(&mut self) {
         // SAFETY: live model; a no-op without a trace.
-        unsafe { (self.trace_close)(self.state) };
+        unsafe { (self.fns.trace_close)(self.state) };
     }
 
+    #[inline(always)]
     fn settle(&mut self) {
         if self.dirty {
             // SAFETY: live model.
-            unsafe { (self.eval)(self.state) };
+            unsafe { (self.fns.eval)(self.state) };
             self.dirty = false;
         }
     }
@@ -265,6 +338,16 @@ impl Drop for Testbench {
     fn drop(&mut self) {
         // SAFETY: the model was created by `tb_new` and is not used after this; the library
         // is dropped after this body.
-        unsafe { (self.delete)(self.state) };
+        unsafe { (self.fns.delete)(self.state) };
     }
+}
+
+/// Refuses a port list the shim cannot serve.
+pub(crate) fn check_ports(ports: &[PortInfo]) -> Result<(), TestbenchError> {
+    if let Some(p) = ports.iter().find(|p| p.dir == Dir::InOut) {
+        return Err(TestbenchError::InOut {
+            name: p.name.clone(),
+        });
+    }
+    Ok(())
 }

@@ -27,13 +27,17 @@
 #![deny(missing_docs)]
 
 mod handle;
+pub mod layer;
 mod ports;
 mod shim;
 mod toolchain;
 mod verilate;
 
+pub use handle::io::{Input, Narrow};
+#[doc(hidden)]
+pub use handle::ShimFns;
 pub use handle::{IntoPort, Port, Testbench};
-pub use ports::{Dir, PortInfo};
+pub use ports::{block_ports, Dir, PortInfo};
 pub use verilate::default_cache_dir;
 
 use rust_hdl_core::prelude::Block;
@@ -190,6 +194,16 @@ pub enum TestbenchError {
     /// A trace asked of a model built without tracing.
     #[error("this testbench was built without tracing: build it with Options {{ trace: Some(TraceFormat::Vcd), .. }} (or Fst)")]
     TraceNotBuilt,
+    /// A port list that does not match the Verilog's top as Verilator compiled it.
+    #[error(
+        "the port list does not match the Verilog: {what} (Verilator's declaration: {header})"
+    )]
+    PortList {
+        /// What differs.
+        what: String,
+        /// The model's class header, which declares the ports.
+        header: PathBuf,
+    },
     /// The trace file could not be opened.
     #[error("cannot open the trace file {0}")]
     TraceOpen(PathBuf),

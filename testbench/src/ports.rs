@@ -78,8 +78,9 @@ impl Probe for PortProbe {
     }
 }
 
-/// The ports of `block`, in declaration order.
-pub(crate) fn ports_of(block: &dyn Block) -> Vec<PortInfo> {
+/// The ports of `block` (a rust-hdl block, its ports at the top), in declaration order: the
+/// list [`crate::Testbench::new`] builds the shim from.
+pub fn block_ports(block: &dyn Block) -> Vec<PortInfo> {
     let mut probe = PortProbe::default();
     block.accept("top", &mut probe);
     probe.ports

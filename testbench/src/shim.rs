@@ -1,124 +1,166 @@
-//! The C++ shim around a Verilated block: a handful of `extern "C"` functions that the Rust
-//! handle looks up in the shared object. Ports are not copied through the calls: `tb_port`
-//! hands out the address of each port's member in the model, and Rust reads and writes it in
-//! place (Verilator's port types are plain integers up to 64 bits and arrays of 32-bit words
-//! above), so a port access costs a memory access and a clock cycle costs one call.
+//! The C++ shim around a Verilated model: a handful of `extern "C"` functions that Rust calls
+//! (looked up in a shared object, or linked statically by a build script, see
+//! [`crate::layer`]). Ports are not copied through the calls: `{prefix}_port` hands out the
+//! address of each port's member in the model, and Rust reads and writes it in place
+//! (Verilator's port types are plain integers up to 64 bits and arrays of 32-bit words above),
+//! so a port access costs a memory access and any number of clock cycles one call.
 
 use crate::ports::PortInfo;
 use crate::TraceFormat;
 use std::fmt::Write as _;
 
-/// The C++ class Verilator generates (`--prefix`).
+/// The C++ class Verilator generates (`--prefix`) for a model loaded as a shared object.
 pub(crate) const CLASS: &str = "Vtb";
+/// The function prefix of a model loaded as a shared object (`tb_new`, `tb_clock`, ...).
+pub(crate) const PREFIX: &str = "tb";
 
-/// The shim's source for a model with `ports`, built with `trace` (or without tracing).
+/// Everything the shim's text depends on.
+pub(crate) struct ShimSpec<'a> {
+    /// The shim's namespace and the prefix of its functions: distinct per model linked into
+    /// one program.
+    pub prefix: &'a str,
+    /// The Verilated class.
+    pub class: &'a str,
+    pub ports: &'a [PortInfo],
+    /// The input every `{prefix}_clock` cycle toggles.
+    pub clock: Option<&'a PortInfo>,
+    pub trace: Option<TraceFormat>,
+    /// Verilator's edge-detector member of the clock in the root class, when the clock's rising
+    /// edge is the design's only trigger (see [`crate::layer::fall_member`]): the falling edge
+    /// is then applied by resetting it, without a second `eval()` that would re-run all
+    /// input-combinational logic for nothing.
+    pub fall_member: Option<&'a str>,
+}
+
+/// The shim's source.
 ///
 /// Each clock cycle is two trace samples: the settled inputs with the clock low at time
 /// `2 * cycle`, the state after the rising edge at `2 * cycle + 1`. Time advances whether or not
-/// a trace is open, so a trace opened later still shows the cycle count as its time.
-pub(crate) fn shim_cpp(
-    ports: &[PortInfo],
-    clock: Option<&PortInfo>,
-    trace: Option<TraceFormat>,
-) -> String {
+/// a trace is open, so a trace opened later still shows the cycle count as its time. Without an
+/// open trace a cycle is one `eval()` (inputs settle and the edge fires in the same call) and,
+/// without a known edge detector, a second for the falling edge.
+pub(crate) fn shim_cpp(spec: &ShimSpec<'_>) -> String {
+    let (p, class) = (spec.prefix, spec.class);
     let mut cases = String::new();
-    for (i, p) in ports.iter().enumerate() {
-        let addr = if p.width > 64 {
-            format!("s->m->{}.data()", p.cpp())
+    for (i, port) in spec.ports.iter().enumerate() {
+        let addr = if port.width > 64 {
+            format!("s->m->{}.data()", port.cpp())
         } else {
-            format!("&s->m->{}", p.cpp())
+            format!("&s->m->{}", port.cpp())
         };
         let _ = writeln!(cases, "        case {i}: return (void*){addr};");
     }
-    let (include, writer) = match trace {
+    let traced = spec.trace.is_some();
+    let (include, writer) = match spec.trace {
         Some(TraceFormat::Vcd) => ("#include \"verilated_vcd_c.h\"\n", "VerilatedVcdC"),
         Some(TraceFormat::Fst) => ("#include \"verilated_fst_c.h\"\n", "VerilatedFstC"),
         None => ("", ""),
     };
-    let (member, dump, open) = if trace.is_some() {
-        (
-            format!("    {writer}* tfp = nullptr;\n"),
-            "    if (s->tfp) s->tfp->dump(s->t);\n",
-            format!(
-                "    tb_trace_close(s);\n    s->tfp = new {writer};\n    s->m->trace(s->tfp, 99);\n    \
-                 s->tfp->open(path);\n    if (!s->tfp->isOpen()) {{ delete s->tfp; s->tfp = nullptr; return 1; }}\n    \
-                 return 0;\n"
-            ),
+    let member = if traced {
+        format!("    {writer}* tfp = nullptr;\n")
+    } else {
+        String::new()
+    };
+    let open = if traced {
+        format!(
+            "    {p}_trace_close(s);\n    s->tfp = new {writer};\n    s->m->trace(s->tfp, 99);\n    \
+             s->tfp->open(path);\n    if (!s->tfp->isOpen()) {{ delete s->tfp; s->tfp = nullptr; return 1; }}\n    \
+             return 0;\n"
         )
     } else {
-        (
-            String::new(),
-            "",
-            "    (void)s; (void)path;\n    return 2;\n".into(),
-        )
+        "    (void)s; (void)path;\n    return 2;\n".into()
     };
-    let close = if trace.is_some() {
+    let close = if traced {
         "    if (s->tfp) { s->tfp->close(); delete s->tfp; s->tfp = nullptr; }\n"
     } else {
         "    (void)s;\n"
     };
-    let edge = match clock {
-        Some(c) => format!(
-            "        s->m->{0} = 1;\n        s->m->eval();\n        s->t++;\n{dump}        s->m->{0} = 0;\n        s->m->eval();\n",
-            c.cpp()
-        ),
-        None => format!("        s->t++;\n{dump}"),
+    let flush = if traced {
+        "    if (s->tfp) s->tfp->flush();\n"
+    } else {
+        "    (void)s;\n"
+    };
+    // With a trace open the settled inputs are dumped before the edge; otherwise the edge's
+    // own eval settles them.
+    let (settle, dump) = if traced {
+        (
+            "        if (s->tfp) { s->m->eval(); s->tfp->dump(s->t); }\n",
+            "        if (s->tfp) s->tfp->dump(s->t);\n",
+        )
+    } else {
+        ("", "")
+    };
+    let cycle = match spec.clock {
+        Some(c) => {
+            let fall = match spec.fall_member {
+                Some(m) => format!("        s->m->rootp->{m} = 0;\n"),
+                None => "        s->m->eval();\n".into(),
+            };
+            format!(
+                "{settle}        s->m->{0} = 1;\n        s->m->eval();\n        s->t++;\n{dump}        \
+                 s->m->{0} = 0;\n{fall}",
+                c.cpp()
+            )
+        }
+        // A block without a clock: its logic settles, the time advances.
+        None => format!("        s->m->eval();\n{dump}        s->t++;\n{dump}"),
+    };
+    let root = if spec.fall_member.is_some() {
+        format!("#include \"{class}___024root.h\"\n")
+    } else {
+        String::new()
     };
     format!(
-        r#"// Generated by systole-testbench from the block's ports (do not edit).
+        r#"// Generated by systole-testbench from the model's ports (do not edit).
 #include <cstdint>
 #include "verilated.h"
-{include}#include "{CLASS}.h"
-
+{include}#include "{class}.h"
+{root}
 #define TB_EXPORT extern "C" __attribute__((visibility("default")))
 
+namespace {p}_shim {{
 struct State {{
     VerilatedContext* ctx;
-    {CLASS}* m;
+    {class}* m;
 {member}    uint64_t t = 0;
 }};
+}}
+using {p}_shim::State;
 
-TB_EXPORT void tb_trace_close(State* s) {{
+TB_EXPORT void {p}_trace_close(State* s) {{
 {close}}}
-TB_EXPORT State* tb_new() {{
+TB_EXPORT State* {p}_new() {{
     State* s = new State;
     s->ctx = new VerilatedContext;
-    s->ctx->traceEverOn({trace_on});
-    s->m = new {CLASS}{{s->ctx, "top"}};
+    s->ctx->traceEverOn({traced});
+    s->m = new {class}{{s->ctx, "top"}};
     s->m->eval();
     return s;
 }}
-TB_EXPORT void tb_delete(State* s) {{
-    tb_trace_close(s);
+TB_EXPORT void {p}_delete(State* s) {{
+    {p}_trace_close(s);
     s->m->final();
     delete s->m;
     delete s->ctx;
     delete s;
 }}
-TB_EXPORT void* tb_port(State* s, uint32_t i) {{
+TB_EXPORT void* {p}_port(State* s, uint32_t i) {{
     switch (i) {{
 {cases}        default: return nullptr;
     }}
 }}
-TB_EXPORT void tb_eval(State* s) {{
+TB_EXPORT void {p}_eval(State* s) {{
     s->m->eval();
 }}
-TB_EXPORT void tb_clock(State* s, uint64_t n) {{
+TB_EXPORT void {p}_clock(State* s, uint64_t n) {{
     for (uint64_t i = 0; i < n; i++) {{
-        s->m->eval();
-{dump}{edge}        s->t++;
+{cycle}        s->t++;
     }}
 }}
-TB_EXPORT int tb_trace_open(State* s, const char* path) {{
+TB_EXPORT int {p}_trace_open(State* s, const char* path) {{
 {open}}}
-TB_EXPORT void tb_trace_flush(State* s) {{
+TB_EXPORT void {p}_trace_flush(State* s) {{
 {flush}}}
 "#,
-        trace_on = if trace.is_some() { "true" } else { "false" },
-        flush = if trace.is_some() {
-            "    if (s->tfp) s->tfp->flush();\n"
-        } else {
-            "    (void)s;\n"
-        },
     )
 }

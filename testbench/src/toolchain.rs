@@ -56,6 +56,10 @@ pub(crate) fn runtime(
     let key = fnv1a(&[&version, &flags, env!("CARGO_PKG_VERSION")]);
     let dir = cache.join(format!("runtime-{key:016x}"));
     let lib = dir.join("libverilated.a");
+    let lock = crate::verilate::key_lock(key);
+    let _one = lock
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if lib.is_file() {
         return Ok(lib);
     }

@@ -5,6 +5,8 @@
 //!
 //! `systole-board-sim --bridge`: the board image of a CPU-less board (UART bridge and array, as
 //! `systole bitstream` builds it) simulated through its serial pins; use `--device bridge:PATH`.
+//! With `--trace` (on any of the three) a window of the image's own clock cycles, counted from
+//! its creation, goes to the file (the traced image is Verilated on first use, then cached).
 //!
 //! `systole-board-sim --soc [--array N]`: the SoC image (VexRiscv running the firmware image,
 //! UART, the array with its conv unit) simulated through its serial pins; use
@@ -36,34 +38,33 @@ struct Args {
 }
 
 fn run(a: &Args) -> anyhow::Result<()> {
-    if a.trace.trace.is_some() && (a.bridge || a.soc) {
-        let image = if a.bridge { "--bridge" } else { "--soc" };
-        anyhow::bail!(
-            "{image}: the board and SoC images have no traced model; --trace works on the default board (systole-board-sim --array N --trace FILE --trace-cycles N)"
-        );
-    }
     if a.trace.trace.is_some() && a.trace.trace_cycles.is_none() {
         anyhow::bail!(
             "systole-board-sim runs until killed: give --trace-cycles N, so the trace is closed (complete) after N cycles"
         );
     }
-    if a.bridge {
-        return Ok(run_bridge_image_sim()?);
-    }
-    if a.soc {
-        return Ok(run_soc_image_sim(a.array)?);
-    }
     let window = a.trace.window("verilator")?;
     if let Some(w) = &window {
+        let what = if a.bridge || a.soc {
+            "the image's clock cycles, counted from its creation,"
+        } else {
+            "cycles"
+        };
         println!(
-            "tracing cycles {}..{} to {}",
+            "tracing {what} {}..{} to {}",
             w.from,
             w.from.saturating_add(w.cycles.unwrap_or(0)),
             w.path.display()
         );
     }
-    let config = ArrayConfig::square(a.array.unwrap_or(8));
-    let result = run_board_sim(config, window.clone()).map_err(Into::into);
+    let result = if a.bridge {
+        run_bridge_image_sim(window.clone())
+    } else if a.soc {
+        run_soc_image_sim(a.array, window.clone())
+    } else {
+        run_board_sim(ArrayConfig::square(a.array.unwrap_or(8)), window.clone())
+    }
+    .map_err(Into::into);
     systole::cli::finish_trace(&window, result)
 }
 

@@ -21,13 +21,13 @@ fn smallest() -> Option<ArrayConfig> {
 }
 
 /// Every variable's changes: `path` (scopes and name joined by `.`) -> `(time, value)`.
-struct Vcd {
-    signals: HashMap<String, Vec<(u64, Option<u64>)>>,
-    times: Vec<u64>,
+pub(super) struct Vcd {
+    pub signals: HashMap<String, Vec<(u64, Option<u64>)>>,
+    pub times: Vec<u64>,
 }
 
 impl Vcd {
-    fn read(path: &Path) -> Vcd {
+    pub fn read(path: &Path) -> Vcd {
         use vcd::{Command, Value};
         let file = std::io::BufReader::new(std::fs::File::open(path).unwrap());
         let (mut scope, mut names) = (Vec::<String>::new(), HashMap::new());
@@ -71,7 +71,7 @@ impl Vcd {
     }
 
     /// The value of the signal whose path ends with `suffix` at `time`.
-    fn at(&self, suffix: &str, time: u64) -> Option<u64> {
+    pub fn at(&self, suffix: &str, time: u64) -> Option<u64> {
         let mut found = self.signals.iter().filter(|(p, _)| p.ends_with(suffix));
         let (path, changes) = found.next().unwrap_or_else(|| panic!("no signal {suffix}"));
         assert!(

@@ -6,7 +6,72 @@ use crate::ports::{Dir, PortInfo};
 use crate::TestbenchError;
 use core::ffi::c_void;
 
+/// An input port of at most 64 bits, checked once by [`Testbench::input`]: [`Testbench::set`]
+/// writes it without further checks or errors (for hot loops).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Input(usize);
+
+/// A port of at most 64 bits, checked once by [`Testbench::narrow_port`]: [`Testbench::get`]
+/// reads it without further checks or errors (for hot loops).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Narrow(usize);
+
 impl Testbench {
+    /// The handle of the input `port` for [`Testbench::set`]: an error for an output or a port
+    /// wider than 64 bits.
+    pub fn input(&self, port: impl IntoPort) -> Result<Input, TestbenchError> {
+        let (i, p) = self.narrow(port, "write_words")?;
+        if p.dir != Dir::Input {
+            return Err(TestbenchError::NotAnInput {
+                name: p.name.clone(),
+            });
+        }
+        Ok(Input(i))
+    }
+
+    /// The handle of `port` (either direction) for [`Testbench::get`]: an error for a port
+    /// wider than 64 bits.
+    pub fn narrow_port(&self, port: impl IntoPort) -> Result<Narrow, TestbenchError> {
+        Ok(Narrow(self.narrow(port, "read_words")?.0))
+    }
+
+    /// Writes `value` to `input`, its bits above the port's width dropped (the checked
+    /// [`Testbench::write`] refuses them instead).
+    #[inline(always)]
+    pub fn set(&mut self, input: Input, value: u64) {
+        let slot = self.slots[input.0];
+        let v = value & slot.mask;
+        // SAFETY: the slot is the model's member for this port, of Verilator's type for its
+        // width (shim.rs); the slot is this testbench's own, whichever handle came in, and a
+        // port wider than 64 bits is written as its first 8 bytes only.
+        unsafe {
+            match slot.bytes {
+                1 => slot.addr.cast::<u8>().write(v as u8),
+                2 => slot.addr.cast::<u16>().write(v as u16),
+                4 => slot.addr.cast::<u32>().write(v as u32),
+                _ => slot.addr.cast::<u64>().write(v),
+            }
+        }
+        self.dirty = true;
+    }
+
+    /// Reads `port`, after evaluating the logic when inputs changed since.
+    #[inline(always)]
+    pub fn get(&mut self, port: Narrow) -> u64 {
+        self.settle();
+        let slot = self.slots[port.0];
+        // SAFETY: as in `set`.
+        let v = unsafe {
+            match slot.bytes {
+                1 => u64::from(slot.addr.cast::<u8>().read()),
+                2 => u64::from(slot.addr.cast::<u16>().read()),
+                4 => u64::from(slot.addr.cast::<u32>().read()),
+                _ => slot.addr.cast::<u64>().read(),
+            }
+        };
+        v & slot.mask
+    }
+
     /// Writes `value` to the input `port` (up to 64 bits wide; it must fit the width).
     pub fn write(&mut self, port: impl IntoPort, value: u64) -> Result<(), TestbenchError> {
         let (i, p) = self.narrow(port, "write_words")?;
@@ -161,6 +226,7 @@ impl Testbench {
 }
 
 /// Stores `value` in a port member of Verilator's type for `width` (8, 16, 32 or 64 bits).
+#[inline]
 unsafe fn store(addr: *mut c_void, width: usize, value: u64) {
     match width {
         0..=8 => addr.cast::<u8>().write(value as u8),
@@ -171,6 +237,7 @@ unsafe fn store(addr: *mut c_void, width: usize, value: u64) {
 }
 
 /// Loads a port member of Verilator's type for `width`, masked to the width.
+#[inline]
 unsafe fn load(addr: *const c_void, width: usize) -> u64 {
     let v = match width {
         0..=8 => u64::from(addr.cast::<u8>().read()),
@@ -182,5 +249,32 @@ unsafe fn load(addr: *const c_void, width: usize) -> u64 {
         v
     } else {
         v & ((1u64 << width) - 1)
+    }
+}
+
+/// Where a port lives in the model, for [`Testbench::set`] and [`Testbench::get`]: the
+/// member's address, its size in bytes (Verilator's type for the width; 8 above 64 bits: the
+/// first two words of the wide port) and the width's mask.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Slot {
+    pub addr: *mut c_void,
+    pub bytes: u8,
+    pub mask: u64,
+}
+
+impl Slot {
+    pub(crate) fn new(addr: *mut c_void, width: usize) -> Slot {
+        let bytes = match width {
+            0..=8 => 1,
+            9..=16 => 2,
+            17..=32 => 4,
+            _ => 8,
+        };
+        let mask = if width >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << width) - 1
+        };
+        Slot { addr, bytes, mask }
     }
 }
