@@ -319,7 +319,7 @@ impl<'b, 'j, B: AcceleratorBus> Run<'b, 'j, B> {
 
     /// Runs the whole product; `kstep` is the K chunk length (at most the buffer depth).
     pub(crate) fn execute(&mut self, kstep: usize, out: &mut [i16]) -> Res<(), B::Error> {
-        let conv = self.conversion;
+        let conversion = self.conversion;
         // SHIFT and ROUNDING may only change while the array is idle.
         // Not strict: a stale error from an earlier operation is cleared below.
         self.wait_status(
@@ -334,8 +334,8 @@ impl<'b, 'j, B: AcceleratorBus> Run<'b, 'j, B> {
         let cycles0 = self.read(regmap::CYCLES)?;
         let macs0 = self.read(regmap::MAC_CYCLES)?;
         self.done0 = self.read(regmap::DONE_COUNT)?;
-        self.write(regmap::SHIFT, conv.shift)?;
-        self.write(regmap::ROUNDING, conv.rounding.code())?;
+        self.write(regmap::SHIFT, conversion.shift)?;
+        self.write(regmap::ROUNDING, conversion.rounding.code())?;
 
         let (size, k) = (self.size, self.k);
         let mut q: u32 = 0;

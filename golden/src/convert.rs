@@ -26,11 +26,11 @@ pub fn convert_tiled(
         rows * cols,
         "convert_tiled: accumulator grid has the wrong length"
     );
-    let mut conv = TiledConverter::new(cols, shift, rounding, seed, tile)?;
+    let mut converter = TiledConverter::new(cols, shift, rounding, seed, tile)?;
     let mut out = vec![0i16; rows * cols];
     if cols > 0 {
         for (a, o) in acc.chunks_exact(cols).zip(out.chunks_exact_mut(cols)) {
-            conv.next_row(a, o);
+            converter.next_row(a, o);
         }
     }
     Ok(out)

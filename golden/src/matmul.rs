@@ -39,14 +39,14 @@ pub fn matmul(
     let shift = output_shift(a.frac + b.frac, out.frac)?;
     check_operands(a, b)?;
     let n = b.cols;
-    let mut conv = TiledConverter::new(n, shift, out.rounding, out.seed, tile)?;
+    let mut converter = TiledConverter::new(n, shift, out.rounding, out.seed, tile)?;
     let mut data = vec![0i16; a.rows * n];
     // Each row is converted as soon as the kernel hands it over (the same result as
     // `convert_tiled(&matmul_acc(a, b)?, ..)`, without storing every accumulator).
     super::gemm::gemm_exact_rows(&a.data, &b.data, a.rows, a.cols, n, &mut |i0, rows| {
         for (r, acc) in rows.chunks_exact(n).enumerate() {
             let i = i0 + r;
-            conv.next_row(acc, &mut data[i * n..(i + 1) * n]);
+            converter.next_row(acc, &mut data[i * n..(i + 1) * n]);
         }
     });
     QMatrix::from_vec(a.rows, n, out.frac, data)

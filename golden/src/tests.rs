@@ -290,10 +290,10 @@ proptest! {
         let w = qmatrix(out_ch, in_ch * kernel * kernel, 9).new_tree(&mut run).unwrap().current();
         let dy = qmatrix(batch, out_ch * g.out_h() * g.out_w(), 5).new_tree(&mut run).unwrap().current();
         let (y, dx, dw) = direct_conv(&x, &w, &dy, &g);
-        let conv = |v: &[i64], shift: u32| v.iter().map(|&a| reference_convert(a, shift, r, 0)).collect::<Vec<_>>();
-        prop_assert_eq!(conv2d_forward(&x, &w, &g, &spec(8, r, 0), 4).unwrap().data, conv(&y, 8));
-        prop_assert_eq!(conv2d_backward_input(&dy, &w, &g, &spec(6, r, 0), 4).unwrap().data, conv(&dx, 8));
-        prop_assert_eq!(conv2d_backward_weights(&x, &dy, &g, &spec(4, r, 0), 4).unwrap().data, conv(&dw, 8));
+        let convert_all = |v: &[i64], shift: u32| v.iter().map(|&a| reference_convert(a, shift, r, 0)).collect::<Vec<_>>();
+        prop_assert_eq!(conv2d_forward(&x, &w, &g, &spec(8, r, 0), 4).unwrap().data, convert_all(&y, 8));
+        prop_assert_eq!(conv2d_backward_input(&dy, &w, &g, &spec(6, r, 0), 4).unwrap().data, convert_all(&dx, 8));
+        prop_assert_eq!(conv2d_backward_weights(&x, &dy, &g, &spec(4, r, 0), 4).unwrap().data, convert_all(&dw, 8));
     }
 }
 

@@ -67,7 +67,7 @@ pub struct Core {
     b_ram: Vec<LaneRam<CORE_ROW_BITS>>,
     c_ram: Vec<LaneRam<CORE_TILE_ROW_BITS>>,
     array: Array,
-    conv: Vec<ColumnConverter>,
+    converters: Vec<ColumnConverter>,
     gather_a: GatherEngine,
     gather_b: GatherEngine,
     _n: usize,
@@ -111,7 +111,7 @@ impl Core {
             b_ram: rams(n, aw)?,
             c_ram: (0..n).map(|_| LaneRam::new(tw)).collect::<Result<_, _>>()?,
             array: Array::new(n)?,
-            conv: (0..n)
+            converters: (0..n)
                 .map(|c| ColumnConverter::new(c, n))
                 .collect::<Result<_, _>>()?,
             gather_a: GatherEngine::new(
@@ -214,33 +214,33 @@ impl Logic for Core {
             self.b_ram[i].r_bank.next = self.ctrl.rd_b_bank.val();
             self.b_ram[i].r_row.next = self.ctrl.rd_row.val();
             self.array.b_in[i].next = self.b_ram[i].r_data.val();
-            self.conv[i].clock.next = self.clock.val();
-            self.conv[i].reset.next = self.reset.val();
-            self.conv[i].start.next = self.array.cap_bottom[i].val();
-            self.conv[i].acc.next = self.array.res_top[i].val();
-            self.conv[i].shift.next = self.regs.shift.val();
-            self.conv[i].rounding.next = self.regs.rounding.val();
-            self.array.shift_en[i].next = self.conv[i].shift_en.val();
+            self.converters[i].clock.next = self.clock.val();
+            self.converters[i].reset.next = self.reset.val();
+            self.converters[i].start.next = self.array.cap_bottom[i].val();
+            self.converters[i].acc.next = self.array.res_top[i].val();
+            self.converters[i].shift.next = self.regs.shift.val();
+            self.converters[i].rounding.next = self.regs.rounding.val();
+            self.array.shift_en[i].next = self.converters[i].shift_en.val();
             self.c_ram[i].clock.next = self.clock.val();
-            self.c_ram[i].we.next = self.conv[i].wr_en.val();
-            self.c_ram[i].w_bank.next = self.conv[i].wr_bank.val();
-            self.c_ram[i].w_row.next = self.conv[i].wr_row.val();
-            self.c_ram[i].w_data.next = self.conv[i].wr_data.val();
+            self.c_ram[i].we.next = self.converters[i].wr_en.val();
+            self.c_ram[i].w_bank.next = self.converters[i].wr_bank.val();
+            self.c_ram[i].w_row.next = self.converters[i].wr_row.val();
+            self.c_ram[i].w_data.next = self.converters[i].wr_data.val();
             self.c_ram[i].r_bank.next = self.c_rd_bank.val();
             self.c_ram[i].r_row.next = self.c_rd_row.val();
             self.c_rd_data[i].next = self.c_ram[i].r_data.val();
         }
         // The drain parameters enter at column 0 and walk right with the drain.
-        self.conv[0].seed_in.next = self.ctrl.drain_seed.val();
-        self.conv[0].bank_in.next = self.ctrl.drain_bank.val();
+        self.converters[0].seed_in.next = self.ctrl.drain_seed.val();
+        self.converters[0].bank_in.next = self.ctrl.drain_bank.val();
         for i in 1..self._n {
-            self.conv[i].seed_in.next = self.conv[i - 1].seed_out.val();
-            self.conv[i].bank_in.next = self.conv[i - 1].bank_out.val();
+            self.converters[i].seed_in.next = self.converters[i - 1].seed_out.val();
+            self.converters[i].bank_in.next = self.converters[i - 1].bank_out.val();
         }
         // The last column finishes last: its final write completes the tile.
         for n in self._n..self.n_end() {
-            self.ctrl.tile_done.next = self.conv[n - 1].done.val();
-            self.regs.done_inc.next = self.conv[n - 1].done.val();
+            self.ctrl.tile_done.next = self.converters[n - 1].done.val();
+            self.regs.done_inc.next = self.converters[n - 1].done.val();
         }
     }
 }

@@ -154,9 +154,9 @@ pub fn lint_waivers() -> String {
         ("pes", "first_out"),
         ("pes", "last_out"),
         ("pes", "captured"),
-        ("conv", "done"),
-        ("conv", "seed_out"),
-        ("conv", "bank_out"),
+        ("converters", "done"),
+        ("converters", "seed_out"),
+        ("converters", "bank_out"),
     ];
     // The board top's UART instances `rx`/`tx` share their names with the UARTs' line ports,
     // which live in other modules (Verilator 5.006 still reports it).
@@ -240,7 +240,7 @@ mod tests {
         let blocks = [
             ("pe", block_verilog(crate::pe::Pe::new())),
             (
-                "conv",
+                "converter",
                 block_verilog(crate::converter::ColumnConverter::new(2, 4).unwrap()),
             ),
             (

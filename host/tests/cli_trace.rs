@@ -57,7 +57,7 @@ fn check_writes_only_the_asked_cycles_with_rust_hdl_names() {
     assert_eq!(times.last(), Some(&679));
     assert!(times.iter().all(|t| (600..680).contains(t)), "{times:?}");
     for name in [
-        "top.top.core.conv$0.wr_data",
+        "top.top.core.converters$0.wr_data",
         "top.top.reg_wdata",
         "top.top.c_rd_data_3",
     ] {

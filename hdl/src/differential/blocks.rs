@@ -70,7 +70,7 @@ fn pe_run(cycles: usize, long: bool, mutation: Option<(&str, &str)>) -> Outcome 
     compare(Pe::new(), "pe", &PE_INPUTS, &stim, &[], mutation)
 }
 
-const CONV_INPUTS: [&str; 7] = [
+const CONVERTER_INPUTS: [&str; 7] = [
     "reset", "start", "acc", "seed_in", "bank_in", "shift", "rounding",
 ];
 
@@ -139,7 +139,7 @@ fn converter_run(
     compare(
         block,
         &name,
-        &CONV_INPUTS,
+        &CONVERTER_INPUTS,
         &stim,
         &[("wr_data", "m_wr_en")],
         mutation,

@@ -169,13 +169,13 @@ fn converter_outputs_carry_c_on_their_cycles_and_the_window_bounds_the_file() {
     assert_eq!(vcd.times.last(), Some(&(2 * (from + window) - 1)));
     let n = cfg.size as u64;
     for c in 0..cfg.size {
-        let conv = format!("conv${c}.");
+        let converter = format!("converters${c}.");
         // Column c's converter writes row r of the tile on cycle done - 2n + c + r (the
         // columns are skewed by a cycle each, as the array's lanes are; DONE_COUNT reads the
         // tile two cycles after the last column's last row), sampled after the rising edge.
         for (r, row) in want.iter().enumerate() {
             let t = 2 * (done - 2 * n + (c + r) as u64) + 1;
-            let at = |s: &str| vcd.at(&format!("{conv}{s}"), t);
+            let at = |s: &str| vcd.at(&format!("{converter}{s}"), t);
             assert_eq!(at("wr_en"), Some(1), "column {c} row {r} at {t}");
             assert_eq!(at("wr_row"), Some(r as u64), "column {c} row {r} at {t}");
             assert_eq!(
@@ -186,7 +186,7 @@ fn converter_outputs_carry_c_on_their_cycles_and_the_window_bounds_the_file() {
         }
         let before = 2 * (done - 2 * n + c as u64) - 1;
         assert_eq!(
-            vcd.at(&format!("{conv}wr_en"), before),
+            vcd.at(&format!("{converter}wr_en"), before),
             Some(0),
             "column {c}"
         );
