@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use systole_core::bridge::BAUD;
 use systole_core::ArrayConfig;
-use systole_hdl::board_top::{generate_board_verilog_with, BoardTopOptions};
+use systole_hdl::bridge_top::{generate_bridge_verilog_with, BridgeTopOptions};
 
 /// What [`bitstream`] produced.
 #[derive(Debug, Clone)]
@@ -18,7 +18,7 @@ pub struct BitstreamReport {
     pub config: ArrayConfig,
     /// Build folder holding every generated file, log and report.
     pub out_dir: PathBuf,
-    /// Generated Verilog of the board top (`board_top.v`).
+    /// Generated Verilog of the bridge top (`bridge_top.v`).
     pub verilog: PathBuf,
     /// Constraints (`board.xdc` or `board.pcf`).
     pub constraints: PathBuf,
@@ -94,7 +94,7 @@ pub fn boards_table() -> String {
     s
 }
 
-/// Writes the board top's Verilog and the constraints into `out_dir` (with the conv unit when
+/// Writes the bridge top's Verilog and the constraints into `out_dir` (with the conv unit when
 /// `cfg.fm_depth` is not 0: conv ops then run on the board, their maps sent over the UART
 /// bridge's `'F'` command), runs the Yosys estimate
 /// (failing if the design does not fit), then builds the bitstream: the full open flow
@@ -107,7 +107,7 @@ pub fn bitstream(
 ) -> Result<BitstreamReport, BoardError> {
     cfg.validate().map_err(|e| BoardError::Hdl(e.to_string()))?;
     std::fs::create_dir_all(out_dir).map_err(io_err(out_dir))?;
-    let opts = BoardTopOptions {
+    let opts = BridgeTopOptions {
         clock_hz: board.clock_hz,
         baud: BAUD,
         reset_active_low: board.reset.active_low,
@@ -116,7 +116,7 @@ pub fn bitstream(
         fm_depth: cfg.fm_depth,
     };
     let verilog_text =
-        generate_board_verilog_with(cfg, &opts).map_err(|e| BoardError::Hdl(e.to_string()))?;
+        generate_bridge_verilog_with(cfg, &opts).map_err(|e| BoardError::Hdl(e.to_string()))?;
     let verilog = write(out_dir.join(files::VERILOG), &verilog_text)?;
     let mut report = BitstreamReport {
         board: board.name,

@@ -1,7 +1,7 @@
 //! Constraint and build-script text for a board. Pure functions: no tool runs here, and the
 //! output depends only on the board and the arguments (snapshot-tested).
 //!
-//! The port names are those of the board top (`systole_hdl::board_top`): `clock`, `reset_pin`,
+//! The port names are those of the board top (`systole_hdl::bridge_top`): `clock`, `reset_pin`,
 //! `uart_rx`, `uart_tx`, `led0`, `led1`.
 
 use super::{Board, Pin};
@@ -139,7 +139,7 @@ mod tests {
             match b.family {
                 Family::Xc7 => {
                     snapshot(&format!("{}.xdc", b.name), &generate_xdc(b));
-                    let tcl = generate_vivado_tcl(b, &["board_top.v", "board.xdc"], "top");
+                    let tcl = generate_vivado_tcl(b, &["bridge_top.v", "board.xdc"], "top");
                     snapshot(&format!("{}.tcl", b.name), &tcl);
                 }
                 Family::Ice40Up => snapshot(&format!("{}.pcf", b.name), &generate_pcf(b)),

@@ -76,14 +76,14 @@ pub struct Board {
     pub clock: Pin,
     /// Oscillator frequency in Hz.
     pub clock_hz: u32,
-    /// The board top runs its logic on half the oscillator frequency (see
-    /// `systole_hdl::board_top::BoardTopOptions::halve_clock`).
+    /// The bridge top runs its logic on half the oscillator frequency (see
+    /// `systole_hdl::bridge_top::BridgeTopOptions::halve_clock`).
     pub halve_clock: bool,
     /// UART line into the FPGA (the USB bridge's TX).
     pub uart_rx: Pin,
     /// UART line out of the FPGA.
     pub uart_tx: Pin,
-    /// User LEDs (the board top drives the first two).
+    /// User LEDs (the bridge top drives the first two).
     pub leds: &'static [Pin],
     /// Reset button.
     pub reset: Pin,
@@ -213,7 +213,7 @@ mod tests {
             assert_eq!(all.len(), n, "{}: a pin is used twice", b.name);
             assert!(
                 b.leds.len() >= 2,
-                "{}: the board top drives two LEDs",
+                "{}: the bridge top drives two LEDs",
                 b.name
             );
             let ice = b.part.starts_with("iCE40");

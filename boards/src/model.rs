@@ -57,7 +57,7 @@ struct Coefficients {
     block_port_words: u32,
 }
 
-/// 7-series, fitted to Yosys 0.23 `synth_xilinx -flatten` on the board top (UART bridge
+/// 7-series, fitted to Yosys 0.23 `synth_xilinx -flatten` on the bridge top (UART bridge
 /// included, 512-row buffers): LUTs 1665 / 3776 / 10096 and flip-flops 1139 / 2896 / 9623 for
 /// the 2x2 / 4x4 / 8x8 arrays (within 0.1%). A PE keeps its A/B pipeline and 48-bit shadow
 /// registers in fabric, and a copy of its sum for the shadow register (the accumulator is in
@@ -79,7 +79,7 @@ const XC7: Coefficients = Coefficients {
 };
 
 /// The conv unit on 7-series (LUTs, flip-flops of the fixed part; LUTs, flip-flops per lane),
-/// fitted so that the estimates equal Yosys 0.23 `synth_xilinx -flatten` on the board top
+/// fitted so that the estimates equal Yosys 0.23 `synth_xilinx -flatten` on the bridge top
 /// (LUT RAM and shift registers not counted): 8x8 with 4096 words 14,313 LUTs and 13,003
 /// flip-flops, 4x4 with 512 words 6500 and 5804; 8x8 with 8192 words measured 14,288 and
 /// 13,083, 16x16 with 8192 words 38,751 LUTs (the estimate 1% below). The fixed part is mostly
@@ -88,7 +88,7 @@ const XC7: Coefficients = Coefficients {
 /// the half-row entry).
 const CONV_XC7: (u32, u32, u32, u32) = (1226, 2437, 374, 118);
 
-/// iCE40: one measured point (the 2x2 board top through nextpnr-ice40: 4452 logic cells,
+/// iCE40: one measured point (the 2x2 bridge top through nextpnr-ice40: 4452 logic cells,
 /// 1350 flip-flops, before the converter computed at the widths it needs: not re-measured),
 /// spread over the terms in the 7-series proportions of then. "LUTs" here are placed
 /// logic cells (a LUT4 and a flip-flop each; carry chains and unpaired flip-flops cost cells
@@ -282,7 +282,7 @@ mod tests {
         assert_eq!(estimate(ice, &plain(2)).brams, 16);
     }
 
-    /// Yosys 0.23 `synth_xilinx -flatten` on the board top with the conv unit (LUTs,
+    /// Yosys 0.23 `synth_xilinx -flatten` on the bridge top with the conv unit (LUTs,
     /// flip-flops, RAMB18 with a RAMB36 counted as two).
     #[test]
     fn conv_unit_matches_the_yosys_measurements() {

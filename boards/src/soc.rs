@@ -30,10 +30,10 @@ pub const FIRMWARE_HEX: &str = "firmware.hex";
 /// -flatten`: block RAMs in RAMB18 (the register file twice, instruction and data cache data
 /// and tags).
 pub const CPU_RAMB18: u32 = 10;
-/// Logic the SoC adds to the accelerator's board top (LUTs, flip-flops, DSP48E1): the CPU,
+/// Logic the SoC adds to the accelerator's bridge top (LUTs, flip-flops, DSP48E1): the CPU,
 /// bus, RAM ports, UART FIFO, timer and row stages, less the UART bridge it replaces. Fitted
 /// to Yosys 0.23 `synth_xilinx -flatten`: the SoC with 8x8 and a 4096-word conv unit, 16,800
-/// LUTs, 14,775 flip-flops, 68 DSP48E1, against the board top's 14,313 / 13,003 / 64 (with
+/// LUTs, 14,775 flip-flops, 68 DSP48E1, against the bridge top's 14,313 / 13,003 / 64 (with
 /// 8192 words the difference is 2,820 LUTs and 1,773 flip-flops: ABC's choices vary by a few
 /// hundred LUTs between designs).
 pub const SOC_LOGIC: (u32, u32, u32) = (16_800 - 14_313, 14_775 - 13_003, 4);

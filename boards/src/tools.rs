@@ -9,8 +9,8 @@ use std::process::Command;
 /// Names of the files in the build folder. Every tool runs inside that folder and is handed
 /// these names, never paths relative to the caller's folder (which the tool does not run in).
 pub mod files {
-    /// The board top's Verilog.
-    pub const VERILOG: &str = "board_top.v";
+    /// The bridge top's Verilog.
+    pub const VERILOG: &str = "bridge_top.v";
     /// 7-series constraints.
     pub const XDC: &str = "board.xdc";
     /// iCE40 constraints.

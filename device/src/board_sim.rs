@@ -2,7 +2,7 @@
 //! accelerator behind it (the Verilated array, or any other [`AcceleratorBus`]). The host opens
 //! the pty's slave path exactly as it would open `/dev/ttyUSB0`, so the serial backend is
 //! tested end to end without hardware. [`SimBoard::spawn_bridge_image`] serves the CPU-less
-//! board image instead (the UART bridge, simulated through its pins) for the bridge backend.
+//! bridge image instead (the UART bridge, simulated through its pins) for the bridge backend.
 
 use crate::DeviceError;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use systole_core::{AcceleratorBus, ArrayConfig};
 use systole_firmware::server::{FrameServer, ServerError};
-use systole_sim::{VerilatedBoard, VerilatedSoc};
+use systole_sim::{ImagePins, VerilatedSoc};
 
 /// The board side of the pty: blocking reads that give up when asked to stop, and an optional
 /// byte budget after which the link "drops" (for link-failure tests).
@@ -132,7 +132,7 @@ impl SimBoard {
         })
     }
 
-    /// The board image of a CPU-less board (UART, byte bridge and array: what `systole
+    /// The bridge image of a CPU-less board (UART, byte bridge and array: what `systole
     /// bitstream` puts on a board) simulated through its serial pins, on a new pty: open it
     /// with `--device bridge:PATH`. The simulation runs while a command is in flight and
     /// sleeps on the pty otherwise.
@@ -148,8 +148,8 @@ impl SimBoard {
         // Built on this thread, so a missing model or a trace that cannot be set up fails
         // here with the simulator's own message; it then runs on the board's thread.
         let board = match trace {
-            None => VerilatedBoard::new()?,
-            Some(w) => VerilatedBoard::with_trace(w)?,
+            None => ImagePins::bridge_image()?,
+            Some(w) => ImagePins::with_trace(w)?,
         };
         SimBoard::spawn_pins("systole-bridge-image", move || Ok(Pins::Bridge(board)))
     }
@@ -297,7 +297,7 @@ impl SimBoard {
 
 /// An image driven through its serial pins.
 enum Pins {
-    Bridge(VerilatedBoard),
+    Bridge(ImagePins),
     Soc(VerilatedSoc),
 }
 
@@ -388,13 +388,13 @@ pub fn run_soc_image_sim(
     }
 }
 
-/// `systole-board-sim --bridge`: serves the simulated board image (UART bridge) on a pty until
+/// `systole-board-sim --bridge`: serves the simulated bridge image (UART bridge) on a pty until
 /// killed, printing its path.
 pub fn run_bridge_image_sim(trace: Option<systole_sim::TraceWindow>) -> Result<(), DeviceError> {
     let board = SimBoard::spawn_bridge_image_traced(trace)?;
     let size = systole_sim::board::built_size().ok_or(systole_sim::SimError::NotBuilt)?;
     println!(
-        "simulated board image ({size}x{size} array behind the UART bridge, as `systole bitstream` builds it) on {0} (use --device bridge:{0} --array {size}); Ctrl-C to stop",
+        "simulated bridge image ({size}x{size} array behind the UART bridge, as `systole bitstream` builds it) on {0} (use --device bridge:{0} --array {size}); Ctrl-C to stop",
         board.path().display()
     );
     loop {

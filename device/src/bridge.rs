@@ -1,5 +1,5 @@
 //! The bridge backend: a board flashed with `systole bitstream`, whose top level is the CPU-less
-//! UART byte bridge of `systole_hdl::board_top` (protocol table in that module's docs).
+//! UART byte bridge of `systole_hdl::bridge_top` (protocol table in that module's docs).
 //!
 //! [`BridgeBus`] is an [`AcceleratorBus`] that turns each register access and row port use into
 //! one bridge command. Writes (`W`, `A`, `B`, `F`) stream back to back: the bridge takes the
@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use systole_core::bus::Beat;
 use systole_core::{regmap, AcceleratorBus, ArrayConfig};
 use systole_firmware::crc;
-use systole_hdl::board_top::{
+use systole_hdl::bridge_top::{
     OP_READ_C, OP_READ_REG, OP_WRITE_A, OP_WRITE_B, OP_WRITE_FM, OP_WRITE_REG, REPLY_UNKNOWN,
 };
 

@@ -13,7 +13,7 @@
 //! configuration's widths and row data as `n` separate 16-bit ports. docs/HARDWARE.md documents them.
 
 pub mod array;
-pub mod board_top;
+pub mod bridge_top;
 pub mod buffers;
 pub mod cocotb;
 mod comb_split;

@@ -158,7 +158,7 @@ pub fn lint_waivers() -> String {
         ("converters", "seed_out"),
         ("converters", "bank_out"),
     ];
-    // The board top's UART instances `rx`/`tx` share their names with the UARTs' line ports,
+    // The bridge top's UART instances `rx`/`tx` share their names with the UARTs' line ports,
     // which live in other modules (Verilator 5.006 still reports it).
     for name in ["rx", "tx"] {
         let _ = writeln!(
@@ -260,11 +260,11 @@ mod tests {
             ("gather_absent", block_verilog(gather(4, 0))),
             (
                 "bridge",
-                block_verilog(crate::board_top::UartBridge::new(4)),
+                block_verilog(crate::bridge_top::UartBridge::new(4)),
             ),
             (
-                "board",
-                crate::board_top::generate_board_verilog(&cfg, 12_000_000, 115_200).unwrap(),
+                "bridge_top",
+                crate::bridge_top::generate_bridge_verilog(&cfg, 12_000_000, 115_200).unwrap(),
             ),
         ];
         for (name, v) in blocks {

@@ -99,13 +99,13 @@ fn out_refuses_links_fifos_and_devices_and_leaves_them_alone() {
     let build = dir.path().join("build");
     std::fs::create_dir(&build).unwrap();
     assert!(Command::new("mkfifo")
-        .arg(build.join("board_top.v"))
+        .arg(build.join("bridge_top.v"))
         .status()
         .unwrap()
         .success());
     let b = build.to_str().unwrap();
     let o = systole(&["bitstream", "--board", "icebreaker", "--out", b]);
-    fails_with(&o, &["board_top.v", "a FIFO"]);
+    fails_with(&o, &["bridge_top.v", "a FIFO"]);
 }
 
 #[test]

@@ -5,13 +5,13 @@
 use systole_core::ArrayConfig;
 use systole_testbench::{Dir, PortInfo};
 
-/// Oscillator and baud rate of the simulated board image: 8 clocks per UART bit, as fast as
+/// Oscillator and baud rate of the simulated bridge image: 8 clocks per UART bit, as fast as
 /// the bridge's receiver allows with margin.
-pub const BOARD_CLOCK_HZ: u32 = 8_000_000;
-/// See [`BOARD_CLOCK_HZ`].
-pub const BOARD_BAUD: u32 = 1_000_000;
-/// Feature-map words of the board image's conv unit (as `systole bitstream --fm-depth 4096`).
-pub const BOARD_FM_DEPTH: usize = 4096;
+pub const BRIDGE_CLOCK_HZ: u32 = 8_000_000;
+/// See [`BRIDGE_CLOCK_HZ`].
+pub const BRIDGE_BAUD: u32 = 1_000_000;
+/// Feature-map words of the bridge image's conv unit (as `systole bitstream --fm-depth 4096`).
+pub const BRIDGE_FM_DEPTH: usize = 4096;
 /// Clock of the simulated SoC image: 16 clocks per UART bit, so the CPU has 160 clocks per
 /// received byte.
 pub const SOC_CLOCK_HZ: u32 = 16_000_000;
@@ -41,32 +41,33 @@ pub fn array(cfg: &ArrayConfig) -> Result<(String, Vec<PortInfo>), String> {
     Ok((verilog, ports))
 }
 
-/// The board image's options: active-low button, [`BOARD_FM_DEPTH`] feature-map words.
-fn board_options() -> systole_hdl::board_top::BoardTopOptions {
-    systole_hdl::board_top::BoardTopOptions {
-        clock_hz: BOARD_CLOCK_HZ,
-        baud: BOARD_BAUD,
+/// The bridge image's options: active-low button, [`BRIDGE_FM_DEPTH`] feature-map words.
+fn board_options() -> systole_hdl::bridge_top::BridgeTopOptions {
+    systole_hdl::bridge_top::BridgeTopOptions {
+        clock_hz: BRIDGE_CLOCK_HZ,
+        baud: BRIDGE_BAUD,
         reset_active_low: true,
         led_active_low: false,
         halve_clock: false,
-        fm_depth: BOARD_FM_DEPTH,
+        fm_depth: BRIDGE_FM_DEPTH,
     }
 }
 
-/// The board image (`systole_hdl::board_top`: UART, byte bridge and an `n x n` array): its
+/// The bridge image (`systole_hdl::bridge_top`: UART, byte bridge and an `n x n` array): its
 /// Verilog and its ports, walked from the rust-hdl block the Verilog is generated from.
 pub fn board(n: usize) -> Result<(String, Vec<PortInfo>), String> {
     use rust_hdl_core::prelude::Block;
     let cfg = ArrayConfig::square(n);
     let opts = board_options();
-    let verilog = systole_hdl::board_top::generate_board_verilog_with(&cfg, &opts)
+    let verilog = systole_hdl::bridge_top::generate_bridge_verilog_with(&cfg, &opts)
         .map_err(|e| e.to_string())?;
-    let mut top = systole_hdl::board_top::BoardTop::new(&cfg, &opts).map_err(|e| e.to_string())?;
+    let mut top =
+        systole_hdl::bridge_top::BridgeTop::new(&cfg, &opts).map_err(|e| e.to_string())?;
     top.connect_all();
     Ok((verilog, systole_testbench::block_ports(&top)))
 }
 
-/// The SoC build of the simulation: the default RAM, the board image's conv unit, and the
+/// The SoC build of the simulation: the default RAM, the bridge image's conv unit, and the
 /// backdoor loader.
 pub fn soc_options() -> systole_hdl::soc::SocOptions {
     systole_hdl::soc::SocOptions {
@@ -75,7 +76,7 @@ pub fn soc_options() -> systole_hdl::soc::SocOptions {
         reset_active_low: true,
         led_active_low: false,
         ram_bytes: systole_core::soc::DEFAULT_RAM_BYTES,
-        fm_depth: BOARD_FM_DEPTH,
+        fm_depth: BRIDGE_FM_DEPTH,
         ram_init: None,
         backdoor: true,
     }

@@ -12,23 +12,23 @@
 //! before the first clock edge switches an array to a traced model of the same Verilog,
 //! Verilated at run time (see [`trace`]), which writes a window of cycles to a VCD or FST
 //! file; the board and SoC images take a window when created
-//! ([`VerilatedBoard::with_trace`], [`VerilatedSoc::with_trace`]).
+//! ([`ImagePins::with_trace`], [`VerilatedSoc::with_trace`]).
 //!
 //! Timing (see docs/HARDWARE.md, "Ports and timing"): `read_reg` evaluates the
 //! combinational register read without a clock edge; `write_reg`, `beat` and each `idle` cycle
 //! are one rising edge each; a C row read in a beat is returned after that beat's edge.
 #![deny(missing_docs)]
 
-pub mod board;
 #[path = "../build/images.rs"]
 #[allow(dead_code)]
 mod images;
 mod linked;
+pub mod pins;
 pub mod soc;
 mod top;
 pub mod trace;
 
-pub use board::VerilatedBoard;
+pub use pins::ImagePins;
 pub use soc::VerilatedSoc;
 pub use trace::{TraceFormat, TraceState, TraceWindow};
 

@@ -3,17 +3,17 @@
 //! conv unit) behind a [`std::io::Read`] + [`std::io::Write`] byte stream, as a serial port
 //! presents a board. A program image is written into the RAM while the reset button is held,
 //! then the button is released and the CPU starts at `systole_core::soc::RESET_VECTOR`.
-//! Reading and writing work as for [`VerilatedBoard`] (the clock runs inside `read` and
+//! Reading and writing work as for [`ImagePins`] (the clock runs inside `read` and
 //! `flush` only).
 
 use crate::trace::{tb_error, TraceState, TraceWindow};
-use crate::{linked, SimError, VerilatedBoard};
+use crate::{linked, ImagePins, SimError};
 use std::io::{self, Read, Write};
 use systole_core::ArrayConfig;
 
 /// The simulated SoC image (see the module docs).
 pub struct VerilatedSoc {
-    board: VerilatedBoard,
+    pins: ImagePins,
     ram_bytes: u32,
     fm_depth: usize,
     /// The board's cycle count when the reset button was released.
@@ -51,7 +51,7 @@ impl VerilatedSoc {
             )));
         }
         let tb = match &window {
-            None => VerilatedBoard::linked_model(model),
+            None => ImagePins::linked_model(model),
             Some(w) => {
                 let verilog = crate::images::soc(model.size).map_err(|e| {
                     SimError::TraceSetup(format!("cannot generate the SoC's Verilog: {e}"))
@@ -59,14 +59,14 @@ impl VerilatedSoc {
                 crate::trace::traced_model(&verilog, None, w.format)?
             }
         };
-        let mut board = VerilatedBoard::from_model(model, tb, window)?;
+        let mut pins = ImagePins::from_model(model, tb, window)?;
         // The button held (active low) for a bit time, so the reset reaches every register.
-        board.run_bit(false, true)?;
+        pins.run_bit(false, true)?;
         load(&mut board, image)?;
-        board.run_bit(false, true)?;
-        let released_at = board.cycles();
+        pins.run_bit(false, true)?;
+        let released_at = pins.cycles();
         Ok(VerilatedSoc {
-            board,
+            pins,
             ram_bytes: loader.ram_bytes,
             fm_depth: loader.fm_depth,
             released_at,
@@ -75,13 +75,13 @@ impl VerilatedSoc {
 
     /// Where the trace window stands (`None` without a trace).
     pub fn trace_state(&self) -> Option<TraceState> {
-        self.board.trace_state()
+        self.pins.trace_state()
     }
 
     /// The board model under the SoC (tests).
     #[cfg(test)]
-    pub(crate) fn board_mut(&mut self) -> &mut VerilatedBoard {
-        &mut self.board
+    pub(crate) fn board_mut(&mut self) -> &mut ImagePins {
+        &mut self.pins
     }
 
     /// The SoC running the firmware image of `soc-firmware/` (built with this crate by
@@ -115,7 +115,7 @@ impl VerilatedSoc {
 
     /// Array size of the SoC's accelerator.
     pub fn size(&self) -> usize {
-        self.board.size()
+        self.pins.size()
     }
 
     /// The accelerator's configuration (what its `CONFIG` register reports).
@@ -133,7 +133,7 @@ impl VerilatedSoc {
 
     /// Clock cycles run since the reset button was released (at bit-time granularity).
     pub fn cycles(&self) -> u64 {
-        self.board.cycles() - self.released_at
+        self.pins.cycles() - self.released_at
     }
 
     /// Presses the reset button for a bit time and releases it: the CPU restarts the image
@@ -141,50 +141,50 @@ impl VerilatedSoc {
     pub fn press_reset(&mut self) {
         // The model's only failure is a trace file that stopped taking writes, which
         // Verilator reports itself; the simulation goes on.
-        drop(self.board.run_bit(false, true));
-        drop(self.board.run_bit(true, true));
+        drop(self.pins.run_bit(false, true));
+        drop(self.pins.run_bit(true, true));
     }
 
     /// Bit times of written bytes not yet on the line towards the SoC.
     pub fn queued_bit_times(&self) -> usize {
-        self.board.queued_bit_times()
+        self.pins.queued_bit_times()
     }
 
     /// Runs the clock for at least `cycles` clocks (whole bit times), the line towards the
     /// SoC sending what was written and then idle.
     pub fn run(&mut self, cycles: u64) {
-        let end = self.board.cycles() + cycles;
-        while self.board.cycles() < end {
-            drop(self.board.step());
+        let end = self.pins.cycles() + cycles;
+        while self.pins.cycles() < end {
+            drop(self.pins.step());
         }
     }
 
     /// Bit times a `read` runs without a byte coming back before it times out (at least 1).
     pub fn set_read_timeout(&mut self, bit_times: u32) {
-        self.board.set_read_timeout(bit_times);
+        self.pins.set_read_timeout(bit_times);
     }
 }
 
 impl Write for VerilatedSoc {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.board.write(buf)
+        self.pins.write(buf)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.board.flush()
+        self.pins.flush()
     }
 }
 
 impl Read for VerilatedSoc {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.board.read(buf)
+        self.pins.read(buf)
     }
 }
 
 /// Writes `image`'s words into the RAM from word 0 through the loader ports, a word per
 /// clock, the reset button held (the CPU stays in reset; the next bit time releases it).
-fn load(board: &mut VerilatedBoard, image: &[u8]) -> Result<(), SimError> {
-    let tb = board.model();
+fn load(board: &mut ImagePins, image: &[u8]) -> Result<(), SimError> {
+    let tb = pins.model();
     let port = |name: &str| tb.port(name).map_err(tb_error);
     let (reset_pin, we, addr, data) = (
         port("reset_pin")?,
@@ -196,14 +196,14 @@ fn load(board: &mut VerilatedBoard, image: &[u8]) -> Result<(), SimError> {
     for (i, chunk) in image.chunks(4).enumerate() {
         let mut w = [0u8; 4];
         w[..chunk.len()].copy_from_slice(chunk);
-        let tb = board.model();
+        let tb = pins.model();
         tb.write(we, 1).map_err(tb_error)?;
         tb.write(addr, i as u64).map_err(tb_error)?;
         tb.write(data, u32::from_le_bytes(w).into())
             .map_err(tb_error)?;
         board.clock(1)?;
     }
-    board.model().write(we, 0).map_err(tb_error)
+    pins.model().write(we, 0).map_err(tb_error)
 }
 
 #[cfg(test)]

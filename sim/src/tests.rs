@@ -78,7 +78,7 @@ fn shim_ports_come_from_the_hdl_definition() {
     }
     if let Some(board) = &crate::linked::BOARD {
         let (_, want) = crate::images::board(board.size).unwrap();
-        assert_eq!(listed(board.linked), want, "board image");
+        assert_eq!(listed(board.linked), want, "bridge image");
     }
     if let Ok(soc) = &crate::linked::SOC {
         let names: Vec<&str> = soc.linked.ports.iter().map(|p| p.name).collect();

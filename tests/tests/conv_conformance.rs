@@ -217,11 +217,11 @@ fn serial_conv_sim_board_4x4() {
     board.close().expect("the board reported an error");
 }
 
-/// The board image built with a conv unit (`systole bitstream --fm-depth 4096`), simulated
+/// The bridge image built with a conv unit (`systole bitstream --fm-depth 4096`), simulated
 /// through its serial pins: feature maps travel as the bridge's `'F'` rows, and ops whose maps
 /// do not fit 4096 words fall back to the host-lowered product. Both paths must be bit-exact.
 #[test]
-fn bridge_conv_board_image_4x4() {
+fn bridge_image_conv_4x4() {
     let Some((board, mut dev)) = common::bridge_image() else {
         return;
     };
@@ -237,7 +237,7 @@ fn bridge_conv_board_image_4x4() {
         "the conv ops crossed the UART"
     );
     drop(dev);
-    board.close().expect("the board image reported an error");
+    board.close().expect("the bridge image reported an error");
 }
 
 /// The SoC image: the conv driver on the host, the firmware's frame server on the Verilated

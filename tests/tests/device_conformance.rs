@@ -245,12 +245,12 @@ fn serial_sim_board_4x4() {
     board.close().expect("the board reported an error");
 }
 
-/// The CPU-less board image (UART, byte bridge and a 4x4 array: the Verilog `systole
+/// The CPU-less bridge image (UART, byte bridge and a 4x4 array: the Verilog `systole
 /// bitstream` puts on a board) simulated through its serial pins and served on a pty, driven
 /// by the bridge backend exactly as a flashed board on /dev/ttyUSB1 would be. The UART moves
 /// every operand bit by bit (8 clocks per bit), so the plan is small; K past one bank is kept.
 #[test]
-fn bridge_board_image_4x4() {
+fn bridge_image_4x4() {
     let Some((board, mut dev)) = common::bridge_image() else {
         return;
     };
@@ -264,7 +264,7 @@ fn bridge_board_image_4x4() {
         },
     );
     drop(dev);
-    board.close().expect("the board image reported an error");
+    board.close().expect("the bridge image reported an error");
 }
 
 /// The SoC image: the firmware's frame server on the Verilated VexRiscv CPU, driven only through

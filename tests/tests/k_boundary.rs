@@ -129,11 +129,11 @@ fn one_past_max_k_is_refused_everywhere() {
         dev.conv2d_forward(&x, &w, &g, &OutputSpec { frac: 8, ..spec })
             .unwrap_or_else(|e| panic!("{spec_name}: forward of a large batch: {e}"));
     }
-    // The board image behind the bridge (serial boards share the host-side check).
+    // The bridge image behind the bridge (serial boards share the host-side check).
     if let Some((board, mut dev)) = common::bridge_image() {
         refuse(dev.as_mut());
         drop(dev);
-        board.close().expect("the board image reported an error");
+        board.close().expect("the bridge image reported an error");
     }
     let e = golden::matmul(&a, &b, &spec, 4).unwrap_err();
     assert_eq!(e, NumericError::KTooLong(MAX_K + 1));

@@ -116,7 +116,7 @@ fn largest_conv_units_beside_the_cpu() {
     );
 }
 
-/// Yosys `synth_xilinx -flatten` of README's table: the board top (UART bridge) and the SoC
+/// Yosys `synth_xilinx -flatten` of README's table: the bridge top (UART bridge) and the SoC
 /// (the CPU, a one-instruction image) with a conv unit, each printed with its share of the
 /// part (minutes each; `SYSTOLE_SYNTH=arty-a7-35:8:4096:cpu,arty-a7-35:8:4096:alone,...`
 /// picks the rows). Designs the part cannot hold are still synthesised (on a copy of the board
@@ -125,7 +125,7 @@ fn largest_conv_units_beside_the_cpu() {
 #[test]
 #[ignore = "heavy: minutes of Yosys per configuration"]
 fn synthesis_figures() {
-    use systole_hdl::board_top::{generate_board_verilog_with, BoardTopOptions};
+    use systole_hdl::bridge_top::{generate_bridge_verilog_with, BridgeTopOptions};
     let list = std::env::var("SYSTOLE_SYNTH").unwrap_or_else(|_| "arty-a7-35:8:4096:cpu".into());
     for item in list.split(',') {
         let f: Vec<&str> = item.split(':').collect();
@@ -153,7 +153,7 @@ fn synthesis_figures() {
             }
             &[VEXRISCV_FILE, SOC_VERILOG]
         } else {
-            let opts = BoardTopOptions {
+            let opts = BridgeTopOptions {
                 clock_hz: board.clock_hz,
                 baud: BAUD,
                 reset_active_low: board.reset.active_low,
@@ -161,7 +161,7 @@ fn synthesis_figures() {
                 halve_clock: board.halve_clock,
                 fm_depth: fm,
             };
-            let text = generate_board_verilog_with(&conv(n, fm), &opts).unwrap();
+            let text = generate_bridge_verilog_with(&conv(n, fm), &opts).unwrap();
             std::fs::write(dir.join(files::VERILOG), text).unwrap();
             &[files::VERILOG]
         };

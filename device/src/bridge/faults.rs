@@ -1,4 +1,4 @@
-//! The bridge backend against the Verilated board image over a link that flips bits in the
+//! The bridge backend against the Verilated bridge image over a link that flips bits in the
 //! board's replies: results stay bit-identical to the golden model (reads are retried on a
 //! CRC mismatch) or the operation fails, never a wrong result.
 
@@ -11,13 +11,13 @@ use std::sync::Arc;
 use systole_core::Rounding;
 use systole_golden::tensor::QMatrix;
 use systole_golden::OutputSpec;
-use systole_sim::VerilatedBoard;
+use systole_sim::ImagePins;
 
 /// A link to a board that flips one bit in every `every`-th reply byte it picks: only bytes of
 /// read replies (`R`, `C`), or any reply byte (write echoes too). It follows the host's
 /// commands to know which reply byte belongs to which command.
 struct Noisy {
-    board: VerilatedBoard,
+    board: ImagePins,
     n: usize,
     every: u64,
     only_reads: bool,
@@ -80,10 +80,10 @@ impl Read for Noisy {
     }
 }
 
-/// A bridge device on a fresh board image behind a [`Noisy`] link, or `None` when this build
+/// A bridge device on a fresh bridge image behind a [`Noisy`] link, or `None` when this build
 /// has no board model.
 fn noisy_device(every: u64, only_reads: bool, flips: &Arc<AtomicU64>) -> Option<BridgeDevice> {
-    let Ok(board) = VerilatedBoard::new() else {
+    let Ok(board) = ImagePins::bridge_image() else {
         eprintln!("SKIPPED: no board model in this build");
         return None;
     };

@@ -47,7 +47,7 @@ pub struct SocOptions {
     pub led_active_low: bool,
     /// On-chip RAM in bytes: a power of two in [`MIN_RAM_BYTES`]..=[`MAX_RAM_BYTES`].
     pub ram_bytes: u32,
-    /// Feature-map words of the conv unit (0 leaves it out), as `BoardTopOptions::fm_depth`.
+    /// Feature-map words of the conv unit (0 leaves it out), as `BridgeTopOptions::fm_depth`.
     pub fm_depth: usize,
     /// A `$readmemh` file (one 32-bit word a line, from address 0) the RAM starts from.
     pub ram_init: Option<String>,

@@ -3,7 +3,7 @@
 //! `systole train --device serial:/dev/pts/5 --array N`. `--trace FILE --trace-cycles N`
 //! (with `--trace-from C`) writes a waveform of the array's model.
 //!
-//! `systole-board-sim --bridge`: the board image of a CPU-less board (UART bridge and array, as
+//! `systole-board-sim --bridge`: the bridge image of a CPU-less board (UART bridge and array, as
 //! `systole bitstream` builds it) simulated through its serial pins; use `--device bridge:PATH`.
 //! With `--trace` (on any of the three) a window of the image's own clock cycles, counted from
 //! its creation, goes to the file (the traced image is Verilated on first use, then cached).
@@ -24,7 +24,7 @@ struct Args {
     /// Array size N of the board (default 8; with --soc: the SoC model's size).
     #[arg(long, value_parser = clap::value_parser!(usize))]
     array: Option<usize>,
-    /// The board image of a CPU-less board (UART bridge and array), driven through its serial
+    /// The bridge image of a CPU-less board (UART bridge and array), driven through its serial
     /// pins; use --device bridge:PATH.
     #[arg(long, conflicts_with_all = ["soc", "array"])]
     bridge: bool,

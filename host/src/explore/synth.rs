@@ -1,6 +1,6 @@
 //! Resources of a design point and whether it fits each board.
 //!
-//! [`Yosys`] synthesises the board top (`systole bitstream`'s Verilog: array, conv unit, UART
+//! [`Yosys`] synthesises the bridge top (`systole bitstream`'s Verilog: array, conv unit, UART
 //! bridge) with `systole_boards::tools::yosys_synth`, the flow `bitstream` runs: Yosys
 //! `synth_xilinx -flatten -family xc7`. Results are cached by design hash ([`Cached`]): the
 //! hash of the Verilog, the Yosys version and the flow, so a rerun or another sweep with the
@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use systole_boards::tools::{self, files, ResourceReport};
 use systole_boards::{model, Board, BoardError, Family};
-use systole_hdl::board_top::{generate_board_verilog_with, BoardTopOptions};
+use systole_hdl::bridge_top::{generate_bridge_verilog_with, BridgeTopOptions};
 
 /// Cells of a synthesised design (7-series units: LUT6, FD*, DSP48E1, RAMB18 with a RAMB36 as
 /// two).
@@ -72,7 +72,7 @@ fn synth_err(point: &DesignPoint) -> impl FnOnce(BoardError) -> ExploreError {
 
 fn board_verilog(point: &DesignPoint) -> Result<String, ExploreError> {
     let board = reference_board();
-    let opts = BoardTopOptions {
+    let opts = BridgeTopOptions {
         clock_hz: board.clock_hz,
         baud: systole_core::bridge::BAUD,
         reset_active_low: board.reset.active_low,
@@ -80,7 +80,7 @@ fn board_verilog(point: &DesignPoint) -> Result<String, ExploreError> {
         halve_clock: board.halve_clock,
         fm_depth: point.fm_depth,
     };
-    generate_board_verilog_with(&point.config(), &opts)
+    generate_bridge_verilog_with(&point.config(), &opts)
         .map_err(|e| BoardError::Hdl(e.to_string()))
         .map_err(synth_err(point))
 }
@@ -97,18 +97,18 @@ pub fn fnv1a(parts: &[&str]) -> u64 {
     h
 }
 
-/// Yosys `synth_xilinx` on the board top, the flow of `systole bitstream`.
+/// Yosys `synth_xilinx` on the bridge top, the flow of `systole bitstream`.
 pub struct Yosys {
     /// Where each synthesis runs (a folder per design, removed after).
     pub work: PathBuf,
 }
 
-const YOSYS_FLOW: &str = "board_top synth_xilinx -flatten -family xc7";
+const YOSYS_FLOW: &str = "bridge_top synth_xilinx -flatten -family xc7";
 
 impl Synthesizer for Yosys {
     fn source(&self) -> String {
         format!(
-            "Yosys `synth_xilinx -flatten -family xc7` of the board top for {}",
+            "Yosys `synth_xilinx -flatten -family xc7` of the bridge top for {}",
             reference_board().name
         )
     }

@@ -1,9 +1,9 @@
-//! Traces of the serial-pin images read back: the bridge board image (and, with `--ignored`,
+//! Traces of the serial-pin images read back: the bridge image (and, with `--ignored`,
 //! the SoC image) writes its pins' values on their cycles, inside the window only.
 
 use super::tests::Vcd;
 use super::*;
-use crate::{VerilatedBoard, VerilatedSoc};
+use crate::{ImagePins, VerilatedSoc};
 use std::io::{Read, Write};
 
 /// Checks the trace of `log`'s cycles in `path`: the window's bounds, then `uart_tx` on every
@@ -53,7 +53,7 @@ fn board_image_trace_holds_its_pins_on_their_cycles() {
     let path = dir.path().join("board.vcd");
     let (from, cycles) = (100, 800);
     let w = TraceWindow::new(&path, None, from, Some(cycles)).unwrap();
-    let mut board = VerilatedBoard::with_trace(w).unwrap();
+    let mut board = ImagePins::with_trace(w).unwrap();
     assert_eq!(board.trace_state(), Some(TraceState::Waiting));
     board.tx_log = Some(Vec::new());
     board.write_all(&[b'R', systole_core::regmap::ID]).unwrap();
@@ -65,7 +65,7 @@ fn board_image_trace_holds_its_pins_on_their_cycles() {
     }
     assert_eq!(board.trace_state(), Some(TraceState::Closed));
     let log = board.tx_log.take().unwrap();
-    let cpb = crate::images::BOARD_CLOCK_HZ / crate::images::BOARD_BAUD;
+    let cpb = crate::images::BRIDGE_CLOCK_HZ / crate::images::BRIDGE_BAUD;
     assert_eq!(check_tx(&path, &log, from, cycles, cpb), reply.to_vec());
 }
 

@@ -1,5 +1,5 @@
 //! Shared by the conformance tests: a deterministic operand generator, and the simulated
-//! board image opened through the bridge backend.
+//! bridge image opened through the bridge backend.
 #![allow(dead_code)]
 
 use systole_core::ArrayConfig;
@@ -7,16 +7,16 @@ use systole_device::board_sim::SimBoard;
 use systole_device::{self as device, Device, DeviceError};
 use systole_golden::QMatrix;
 
-/// The simulated board image (UART bridge, 4x4 array) on a pty and the bridge device opened on
+/// The simulated bridge image (UART bridge, 4x4 array) on a pty and the bridge device opened on
 /// it, or `None` (with a message) when this build has no board model.
 pub fn bridge_image() -> Option<(SimBoard, Box<dyn Device>)> {
     let board = match SimBoard::spawn_bridge_image() {
         Ok(b) => b,
         Err(e @ DeviceError::NotBuilt { .. }) => {
-            eprintln!("SKIPPED bridge board image: {e}");
+            eprintln!("SKIPPED bridge image: {e}");
             return None;
         }
-        Err(e) => panic!("simulated board image: {e}"),
+        Err(e) => panic!("simulated bridge image: {e}"),
     };
     let spec = format!("bridge:{}", board.path().display());
     let dev = device::open(&spec, ArrayConfig::square(4)).unwrap_or_else(|e| panic!("{spec}: {e}"));

@@ -1,4 +1,4 @@
-//! The byte-protocol bridge of the board top (protocol in the parent module's docs).
+//! The byte-protocol bridge of the bridge top (protocol in the parent module's docs).
 //!
 //! The check of read replies is a bit-serial CRC-16 ([`systole_core::crc`]): each byte the
 //! CRC covers is shifted in one bit per clock, eight clocks per byte, while the UART takes at
@@ -45,7 +45,7 @@ enum BridgeState {
     Check,
 }
 
-/// The byte-protocol bridge (see the `board_top` module docs) for an array of `n` lanes.
+/// The byte-protocol bridge (see the `bridge_top` module docs) for an array of `n` lanes.
 #[derive(LogicBlock)]
 pub struct UartBridge {
     /// Clock.

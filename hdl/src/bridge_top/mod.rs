@@ -1,4 +1,4 @@
-//! Board top level without a CPU: a UART bridge from a byte protocol straight onto the
+//! Bridge top level without a CPU: a UART bridge from a byte protocol straight onto the
 //! accelerator's register bus and row ports.
 //!
 //! The firmware engineer's framed protocol runs on boards with a soft CPU; this bridge is the
@@ -18,7 +18,7 @@
 //!
 //! `R` is the feature-map row width (`ArrayConfig::fm_row_words`: the largest power of two of
 //! words not above `n`); the row is the word address divided by `R`. A board built without
-//! the conv unit ([`BoardTopOptions::fm_depth`] 0, the default of the board flows) accepts
+//! the conv unit ([`BridgeTopOptions::fm_depth`] 0, the default of the board flows) accepts
 //! `'F'` and ignores it; its `CONFIG` register says the unit is absent.
 //!
 //! `crc` is the CRC-16 of [`systole_core::crc`] over the read command's bytes as the bridge
@@ -35,7 +35,7 @@
 //! register file's read is combinational); a C row read samples the address on one edge and
 //! captures the words after it, as the accelerator's port timing asks.
 //!
-//! [`BoardTop`] adds the UART, a reset synchronizer for a button of either polarity and two
+//! [`BridgeTop`] adds the UART, a reset synchronizer for a button of either polarity and two
 //! LEDs (bridge activity and a clock heartbeat) around the bridge and the accelerator core.
 
 mod bridge;
@@ -52,9 +52,9 @@ use rust_hdl_core::prelude::*;
 use rust_hdl_widgets::{dff::DFF, dff_setup};
 use systole_core::ArrayConfig;
 
-/// How the board top is built for one board.
+/// How the bridge top is built for one board.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BoardTopOptions {
+pub struct BridgeTopOptions {
     /// Board oscillator frequency in Hz.
     pub clock_hz: u32,
     /// UART baud rate.
@@ -78,12 +78,12 @@ pub struct BoardTopOptions {
 /// the byte-protocol bridge and the accelerator core. Ports: `clock`, `reset_pin`, `uart_rx`,
 /// `uart_tx`, `led0` (a bridge command is in progress), `led1` (bit 23 of a free-running
 /// counter: it blinks when the clock runs). All logic runs on the net `sys_clock`: the
-/// oscillator, or half of it (see [`BoardTopOptions::halve_clock`]).
+/// oscillator, or half of it (see [`BridgeTopOptions::halve_clock`]).
 #[derive(LogicBlock)]
-pub struct BoardTop {
+pub struct BridgeTop {
     /// Board oscillator.
     pub clock: Signal<In, Clock>,
-    /// Reset button, either polarity (see [`BoardTopOptions::reset_active_low`]).
+    /// Reset button, either polarity (see [`BridgeTopOptions::reset_active_low`]).
     pub reset_pin: Signal<In, Bit>,
     /// Serial line from the host.
     pub uart_rx: Signal<In, Bit>,
@@ -109,9 +109,9 @@ pub struct BoardTop {
     _fm_row_words: usize,
 }
 
-impl BoardTop {
-    /// The board top for `cfg` (checked) with the UART timing of `opts`.
-    pub fn new(cfg: &ArrayConfig, opts: &BoardTopOptions) -> Result<Self, HdlError> {
+impl BridgeTop {
+    /// The bridge top for `cfg` (checked) with the UART timing of `opts`.
+    pub fn new(cfg: &ArrayConfig, opts: &BridgeTopOptions) -> Result<Self, HdlError> {
         cfg.validate().map_err(HdlError::Config)?;
         let sys_hz = u64::from(opts.clock_hz) / if opts.halve_clock { 2 } else { 1 };
         let cpb = clocks_per_bit(sys_hz, u64::from(opts.baud)).map_err(HdlError::Block)?;
@@ -145,7 +145,7 @@ impl BoardTop {
     }
 }
 
-impl Logic for BoardTop {
+impl Logic for BridgeTop {
     #[hdl_gen]
     fn update(&mut self) {
         self.half.clock.next = self.clock.val();
@@ -204,17 +204,17 @@ impl Logic for BoardTop {
     }
 }
 
-/// Verilog of the board top (module `top`) for `cfg`, a `clock_hz` oscillator and `baud`,
+/// Verilog of the bridge top (module `top`) for `cfg`, a `clock_hz` oscillator and `baud`,
 /// with an active-low reset button and active-high LEDs (the Arty and Nexys wiring); see
-/// [`generate_board_verilog_with`] for the other polarities.
-pub fn generate_board_verilog(
+/// [`generate_bridge_verilog_with`] for the other polarities.
+pub fn generate_bridge_verilog(
     cfg: &ArrayConfig,
     clock_hz: u32,
     baud: u32,
 ) -> Result<String, HdlError> {
-    generate_board_verilog_with(
+    generate_bridge_verilog_with(
         cfg,
-        &BoardTopOptions {
+        &BridgeTopOptions {
             clock_hz,
             baud,
             reset_active_low: true,
@@ -225,12 +225,12 @@ pub fn generate_board_verilog(
     )
 }
 
-/// Verilog of the board top (module `top`) for `cfg` and the board wiring in `opts`.
-pub fn generate_board_verilog_with(
+/// Verilog of the bridge top (module `top`) for `cfg` and the board wiring in `opts`.
+pub fn generate_bridge_verilog_with(
     cfg: &ArrayConfig,
-    opts: &BoardTopOptions,
+    opts: &BridgeTopOptions,
 ) -> Result<String, HdlError> {
-    let mut top = BoardTop::new(cfg, opts)?;
+    let mut top = BridgeTop::new(cfg, opts)?;
     top.connect_all();
     check_all(&top).map_err(HdlError::check)?;
     Ok(generate_verilog(&top))
@@ -243,7 +243,7 @@ mod tests {
     #[test]
     fn board_verilog_has_the_board_ports() {
         let cfg = ArrayConfig::new(2, 8, 16).unwrap();
-        let v = generate_board_verilog(&cfg, 12_000_000, 115_200).unwrap();
+        let v = generate_bridge_verilog(&cfg, 12_000_000, 115_200).unwrap();
         for port in ["clock", "reset_pin", "uart_rx", "uart_tx", "led0", "led1"] {
             assert!(
                 v.contains(&format!(" {port},"))
@@ -256,10 +256,10 @@ mod tests {
             v.starts_with("\n\nmodule top") || v.contains("module top("),
             "no top module"
         );
-        let slow = generate_board_verilog(&cfg, 12_000_000, 12_000_000).unwrap_err();
+        let slow = generate_bridge_verilog(&cfg, 12_000_000, 12_000_000).unwrap_err();
         assert!(slow.to_string().contains("cycles per bit"), "{slow}");
         let bad = ArrayConfig { size: 1, ..cfg };
-        assert!(generate_board_verilog(&bad, 12_000_000, 115_200).is_err());
+        assert!(generate_bridge_verilog(&bad, 12_000_000, 115_200).is_err());
     }
 
     /// Decodes 8N1 frames from a line sampled once per clock, `bit` clocks per bit.
@@ -281,12 +281,12 @@ mod tests {
         out
     }
 
-    /// The whole board top through its serial pins: reads the accelerator's ID register and
+    /// The whole bridge top through its serial pins: reads the accelerator's ID register and
     /// writes and reads back `SHIFT`, with the oscillator used directly and halved.
     #[test]
-    fn board_top_answers_over_the_uart() {
+    fn bridge_top_answers_over_the_uart() {
         for halve_clock in [false, true] {
-            let opts = BoardTopOptions {
+            let opts = BridgeTopOptions {
                 clock_hz: 800_000,
                 baud: 100_000,
                 reset_active_low: true,
@@ -295,12 +295,12 @@ mod tests {
                 fm_depth: 0,
             };
             let cfg = ArrayConfig::new(2, 8, 16).unwrap();
-            let mut uut = BoardTop::new(&cfg, &opts).unwrap();
+            let mut uut = BridgeTop::new(&cfg, &opts).unwrap();
             uut.connect_all();
             let line = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
             let rec = line.clone();
             // 8 oscillator clocks per bit either way.
-            let mut sim = simple_sim!(BoardTop, clock, 800_000, ep, {
+            let mut sim = simple_sim!(BridgeTop, clock, 800_000, ep, {
                 let mut x = ep.init()?;
                 let mut rec = rec.lock().unwrap();
                 x.reset_pin.next = false;

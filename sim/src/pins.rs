@@ -1,11 +1,11 @@
-//! The board image simulated through its serial pins: the Verilated `board_top` (UART, byte
+//! The bridge image simulated through its serial pins: the Verilated `bridge_top` (UART, byte
 //! bridge and accelerator, exactly the Verilog `systole bitstream` puts on a board) behind a
 //! [`std::io::Read`] + [`std::io::Write`] byte stream, as a serial port would present it.
 //!
 //! Bytes written are sent to the model's `uart_rx` pin bit by bit (start bit, eight data bits
 //! LSB first, stop bit; the image's clock rate / baud rate clocks per bit) and the model's
 //! `uart_tx` pin is decoded back into bytes. The clock only runs inside `read` and `flush`: a
-//! read runs until a byte came back or its timeout passed ([`VerilatedBoard::READ_BIT_TIMES`]
+//! read runs until a byte came back or its timeout passed ([`ImagePins::READ_BIT_TIMES`]
 //! bit times unless set otherwise), then answers `ErrorKind::TimedOut`, as a serial port with a
 //! timeout does.
 
@@ -16,13 +16,13 @@ use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Read, Write};
 use systole_testbench::{Input, Narrow, Testbench};
 
-/// Array size of the board image's accelerator in this build (`None`: no board model).
+/// Array size of the bridge image's accelerator in this build (`None`: no board model).
 pub fn built_size() -> Option<usize> {
     linked::BOARD.as_ref().map(|b| b.size)
 }
 
-/// The simulated board image (see the module docs).
-pub struct VerilatedBoard {
+/// The simulated bridge image (see the module docs).
+pub struct ImagePins {
     image: &'static ImageModel,
     tb: Testbench,
     reset_pin: Input,
@@ -40,19 +40,19 @@ pub struct VerilatedBoard {
     pub(crate) tx_log: Option<Vec<(u64, bool)>>,
 }
 
-impl VerilatedBoard {
+impl ImagePins {
     /// Bit times one `read` runs without a byte coming back before it times out.
     pub const READ_BIT_TIMES: u32 = 4_000;
 
-    /// Builds the board image's model, presses and releases its reset button and leaves the
+    /// Builds the bridge image's model, presses and releases its reset button and leaves the
     /// serial line idle for a few bit times.
-    pub fn new() -> Result<Self, SimError> {
+    pub fn bridge_image() -> Result<Self, SimError> {
         Self::start(None)
     }
 
-    /// [`VerilatedBoard::new`] on a traced model of the same image (Verilated at run time, then
+    /// [`ImagePins::new`] on a traced model of the same image (Verilated at run time, then
     /// cached), writing the cycles of `window` (counted from the model's creation, as
-    /// [`VerilatedBoard::cycles`] counts) to its file (created by the caller, see
+    /// [`ImagePins::cycles`] counts) to its file (created by the caller, see
     /// [`TraceWindow::create_file`]).
     pub fn with_trace(window: TraceWindow) -> Result<Self, SimError> {
         Self::start(Some(window))
@@ -96,7 +96,7 @@ impl VerilatedBoard {
     ) -> Result<Self, SimError> {
         let pin = |name: &str| tb.input(name).map_err(tb_error);
         let clocks_per_bit = image.clock_hz.div_ceil(image.baud);
-        Ok(VerilatedBoard {
+        Ok(ImagePins {
             image,
             reset_pin: pin("reset_pin")?,
             uart_rx: pin("uart_rx")?,
@@ -178,7 +178,7 @@ fn io_error(e: SimError) -> io::Error {
     io::Error::other(e)
 }
 
-impl Write for VerilatedBoard {
+impl Write for ImagePins {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         for &byte in buf {
             self.rx_bits.push_back(false);
@@ -197,7 +197,7 @@ impl Write for VerilatedBoard {
     }
 }
 
-impl Read for VerilatedBoard {
+impl Read for ImagePins {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if buf.is_empty() {
             return Ok(0);
@@ -298,11 +298,11 @@ mod tests {
         assert_eq!(got, [0x53, 0x00, 0xFF, 0xA5]);
     }
 
-    /// The board image answers the bridge's register read of `ID` ("SYST", then the CRC of
+    /// The bridge image answers the bridge's register read of `ID` ("SYST", then the CRC of
     /// the request and the data) through its pins.
     #[test]
-    fn the_board_image_answers_over_its_serial_pins() {
-        let Ok(mut board) = VerilatedBoard::new() else {
+    fn the_bridge_image_answers_over_its_serial_pins() {
+        let Ok(mut board) = ImagePins::bridge_image() else {
             println!("no board model in this build: skipped");
             return;
         };
