@@ -277,7 +277,7 @@ fn write_models(
         .collect();
     let board = match board {
         Some(n) => format!(
-            "Some(ImageModel {{ size: {n}, clock_hz: {BRIDGE_CLOCK_HZ}, baud: {BRIDGE_BAUD}, linked: &SYSTOLE_BOARD, loader: None }})"
+            "Some(ImageModel {{ size: {n}, clock_hz: {BRIDGE_CLOCK_HZ}, baud: {BRIDGE_BAUD}, linked: &SYSTOLE_BRIDGE, loader: None }})"
         ),
         None => "None".into(),
     };

@@ -392,7 +392,7 @@ pub fn run_soc_image_sim(
 /// killed, printing its path.
 pub fn run_bridge_image_sim(trace: Option<systole_sim::TraceWindow>) -> Result<(), DeviceError> {
     let board = SimBoard::spawn_bridge_image_traced(trace)?;
-    let size = systole_sim::board::built_size().ok_or(systole_sim::SimError::NotBuilt)?;
+    let size = systole_sim::pins::built_size().ok_or(systole_sim::SimError::NotBuilt)?;
     println!(
         "simulated bridge image ({size}x{size} array behind the UART bridge, as `systole bitstream` builds it) on {0} (use --device bridge:{0} --array {size}); Ctrl-C to stop",
         board.path().display()

@@ -18,7 +18,7 @@ use systole_testbench::{Input, Narrow, Testbench};
 
 /// Array size of the bridge image's accelerator in this build (`None`: no board model).
 pub fn built_size() -> Option<usize> {
-    linked::BOARD.as_ref().map(|b| b.size)
+    linked::BRIDGE_IMAGE.as_ref().map(|b| b.size)
 }
 
 /// The simulated bridge image (see the module docs).
@@ -59,7 +59,7 @@ impl ImagePins {
     }
 
     fn start(window: Option<TraceWindow>) -> Result<Self, SimError> {
-        let image = linked::BOARD.as_ref().ok_or(SimError::NotBuilt)?;
+        let image = linked::BRIDGE_IMAGE.as_ref().ok_or(SimError::NotBuilt)?;
         let tb = match &window {
             None => Self::linked_model(image),
             Some(w) => {

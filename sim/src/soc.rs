@@ -62,7 +62,7 @@ impl VerilatedSoc {
         let mut pins = ImagePins::from_model(model, tb, window)?;
         // The button held (active low) for a bit time, so the reset reaches every register.
         pins.run_bit(false, true)?;
-        load(&mut board, image)?;
+        load(&mut pins, image)?;
         pins.run_bit(false, true)?;
         let released_at = pins.cycles();
         Ok(VerilatedSoc {
@@ -183,7 +183,7 @@ impl Read for VerilatedSoc {
 
 /// Writes `image`'s words into the RAM from word 0 through the loader ports, a word per
 /// clock, the reset button held (the CPU stays in reset; the next bit time releases it).
-fn load(board: &mut ImagePins, image: &[u8]) -> Result<(), SimError> {
+fn load(pins: &mut ImagePins, image: &[u8]) -> Result<(), SimError> {
     let tb = pins.model();
     let port = |name: &str| tb.port(name).map_err(tb_error);
     let (reset_pin, we, addr, data) = (
@@ -201,7 +201,7 @@ fn load(board: &mut ImagePins, image: &[u8]) -> Result<(), SimError> {
         tb.write(addr, i as u64).map_err(tb_error)?;
         tb.write(data, u32::from_le_bytes(w).into())
             .map_err(tb_error)?;
-        board.clock(1)?;
+        pins.clock(1)?;
     }
     pins.model().write(we, 0).map_err(tb_error)
 }

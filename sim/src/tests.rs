@@ -76,7 +76,7 @@ fn shim_ports_come_from_the_hdl_definition() {
         let (_, want) = crate::images::array(&ArrayConfig::square(n)).unwrap();
         assert_eq!(listed(linked), want, "{n}x{n} array");
     }
-    if let Some(board) = &crate::linked::BOARD {
+    if let Some(board) = &crate::linked::BRIDGE_IMAGE {
         let (_, want) = crate::images::board(board.size).unwrap();
         assert_eq!(listed(board.linked), want, "bridge image");
     }

@@ -28,7 +28,7 @@ fn check_tx(
         "its last"
     );
     let pin = "top.top.uart_tx";
-    let mut decoder = crate::board::TxDecoder::new(clocks_per_bit);
+    let mut decoder = crate::pins::TxDecoder::new(clocks_per_bit);
     let mut bytes = Vec::new();
     let traced_cycles = log
         .iter()
@@ -45,7 +45,7 @@ fn check_tx(
 /// `uart_tx` on exactly the cycles the pin was read, and the reply decodes from it.
 #[test]
 fn board_image_trace_holds_its_pins_on_their_cycles() {
-    if crate::linked::BOARD.is_none() {
+    if crate::linked::BRIDGE_IMAGE.is_none() {
         eprintln!("no board model in this build: skipped");
         return;
     }
