@@ -1,13 +1,14 @@
 //! Constraint and build-script text for a board. Pure functions: no tool runs here, and the
 //! output depends only on the board and the arguments (snapshot-tested).
 //!
-//! The port names are those of the board top (`systole_hdl::bridge_top`): `clock`, `reset_pin`,
+//! The port names are those of both tops a board is built with, the bridge top
+//! (`systole_hdl::bridge_top`) and the SoC's (`systole_hdl::soc`): `clock`, `reset_pin`,
 //! `uart_rx`, `uart_tx`, `led0`, `led1`.
 
 use super::{Board, Pin};
 use std::fmt::Write;
 
-/// Board-top ports and the board pin each one goes to.
+/// The top's ports and the board pin each one goes to.
 fn ports(board: &Board) -> Vec<(String, Pin)> {
     let mut v = vec![
         ("clock".to_string(), board.clock),
@@ -47,7 +48,7 @@ pub fn generate_xdc(board: &Board) -> String {
         "create_clock -name sys_clk -period {} [get_ports {{ clock }}]",
         period_ns(board.clock_hz)
     );
-    // The UART and the reset button are asynchronous to the clock: the board top synchronizes
+    // The UART and the reset button are asynchronous to the clock: either top synchronizes
     // them, so timing analysis must not try to meet input delays on them.
     let _ = writeln!(
         s,

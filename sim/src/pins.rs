@@ -1,6 +1,9 @@
-//! The bridge image simulated through its serial pins: the Verilated `bridge_top` (UART, byte
-//! bridge and accelerator, exactly the Verilog `systole bitstream` puts on a board) behind a
-//! [`std::io::Read`] + [`std::io::Write`] byte stream, as a serial port would present it.
+//! A pin-level image (a Verilated top as it goes on a board: oscillator, reset button, UART pins)
+//! driven through its pins behind a [`std::io::Read`] + [`std::io::Write`] byte stream, as a
+//! serial port would present the board. [`ImagePins::bridge_image`] builds the bridge image (the
+//! Verilated `bridge_top`: UART, byte bridge and accelerator, exactly the Verilog
+//! `systole bitstream` puts on a board); `crate::VerilatedSoc` drives the SoC image through an
+//! `ImagePins` of its own.
 //!
 //! Bytes written are sent to the model's `uart_rx` pin bit by bit (start bit, eight data bits
 //! LSB first, stop bit; the image's clock rate / baud rate clocks per bit) and the model's
@@ -21,7 +24,7 @@ pub fn built_size() -> Option<usize> {
     linked::BRIDGE_IMAGE.as_ref().map(|b| b.size)
 }
 
-/// The simulated bridge image (see the module docs).
+/// The pins of a simulated image: the bridge's or the SoC's (see the module docs).
 pub struct ImagePins {
     image: &'static ImageModel,
     tb: Testbench,
