@@ -1,6 +1,6 @@
 //! [`ArrayConfig`]: the single description of one accelerator instance.
 
-use crate::numeric::{ACC_BITS, MAX_K};
+use crate::numeric::{self, ACC_BITS, MAX_FRAC, MAX_K};
 
 /// Feature-map buffer depth of [`ArrayConfig::square`] and [`ArrayConfig::new`].
 pub const DEFAULT_FM_DEPTH: usize = MAX_FM_DEPTH;
@@ -44,11 +44,11 @@ pub struct ArrayConfig {
 pub enum ConfigError {
     /// `size` is outside `MIN_SIZE..=MAX_SIZE`.
     Size(usize),
-    /// `word_bits` is not 16 (the only width the hardware multiplier supports).
+    /// `word_bits` is not `numeric::WORD_BITS` (the only width the hardware multiplier supports).
     WordBits(u32),
     /// `acc_bits` is not 48.
     AccBits(u32),
-    /// `frac_bits` is not below `word_bits`.
+    /// `frac_bits` is not below `word_bits` (above `MAX_FRAC`).
     FracBits(u32),
     /// `buffer_depth` is not a power of two in `MIN_BUFFER_DEPTH..=MAX_BUFFER_DEPTH`.
     BufferDepth(usize),
@@ -62,9 +62,9 @@ impl core::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             ConfigError::Size(n) => write!(f, "array size {n} is not supported: choose {MIN_SIZE} to {MAX_SIZE} (4, 8, 16 and 32 are tested)"),
-            ConfigError::WordBits(w) => write!(f, "word width {w} bits is not supported: the processing element multiplies 16-bit words"),
+            ConfigError::WordBits(w) => write!(f, "word width {w} bits is not supported: the processing element multiplies {}-bit words", numeric::WORD_BITS),
             ConfigError::AccBits(a) => write!(f, "accumulator width {a} bits is not supported: the contract fixes it at {ACC_BITS}"),
-            ConfigError::FracBits(b) => write!(f, "{b} fractional bits do not fit a 16-bit word: choose 0 to 15"),
+            ConfigError::FracBits(b) => write!(f, "{b} fractional bits do not fit a {}-bit word: choose 0 to {MAX_FRAC}", numeric::WORD_BITS),
             ConfigError::BufferDepth(d) => write!(f, "buffer depth {d} is not a power of two between {MIN_BUFFER_DEPTH} and {MAX_BUFFER_DEPTH}"),
             ConfigError::FmDepth(d) => write!(f, "feature-map buffer depth {d} is neither 0 (no conv unit) nor a power of two between {MIN_FM_DEPTH} and {MAX_FM_DEPTH}"),
         }
@@ -77,7 +77,7 @@ impl ArrayConfig {
     pub const fn square(size: usize) -> Self {
         ArrayConfig {
             size,
-            word_bits: 16,
+            word_bits: numeric::WORD_BITS,
             acc_bits: ACC_BITS,
             frac_bits: 8,
             buffer_depth: 512,
@@ -93,7 +93,7 @@ impl ArrayConfig {
     ) -> Result<Self, ConfigError> {
         let c = ArrayConfig {
             size,
-            word_bits: 16,
+            word_bits: numeric::WORD_BITS,
             acc_bits: ACC_BITS,
             frac_bits,
             buffer_depth,
@@ -110,7 +110,7 @@ impl ArrayConfig {
         if self.size < MIN_SIZE || self.size > MAX_SIZE {
             return Err(ConfigError::Size(self.size));
         }
-        if self.word_bits != 16 {
+        if self.word_bits != numeric::WORD_BITS {
             return Err(ConfigError::WordBits(self.word_bits));
         }
         if self.acc_bits != ACC_BITS {

@@ -15,6 +15,12 @@
 //!   Which LFSR state each output uses is fixed by [`tile_seed`], [`lane_seed`] and the stepping
 //!   order documented on them, so hardware and golden model agree bit for bit.
 
+/// Width of a word, operand or result, in bits: the one width the hardware multiplies today
+/// (`ArrayConfig::word_bits`).
+pub const WORD_BITS: u32 = 16;
+/// Most fractional bits a tensor may have: `frac` is `0..=MAX_FRAC`, so a word keeps its sign
+/// bit and a tensor's largest magnitude is at least `1 - 2^-MAX_FRAC`.
+pub const MAX_FRAC: u32 = WORD_BITS - 1;
 /// Accumulator width in bits (a DSP48E1 P register is 48 bits).
 pub const ACC_BITS: u32 = 48;
 /// Largest magnitude of one exact product of two 16-bit words: `(-32768)^2 = 2^30`.

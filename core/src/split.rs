@@ -7,9 +7,9 @@ use alloc::format;
 use alloc::vec::Vec;
 use core::ops::Range;
 
-/// Common fractional bits at which chunk results are summed: a tensor never has more than 15,
-/// so every chunk word is exact there.
-pub const SUM_FRAC: u32 = 15;
+/// Common fractional bits at which chunk results are summed: a tensor never has more than
+/// `MAX_FRAC`, so every chunk word is exact there.
+pub const SUM_FRAC: u32 = crate::numeric::MAX_FRAC;
 
 /// The chunks of a reduction over `units` units of `unit_len` reduction indices each (one index
 /// per unit for a matrix product; one image of `out_h * out_w` indices for a convolution's weight

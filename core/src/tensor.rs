@@ -35,7 +35,7 @@ impl QMatrix {
         }
     }
 
-    /// Wraps existing words; fails when `data.len() != rows * cols` or `frac > 15`.
+    /// Wraps existing words; fails when `data.len() != rows * cols` or `frac > MAX_FRAC`.
     pub fn from_vec(
         rows: usize,
         cols: usize,
@@ -49,7 +49,7 @@ impl QMatrix {
                 data.len(),
             )));
         }
-        if frac > 15 {
+        if frac > crate::numeric::MAX_FRAC {
             return Err(NumericError::FracBits(frac));
         }
         Ok(QMatrix {
@@ -133,8 +133,8 @@ pub enum NumericError {
         /// Requested output fractional bits.
         frac_out: u32,
     },
-    /// Fractional bits outside `0..=15`.
-    #[error("{0} fractional bits do not fit a 16-bit word: choose 0 to 15")]
+    /// Fractional bits outside `0..=MAX_FRAC`.
+    #[error("{0} fractional bits do not fit a {WORD_BITS}-bit word: choose 0 to {MAX_FRAC}", WORD_BITS = crate::numeric::WORD_BITS, MAX_FRAC = crate::numeric::MAX_FRAC)]
     FracBits(u32),
     /// The tile size is zero.
     #[error("tile size must be at least 1")]
@@ -144,7 +144,7 @@ pub enum NumericError {
 /// Computes and checks `shift = frac_in - frac_out`.
 pub fn output_shift(frac_in: u32, frac_out: u32) -> Result<u32, NumericError> {
     let shift = frac_in as i64 - frac_out as i64;
-    if frac_out > 15 {
+    if frac_out > crate::numeric::MAX_FRAC {
         return Err(NumericError::FracBits(frac_out));
     }
     if !(0..=MAX_SHIFT as i64).contains(&shift) {

@@ -6,7 +6,7 @@
 //!
 //! * **Host-side results** (inputs, loss gradients, bias adds, bias gradients, momentum and
 //!   weights after an update) are converted from values the host knows exactly, so each gets the
-//!   largest `frac` (at most 15) for which its largest magnitude still fits a word
+//!   largest `frac` (at most `MAX_FRAC`) for which its largest magnitude still fits a word
 //!   ([`frac_for_exact`]): the full 16 bits are used every time.
 //! * **Device results** must have their `frac` chosen before the device runs. Each operation
 //!   (named like `layer 2 backward dW`) remembers the `frac` it used last. The first time, a safe
@@ -42,10 +42,10 @@ use systole_core::Rounding;
 
 pub use crate::arith::SaturationCount;
 
-/// Largest `frac` in `0..=15` at which `max_abs` fits a word (15 for zero).
+/// Largest `frac` in `0..=MAX_FRAC` at which `max_abs` fits a word (`MAX_FRAC` for zero).
 pub fn frac_for_max(max_abs: f64) -> u32 {
     // Exact: a power of two times a double, compared with an integer.
-    (0..=15u32)
+    (0..=systole_core::numeric::MAX_FRAC)
         .rev()
         .find(|&f| max_abs * (1u64 << f) as f64 <= 32766.0)
         .unwrap_or(0)
@@ -55,7 +55,7 @@ pub fn frac_for_max(max_abs: f64) -> u32 {
 /// magnitude `max_abs`, within the contract's shift range `0..=MAX_SHIFT`.
 pub fn frac_for_exact(max_abs: i64, frac_in: u32) -> u32 {
     let lo = frac_in.saturating_sub(systole_core::numeric::MAX_SHIFT);
-    let hi = frac_in.min(15);
+    let hi = frac_in.min(systole_core::numeric::MAX_FRAC);
     (lo..=hi)
         .rev()
         .find(|&f| (max_abs >> (frac_in - f)) < 32767)

@@ -224,7 +224,10 @@ impl<P: Products> Fixed<P> {
         let frac_in = a.frac + b.frac;
         let bound = max_abs(a) * max_abs(b) * p.k as f64;
         let chunks = p.len();
-        let (lo, hi) = (frac_in.saturating_sub(32), frac_in.min(15));
+        let (lo, hi) = (
+            frac_in.saturating_sub(systole_core::numeric::MAX_SHIFT),
+            frac_in.min(systole_core::numeric::MAX_FRAC),
+        );
         let key = self.frac_key(op);
         let start = self
             .fracs

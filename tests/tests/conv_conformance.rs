@@ -5,6 +5,7 @@
 //!
 //! Backends that were not built (no Verilator on this machine) are skipped with a message.
 
+use systole_core::numeric::MAX_FRAC;
 use systole_core::{ArrayConfig, Rounding};
 use systole_device::{self as device, Device, DeviceError};
 use systole_golden::conv::{self, Conv2dGeom, ConvGeom};
@@ -49,7 +50,7 @@ fn conv_conformance(dev: &mut dyn Device, cases: usize, seed: u64) {
                 Op::BackwardInput => 2 * fb,
             };
             let spec = OutputSpec {
-                frac: frac_in.min(15).saturating_sub(rng.below(4) as u32),
+                frac: frac_in.min(MAX_FRAC).saturating_sub(rng.below(4) as u32),
                 rounding: Rounding::ALL[(case + op as usize) % 3],
                 seed: rng.next() as u32,
             };

@@ -4,6 +4,7 @@
 //!
 //! Backends that were not built (no Verilator on this machine) are skipped with a message.
 
+use systole_core::numeric::MAX_FRAC;
 use systole_core::{ArrayConfig, Rounding};
 use systole_device::{self as device, Device, DeviceError};
 use systole_golden::QMatrix;
@@ -42,7 +43,7 @@ fn conformance(dev: &mut dyn Device, plan: &Plan) -> Vec<usize> {
         let frac_in = fa + fb;
         let frac = rng.range(
             frac_in.saturating_sub(32) as usize,
-            frac_in.min(15) as usize,
+            frac_in.min(MAX_FRAC) as usize,
         ) as u32;
         let spec = OutputSpec {
             frac,

@@ -2,6 +2,7 @@
 
 use super::{BenchArgs, BitstreamArgs, CheckArgs, DeviceArgs, EmitArgs};
 use anyhow::Context;
+use systole_core::numeric::MAX_FRAC;
 use systole_core::{ArrayConfig, Rounding};
 use systole_device as device;
 use systole_golden::tensor::QMatrix;
@@ -14,7 +15,7 @@ fn array_config(d: &DeviceArgs) -> anyhow::Result<ArrayConfig> {
 }
 
 fn random_matrix(r: &mut SplitMix64, rows: usize, cols: usize) -> QMatrix {
-    let frac = r.below(16) as u32;
+    let frac = r.below(MAX_FRAC as usize + 1) as u32;
     // Mostly full-range words, with the extremes mixed in: they are where saturation lives.
     let data = (0..rows * cols)
         .map(|_| match r.below(16) {
@@ -84,7 +85,7 @@ fn check_on(
             let w = random_matrix(&mut r, g.out_ch, g.in_ch * 9);
             let dy = random_matrix(&mut r, g.batch, g.out_ch * g.out_h() * g.out_w());
             let conv = |f: u32| OutputSpec {
-                frac: f.saturating_sub(8).min(15),
+                frac: f.saturating_sub(8).min(MAX_FRAC),
                 rounding,
                 seed: spec.seed ^ 0x55,
             };

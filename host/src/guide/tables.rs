@@ -309,7 +309,12 @@ pub(super) fn limits() -> String {
         row(
             "word width",
             format!("{} bits", d.word_bits),
-            "ArrayConfig::word_bits",
+            "numeric::WORD_BITS",
+        ),
+        row(
+            "fractional bits of a tensor (frac)",
+            format!("0..={}", numeric::MAX_FRAC),
+            "numeric::MAX_FRAC",
         ),
         row(
             "accumulator width",

@@ -61,7 +61,8 @@ fn every_part_generates() {
 #[test]
 fn hand_written_limits_follow_the_constants() {
     use systole_core::config::DEFAULT_FM_DEPTH;
-    use systole_core::numeric::{MAX_K, MAX_SHIFT, PRODUCT_MAX};
+    use systole_core::numeric::{MAX_FRAC, MAX_K, MAX_SHIFT, PRODUCT_MAX};
+    use systole_golden::split::SUM_FRAC;
     let doc = std::fs::read_to_string(guide_path()).expect("docs/HARDWARE.md is committed");
     // MAX_K is 2^e - 1 and the prose says so in powers of two.
     let e = (MAX_K + 1).trailing_zeros();
@@ -78,6 +79,11 @@ fn hand_written_limits_follow_the_constants() {
         format!("`|sum| <= (2^{e} - 1)·2^{p} <"),
         format!("(at `2^{e}` the all-`(-32768)^2` sum"),
         format!("must be in `0..={MAX_SHIFT}`"),
+        format!("where `frac` (0 to {MAX_FRAC}) is chosen per tensor"),
+        format!("converted to the largest `F <= {MAX_FRAC}` at which"),
+        format!("to the largest fractional bits `F <= {MAX_FRAC}` at"),
+        format!("the exact integer `w·2^({SUM_FRAC} - f_j)`"),
+        format!("(`M >> ({SUM_FRAC} - F) < 32767`"),
     ] {
         assert!(
             doc.contains(&phrase),
