@@ -1,8 +1,7 @@
-//! The flows the CLI runs: `systole boards`, `systole bitstream`, `systole program`.
+//! The flows the CLI runs: `systole bitstream` (the bridge top) and `systole program`.
 
 use super::tools::{self, files, Fmax, ResourceReport};
-use super::{generate, model, Board, BoardError, Family};
-use std::fmt::Write as _;
+use super::{generate, Board, BoardError, Family};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use systole_core::bridge::BAUD;
@@ -46,54 +45,6 @@ fn write(path: PathBuf, text: &str) -> Result<PathBuf, BoardError> {
     Ok(path)
 }
 
-/// One line per board: part, budget, clock, and the largest array and the largest conv unit
-/// (array, feature-map words) the resource model fits, alone and (7-series) beside the SoC's
-/// CPU (`model`, `soc`: estimates, not synthesis).
-pub fn boards_table() -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{:<13} {:<19} {:>7} {:>7} {:>4} {:>8} {:>9}  largest array; with conv unit; with conv unit beside the SoC's CPU (estimated)",
-        "board", "part", "LUTs", "FFs", "DSP", "BRAM", "logic clk"
-    );
-    for b in super::list() {
-        let mut largest = match model::largest_array(b) {
-            Some(c) => format!("{0}x{0} (buffers {1} rows)", c.size, c.buffer_depth),
-            None => "none".to_string(),
-        };
-        match model::largest_conv_unit(b) {
-            Some(c) => {
-                let _ = write!(largest, "; {0}x{0} with {1} words", c.size, c.fm_depth);
-            }
-            None => largest.push_str("; none"),
-        }
-        if let Some(c) = super::soc::largest_conv_unit(b) {
-            let _ = write!(
-                largest,
-                "; beside the CPU {0}x{0} with {1} words",
-                c.size, c.fm_depth
-            );
-        }
-        let bram = match b.family {
-            Family::Xc7 => format!("{}x18k", b.budget.bram_blocks),
-            Family::Ice40Up => format!("{}x4k", b.budget.bram_blocks),
-        };
-        let _ = writeln!(
-            s,
-            "{:<13} {:<19} {:>7} {:>7} {:>4} {:>8} {:>6}MHz  {}",
-            b.name,
-            b.part,
-            b.budget.luts,
-            b.budget.ffs,
-            b.budget.dsps,
-            bram,
-            b.logic_clock_hz() / 1_000_000,
-            largest
-        );
-    }
-    s
-}
-
 /// Writes the bridge top's Verilog and the constraints into `out_dir` (with the conv unit when
 /// `cfg.fm_depth` is not 0: conv ops then run on the board, their maps sent over the UART
 /// bridge's `'F'` command), runs the Yosys estimate
@@ -105,7 +56,8 @@ pub fn bitstream(
     cfg: &ArrayConfig,
     out_dir: &Path,
 ) -> Result<BitstreamReport, BoardError> {
-    cfg.validate().map_err(|e| BoardError::Hdl(e.to_string()))?;
+    cfg.validate()
+        .map_err(|e| BoardError::Hdl(systole_hdl::HdlError::Config(e)))?;
     std::fs::create_dir_all(out_dir).map_err(io_err(out_dir))?;
     let opts = BridgeTopOptions {
         clock_hz: board.clock_hz,
@@ -115,8 +67,7 @@ pub fn bitstream(
         halve_clock: board.halve_clock,
         fm_depth: cfg.fm_depth,
     };
-    let verilog_text =
-        generate_bridge_verilog_with(cfg, &opts).map_err(|e| BoardError::Hdl(e.to_string()))?;
+    let verilog_text = generate_bridge_verilog_with(cfg, &opts).map_err(BoardError::Hdl)?;
     let verilog = write(out_dir.join(files::VERILOG), &verilog_text)?;
     let mut report = BitstreamReport {
         board: board.name,
@@ -208,28 +159,8 @@ pub fn program(board: &Board, out_dir: &Path) -> Result<(), BoardError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::find;
+    use super::super::{find, model};
     use super::*;
-
-    #[test]
-    fn table_lists_every_board_with_its_largest_array() {
-        let t = boards_table();
-        assert_eq!(t.lines().count(), 1 + super::super::list().len());
-        let arty = t.lines().find(|l| l.starts_with("arty-a7-35 ")).unwrap();
-        assert!(
-            arty.contains("xc7a35ticsg324-1L")
-                && arty.contains("9x9")
-                && arty.contains("; 9x9 with 8192 words")
-                && arty.contains("; beside the CPU 8x8 with 4096 words"),
-            "{arty}"
-        );
-        let ice = t.lines().find(|l| l.starts_with("icebreaker")).unwrap();
-        // The UP5K runs its logic on half the 12 MHz oscillator.
-        assert!(
-            ice.contains("2x2") && ice.contains(" 6MHz") && ice.ends_with("; none"),
-            "{ice}"
-        );
-    }
 
     #[test]
     fn program_without_bitstream_is_a_clear_error() {
@@ -253,7 +184,18 @@ mod tests {
             ..ArrayConfig::square(2)
         };
         let e = bitstream(find("arty-a7-35").unwrap(), &cfg, &dir).unwrap_err();
-        assert!(matches!(e, BoardError::Hdl(_)), "{e}");
+        // The configuration's own error stays the typed cause (not flattened into text).
+        assert!(
+            matches!(
+                e,
+                BoardError::Hdl(systole_hdl::HdlError::Config(
+                    systole_core::config::ConfigError::Size(1)
+                ))
+            ),
+            "{e:?}"
+        );
+        let cause = std::error::Error::source(&e).map(|c| c.to_string());
+        assert!(cause.is_some_and(|c| c.contains("array size 1")), "{e:?}");
         assert!(!dir.exists());
     }
 

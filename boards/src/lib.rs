@@ -4,13 +4,14 @@
 //! Generation ([`generate`]) is pure: it turns a [`Board`] into XDC, Vivado TCL or PCF text and is
 //! snapshot-tested. Running tools ([`tools`]) is separate, and every missing tool is a
 //! [`BoardError::ToolMissing`] that says how to install it. [`flow`] ties both together for the
-//! CLI: [`bitstream`] and [`program`].
+//! CLI: [`bitstream`] and [`program`] ([`soc`] the SoC's build); [`listing`] is `systole boards`.
 //!
 //! Adding a board is one entry in the table (`table.rs`).
 #![deny(missing_docs)]
 
 pub mod flow;
 pub mod generate;
+pub mod listing;
 pub mod model;
 pub mod soc;
 mod table;
@@ -18,8 +19,9 @@ pub mod tools;
 
 use std::path::PathBuf;
 
-pub use flow::{bitstream, boards_table, program, BitstreamReport};
+pub use flow::{bitstream, program, BitstreamReport};
 pub use generate::{generate_pcf, generate_vivado_tcl, generate_xdc};
+pub use listing::boards_table;
 pub use model::{estimate, largest_array, Estimate};
 pub use tools::{Fmax, ResourceReport};
 
@@ -143,9 +145,18 @@ pub enum BoardError {
         /// Which resource, needed versus available.
         what: String,
     },
-    /// The array configuration is invalid or the HDL generator refused it.
-    #[error("cannot generate the design: {0}")]
-    Hdl(String),
+    /// The array configuration is invalid or the HDL generator refused it (the cause follows in
+    /// the chain).
+    #[error("cannot generate the design")]
+    Hdl(#[source] systole_hdl::HdlError),
+    /// The SoC's firmware image is empty or larger than its RAM.
+    #[error("the firmware image has {words} words and the SoC's RAM {ram_words}: rebuild it (cargo run -p systole-soc-image prints its budget)")]
+    FirmwareImage {
+        /// Words in the image.
+        words: usize,
+        /// Words of the SoC's RAM.
+        ram_words: usize,
+    },
     /// A file or directory could not be written or read (the cause follows in the chain).
     #[error("{path}")]
     Io {

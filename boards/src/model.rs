@@ -223,6 +223,14 @@ pub fn largest_array(board: &Board) -> Option<ArrayConfig> {
 /// deepest feature map that still fits beside it; `None` if not even 2x2 with the smallest map
 /// does.
 pub fn largest_conv_unit(board: &Board) -> Option<ArrayConfig> {
+    largest_conv_unit_by(board, estimate)
+}
+
+/// The search of [`largest_conv_unit`] by any resource estimate (the SoC's adds its CPU).
+pub(crate) fn largest_conv_unit_by(
+    board: &Board,
+    estimate: impl Fn(&Board, &ArrayConfig) -> Estimate,
+) -> Option<ArrayConfig> {
     let mut best = None;
     for n in MIN_SIZE..=MAX_SIZE {
         let mut fit = None;

@@ -78,31 +78,10 @@ pub fn estimate(board: &Board, cfg: &ArrayConfig) -> model::Estimate {
 /// square array whose smallest conv unit fits, with the deepest map that still does; `None`
 /// when the board is not 7-series or nothing fits.
 pub fn largest_conv_unit(board: &Board) -> Option<ArrayConfig> {
-    use systole_core::config::{MAX_FM_DEPTH, MAX_SIZE, MIN_FM_DEPTH, MIN_SIZE};
     if board.family != Family::Xc7 {
         return None;
     }
-    let mut best = None;
-    for n in MIN_SIZE..=MAX_SIZE {
-        let mut fit = None;
-        let mut depth = MIN_FM_DEPTH;
-        while depth <= MAX_FM_DEPTH {
-            let cfg = ArrayConfig {
-                fm_depth: depth,
-                ..ArrayConfig::square(n)
-            };
-            if !model::fits(board, &estimate(board, &cfg)) {
-                break;
-            }
-            fit = Some(cfg);
-            depth *= 2;
-        }
-        match fit {
-            Some(cfg) => best = Some(cfg),
-            None => break,
-        }
-    }
-    best
+    model::largest_conv_unit_by(board, estimate)
 }
 
 /// Why the SoC with `cfg` cannot fit `board`, known without synthesis: not a 7-series board,
@@ -161,11 +140,10 @@ pub fn soc_files(
     }
     let ram_words = DEFAULT_RAM_BYTES as usize / 4;
     if image.is_empty() || image.len() > ram_words {
-        return Err(BoardError::Hdl(format!(
-            "the firmware image has {} words and the SoC's RAM {ram_words}: rebuild it \
-             (cargo run -p systole-soc-image prints its budget)",
-            image.len()
-        )));
+        return Err(BoardError::FirmwareImage {
+            words: image.len(),
+            ram_words,
+        });
     }
     let opts = SocOptions {
         clock_hz: board.logic_clock_hz(),
@@ -177,7 +155,7 @@ pub fn soc_files(
         ram_init: Some(FIRMWARE_HEX.into()),
         backdoor: false,
     };
-    let verilog = generate_soc_verilog(cfg, &opts).map_err(|e| BoardError::Hdl(e.to_string()))?;
+    let verilog = generate_soc_verilog(cfg, &opts).map_err(BoardError::Hdl)?;
     let mut hex = String::with_capacity(ram_words * 9);
     for i in 0..ram_words {
         hex.push_str(&format!("{:08x}\n", image.get(i).copied().unwrap_or(0)));
