@@ -8,8 +8,10 @@ macro_rules! outln {
     };
 }
 
+mod bench;
 mod check;
 mod explore;
+mod hardware;
 mod trace;
 mod train;
 
@@ -415,11 +417,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Check(a) => check::check(&a),
         Command::Explore(a) => explore::explore(&a),
         Command::Info(a) => check::info(&a),
-        Command::EmitVerilog(a) => check::emit_verilog(&a),
+        Command::EmitVerilog(a) => hardware::emit_verilog(&a),
         Command::Guide(a) => guide(&a),
-        Command::Bench(a) => check::bench(&a),
+        Command::Bench(a) => bench::bench(&a),
         Command::Boards => write_stdout(systole_boards::boards_table().as_bytes()),
-        Command::Bitstream(a) => check::bitstream(&a),
+        Command::Bitstream(a) => hardware::bitstream(&a),
         Command::Program(a) => {
             let board = systole_boards::find(&a.board)?;
             systole_boards::program(board, &a.out)?;

@@ -58,6 +58,15 @@ pub enum GuideError {
         #[source]
         source: systole_golden::NumericError,
     },
+    /// The HDL generator refused a configuration the guide describes.
+    #[error("generating `{name}`")]
+    Hdl {
+        /// The part.
+        name: &'static str,
+        /// The generator's error.
+        #[source]
+        source: systole_hdl::HdlError,
+    },
 }
 
 /// Generated parts, by marker name.

@@ -146,9 +146,13 @@ pub(super) fn ports() -> Result<String, GuideError> {
         name: "ports",
         reason,
     };
+    let hdl = |source| GuideError::Hdl {
+        name: "ports",
+        source,
+    };
     let reference = ArrayConfig::square(4);
     for cfg in check_configs() {
-        let ports = systole_hdl::ports(&cfg).map_err(|e| bad(e.to_string()))?;
+        let ports = systole_hdl::ports(&cfg).map_err(hdl)?;
         for p in &ports {
             let (base, _) = split_data(&p.name);
             let (_, width, ..) = port_text(base)
@@ -163,7 +167,7 @@ pub(super) fn ports() -> Result<String, GuideError> {
             }
         }
     }
-    let ports = systole_hdl::ports(&reference).map_err(|e| bad(e.to_string()))?;
+    let ports = systole_hdl::ports(&reference).map_err(hdl)?;
     let mut rows = Vec::new();
     let mut seen: Vec<&str> = Vec::new();
     for p in &ports {
