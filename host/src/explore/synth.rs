@@ -81,7 +81,7 @@ fn board_verilog(point: &DesignPoint) -> Result<String, ExploreError> {
         fm_depth: point.fm_depth,
     };
     generate_bridge_verilog_with(&point.config(), &opts)
-        .map_err(|e| BoardError::Hdl(e.to_string()))
+        .map_err(BoardError::Hdl)
         .map_err(synth_err(point))
 }
 
