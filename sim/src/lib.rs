@@ -11,7 +11,7 @@
 //! The compiled models have no tracing (it costs speed). [`VerilatedArray::open_trace`]
 //! before the first clock edge switches an array to a traced model of the same Verilog,
 //! Verilated at run time (see [`trace`]), which writes a window of cycles to a VCD or FST
-//! file; the board and SoC images take a window when created
+//! file; the bridge and SoC images take a window when created
 //! ([`ImagePins::with_trace`], [`VerilatedSoc::with_trace`]).
 //!
 //! Timing (see docs/HARDWARE.md, "Ports and timing"): `read_reg` evaluates the

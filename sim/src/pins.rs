@@ -53,7 +53,7 @@ impl ImagePins {
         Self::start(None)
     }
 
-    /// [`ImagePins::new`] on a traced model of the same image (Verilated at run time, then
+    /// [`ImagePins::bridge_image`] on a traced model of the same image (Verilated at run time, then
     /// cached), writing the cycles of `window` (counted from the model's creation, as
     /// [`ImagePins::cycles`] counts) to its file (created by the caller, see
     /// [`TraceWindow::create_file`]).

@@ -6,10 +6,11 @@
 //!   fractional bits, the saturation retries, the op seeds, the long-reduction chunks, bias,
 //!   ReLU, pooling and the SGD update with momentum), sending every matrix product and
 //!   convolution to a [`products::Products`]: the host implements it with a `Device`
-//!   (`systole-train`), the firmware with its tile and conv drivers over the SoC's bus.
+//!   (`systole-train`); the firmware is to implement it with its tile and conv drivers over the
+//!   SoC's bus (issue 17).
 //! * [`model`] — the layers and the forward and backward passes, generic over `Arith` (the
 //!   host's float formats run the very same walk).
-//! * [`loss`] — softmax cross-entropy in f32 with `libm`'s `expf`/`logf`.
+//! * [`loss`] — softmax cross-entropy in f32 with `libm`'s double-precision `exp`/`log` rounded to f32.
 //! * [`step`] — one training step (forward, loss, backward, update) and an evaluation batch.
 //!
 //! No platform maths: every float operation is an IEEE basic operation (exact on every

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! // build.rs
-//! let a = layer::build_archive(&cache, "sa8", &verilog, &ports, 2)?;   // lib sa8.a
+//! let a = layer::build_archive(&cache, "sa8", &verilog, Ports::Given(&ports), 2)?; // libsa8.a
 //! let r = layer::runtime_archive(&cache)?;                               // Verilator's runtime
 //! // link both (model archives first), and write layer::rust_table("sa8", "SA8", &ports)
 //! // into OUT_DIR for the crate to include: `unsafe { Testbench::linked(&SA8) }`.

@@ -12,18 +12,8 @@ use systole_firmware::protocol::panic::{parse_panic, PANIC_TEST_IDLE_CYCLES};
 use systole_firmware::protocol::{cmd, Buffer, Request, Words, COUNTERS_REPLY, RESPONSE, VERSION};
 use systole_sim::{SimError, VerilatedSoc};
 
-/// Clock cycles from the reset's release within which the firmware has answered a `PING` sent
-/// at once, from its parts: the line time of the request (8 bytes), the start announcement (12)
-/// and the answer with the store's capability (24), 10 bits a byte at 16 clocks a bit; riscv-rt
-/// zeroing `.bss`, which is the tensor store, one word at a time (measured 4.53 cycles a word,
-/// bounded at 5); and the firmware's own start and `PING` (measured 5,632 cycles, the same before
-/// the store existed). 5% on top for code-layout changes. Measured 31,232 in all (90% of it).
-const BOOT_CYCLES: u64 = {
-    let line = 44 * 10 * 16;
-    let zeroing = (systole_core::soc::TENSOR_STORE_BYTES as u64 / 4) * 5;
-    let firmware = 5_632;
-    (line + zeroing + firmware) * 105 / 100
-};
+/// The boot bound, from its parts (one source: `systole_soc_image`).
+const BOOT_CYCLES: u64 = systole_soc_image::PING_AFTER_RESET_CYCLES;
 
 fn soc(features: &[&str]) -> Option<VerilatedSoc> {
     let image = systole_soc_image::build(features).unwrap_or_else(|e| panic!("{e}"));
