@@ -138,10 +138,15 @@ TB_EXPORT State* {p}_new() {{
     return s;
 }}
 TB_EXPORT void {p}_delete(State* s) {{
+    // Verilator's scope destructors unregister through this thread's context, not the model's:
+    // make it this model's, and forget it once deleted (else the next model destroyed on this
+    // thread locks a freed context's mutex and hangs).
+    Verilated::threadContextp(s->ctx);
     {p}_trace_close(s);
     s->m->final();
     delete s->m;
     delete s->ctx;
+    Verilated::threadContextp(nullptr);
     delete s;
 }}
 TB_EXPORT void* {p}_port(State* s, uint32_t i) {{

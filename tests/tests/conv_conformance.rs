@@ -245,12 +245,6 @@ fn bridge_image_conv_4x4() {
 /// VexRiscv CPU writing feature maps and rows through its MMIO windows into the 4x4 array's
 /// 4096-word conv unit, driven only through the UART pins over a pty.
 #[test]
-// Passes alone (`cargo test -p systole-tests --test conv_conformance soc_firmware_conv_4x4`,
-// 3.2 s) but hangs when the file's other Verilated tests ran first in the same process: the SoC
-// model's destructor waits forever on a Verilator mutex (`VerilatedContextImp::scopeErase`),
-// seen since the one Verilator layer links every model into one program. Ignored in the default
-// run until that is found; `./x test --all` runs it.
-#[ignore = "hangs after other Verilated models in the same process (see the comment); run alone"]
 fn soc_firmware_conv_4x4() {
     let Some((board, mut dev)) = common::soc_image() else {
         return;

@@ -271,11 +271,6 @@ fn bridge_image_4x4() {
 /// The SoC image: the firmware's frame server on the Verilated VexRiscv CPU, driven only through
 /// the UART pins (16 clocks per bit) over a pty, as `systole-board-sim --soc` serves it.
 #[test]
-// Hangs (or runs past its time) when the file's other Verilated tests ran first in the same
-// process, as `conv_conformance`'s SoC body does (a Verilator mutex in the SoC model's
-// destructor), seen since the one Verilator layer links every model into one program. Ignored in
-// the default run until that is found; `./x test --all` runs it.
-#[ignore = "hangs after other Verilated models in the same process; run alone"]
 fn soc_firmware_4x4() {
     let Some((board, mut dev)) = common::soc_image() else {
         return;
