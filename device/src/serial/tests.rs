@@ -2,6 +2,7 @@
 
 use super::*;
 use std::collections::VecDeque;
+use systole_core::{regmap, AcceleratorBus};
 
 /// A line that damages every request: the "board" behind it answers each frame it decodes
 /// with a CRC error under that frame's `SEQ` (what the firmware sends for a damaged frame).

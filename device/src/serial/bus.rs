@@ -1,0 +1,123 @@
+//! [`SerialBus`]'s two faces: the [`AcceleratorBus`] the drivers run over (each register access,
+//! row and feature-map write becomes a protocol request, batched where the protocol allows) and
+//! the [`Link`] [`BusDevice`](crate::backend::BusDevice) asks for counters and board operations.
+
+use super::{LinkError, SerialBus};
+use crate::backend::Link;
+use std::io::{Read, Write};
+use systole_core::{regmap, AcceleratorBus};
+use systole_firmware::conv::ConvJob;
+use systole_firmware::driver::{DriverStats, MatmulJob, Transposed};
+use systole_firmware::protocol::{cmd, Request};
+
+impl<T: Read + Write> AcceleratorBus for SerialBus<T> {
+    type Error = LinkError;
+
+    fn read_reg(&mut self, addr: u8) -> Result<u32, LinkError> {
+        let r = self
+            .flush()
+            .and_then(|()| self.transact(cmd::READ_REG, &[addr]));
+        let p = self.guard(r)?;
+        let b: [u8; 4] = p
+            .as_slice()
+            .try_into()
+            .map_err(|_| LinkError::Protocol(format!("READ_REG answer of {} bytes", p.len())))?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    fn write_reg(&mut self, addr: u8, value: u32) -> Result<(), LinkError> {
+        if addr == regmap::COMMAND {
+            self.c_cache = None;
+        }
+        let r = self
+            .close_runs()
+            .and_then(|()| self.push_entry(&Request::WriteReg { addr, value }));
+        self.guard(r)
+    }
+
+    fn beat(
+        &mut self,
+        beat: &systole_core::bus::Beat<'_>,
+        c_out: &mut [i16],
+    ) -> Result<(), LinkError> {
+        let mut r = Ok(());
+        if let Some(a) = beat.a {
+            r = self.add_row(0, a.bank, a.row, a.data);
+        }
+        if let (Ok(()), Some(b)) = (&r, beat.b) {
+            r = self.add_row(1, b.bank, b.row, b.data);
+        }
+        if let (Ok(()), Some(c)) = (&r, beat.c) {
+            r = self.read_c(c.bank, c.row, c_out);
+        }
+        self.guard(r)
+    }
+
+    fn idle(&mut self, cycles: u32) -> Result<(), LinkError> {
+        let r = self
+            .close_runs()
+            .and_then(|()| self.push_entry(&Request::Idle { cycles }));
+        self.guard(r)
+    }
+
+    fn write_fm(&mut self, addr: u32, words: &[i16]) -> Result<(), LinkError> {
+        let r = self.add_fm(addr, words);
+        self.guard(r)
+    }
+}
+
+impl<T: Read + Write> Link for SerialBus<T> {
+    const KIND: &'static str = "serial";
+
+    fn settle(&mut self) -> Result<(), LinkError> {
+        self.flush()
+    }
+
+    fn link_bytes(&self) -> Option<(u64, u64)> {
+        Some((self.counters.bytes_out, self.counters.bytes_in))
+    }
+
+    /// Every frame waits for its answer: each try (a resend too) is a round trip.
+    fn link_exchanges(&self) -> Option<(u64, u64, u64)> {
+        let c = &self.counters;
+        Some((c.frames, c.frames + c.resends, c.resends))
+    }
+
+    fn board_matmul(
+        &mut self,
+        job: &MatmulJob<'_>,
+        tr: Transposed,
+        out: &mut [i16],
+    ) -> Option<Result<DriverStats, LinkError>> {
+        SerialBus::board_matmul(self, job, tr, out)
+    }
+
+    fn board_conv(
+        &mut self,
+        job: &ConvJob<'_>,
+        out: &mut [i16],
+    ) -> Option<Result<DriverStats, LinkError>> {
+        SerialBus::board_conv(self, job, out)
+    }
+
+    /// A board whose firmware predates `COUNTERS` refuses it as unknown: it reports none, and
+    /// is not asked again.
+    fn firmware_cycles(&mut self) -> Result<Option<u64>, LinkError> {
+        if self.board_counts == Some(false) {
+            return Ok(None);
+        }
+        match self.board_counters() {
+            Ok((_, cycles)) => {
+                self.board_counts = Some(true);
+                Ok(cycles)
+            }
+            Err(LinkError::Refused { cmd: c, .. })
+                if c == cmd::COUNTERS && self.board_counts.is_none() =>
+            {
+                self.board_counts = Some(false);
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
