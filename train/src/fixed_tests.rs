@@ -17,21 +17,6 @@ fn arith(rounding: Rounding) -> FixedArith {
 }
 
 #[test]
-fn frac_rules() {
-    assert_eq!(frac_for_max(0.0), 15);
-    assert_eq!(frac_for_max(0.9), 15);
-    assert_eq!(frac_for_max(1.0), 14);
-    assert_eq!(frac_for_max(3.0), 13);
-    assert_eq!(frac_for_max(1e9), 0);
-    assert_eq!(frac_for_exact(0, 20), 15);
-    assert_eq!(frac_for_exact(1 << 20, 20), 14);
-    assert_eq!(frac_for_exact(5, 3), 3);
-    assert_eq!(frac_for_exact(1 << 40, 40), 14);
-    // 1024 would want frac 4, but a shift above 32 is outside the contract: 8 is the floor.
-    assert_eq!(frac_for_exact(1 << 50, 40), 8);
-}
-
-#[test]
 fn offloaded_frac_adapts_and_never_saturates() {
     let mut a = arith(Rounding::NearestEven);
     let x = a
