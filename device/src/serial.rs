@@ -40,7 +40,7 @@ pub const DEFAULT_RETRIES: u32 = 3;
 mod board_ops;
 mod bus;
 mod link_error;
-pub use link_error::LinkError;
+pub use link_error::{LinkError, PortError};
 
 /// Byte and frame counters of a [`SerialBus`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -206,7 +206,7 @@ impl<T: Read + Write> SerialBus<T> {
         let mut buf = [0u8; MAX_PAYLOAD];
         let n = req
             .encode_batch_entry(&mut buf)
-            .map_err(|e| LinkError::Protocol(e.to_string()))?;
+            .map_err(LinkError::Encode)?;
         if self.batch.len() + n > MAX_PAYLOAD {
             let batch = std::mem::take(&mut self.batch);
             let r = self.transact(cmd::BATCH, &batch);
@@ -331,8 +331,7 @@ impl<T: Read + Write> SerialBus<T> {
         let seq = self.seq;
         self.seq = self.seq.wrapping_add(1);
         let mut buf = [0u8; FRAME_CAPACITY];
-        let len = frame::encode(seq, command, payload, &mut buf)
-            .map_err(|e| LinkError::Protocol(e.to_string()))?;
+        let len = frame::encode(seq, command, payload, &mut buf).map_err(LinkError::Encode)?;
         self.counters.frames += 1;
         // Tries the board answered as damaged in transit, and its last reason.
         let (mut damaged, mut damage) = (0u32, None);
@@ -343,7 +342,7 @@ impl<T: Read + Write> SerialBus<T> {
             self.port
                 .write_all(&buf[..len])
                 .and_then(|()| self.port.flush())
-                .map_err(|e| LinkError::Gone(e.to_string()))?;
+                .map_err(|e| LinkError::Gone(e.into()))?;
             self.counters.bytes_out += len as u64;
             match self.await_answer(seq)? {
                 Some((c, p)) if c == ERROR => {
@@ -435,14 +434,17 @@ impl<T: Read + Write> SerialBus<T> {
                 return Ok(None);
             }
             match self.port.read(self.decoder.spare()) {
-                Ok(0) => return Err(LinkError::Gone("the port closed".into())),
+                Ok(0) => {
+                    let closed = std::io::Error::new(ErrorKind::UnexpectedEof, "the port closed");
+                    return Err(LinkError::Gone(closed.into()));
+                }
                 Ok(n) => {
                     self.counters.bytes_in += n as u64;
                     self.decoder.commit(n);
                 }
                 Err(e) if matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock) => {}
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => return Err(LinkError::Gone(e.to_string())),
+                Err(e) => return Err(LinkError::Gone(e.into())),
             }
         }
     }

@@ -91,6 +91,8 @@ impl core::fmt::Display for EncodeError {
     }
 }
 
+impl core::error::Error for EncodeError {}
+
 /// Writes header and CRC around a payload that is already at `buf[HEADER..HEADER + len]`, so
 /// a payload can be produced in place without a copy. Returns the frame length.
 pub fn finish(buf: &mut [u8], seq: u8, cmd: u8, len: usize) -> Result<usize, EncodeError> {

@@ -359,7 +359,7 @@ impl<T: Read + Write> SerialBus<T> {
         let mut payload = [0u8; MAX_PAYLOAD];
         let len = req
             .encode_payload(&mut payload)
-            .map_err(|e| LinkError::Protocol(e.to_string()))?;
+            .map_err(LinkError::Encode)?;
         // The board answers when the whole operation has run: wait for that, not a frame's
         // time (a resend would only wait in its receive FIFO and be answered from the copy).
         let frame_timeout = self.timeout;

@@ -4,9 +4,9 @@
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum LinkError {
-    /// The port reported an error or closed.
-    #[error("serial link lost: {0}")]
-    Gone(String),
+    /// The port reported an error or closed (the port's error is the source).
+    #[error("serial link lost")]
+    Gone(#[source] PortError),
     /// No valid answer after every retry.
     #[error("no answer from the board after {tries} tries ({timeout_ms} ms each)")]
     NoAnswer {
@@ -65,6 +65,10 @@ pub enum LinkError {
         /// Why, as the board's detail code says.
         what: &'static str,
     },
+    /// The host could not encode a request frame (a request too long for a frame: a bug in
+    /// the host, the cause is the error's source).
+    #[error("could not encode a request to the board")]
+    Encode(#[source] systole_firmware::frame::EncodeError),
     /// The board's answer does not fit the request.
     #[error("unexpected answer from the board: {0}")]
     Protocol(String),
@@ -77,4 +81,35 @@ pub enum LinkError {
         "the board restarted during the operation (reset or power loss): the operation in progress was lost; run it again"
     )]
     BoardRestarted,
+}
+
+/// The port's error behind [`LinkError::Gone`]: shared, so the link error stays `Clone`, and
+/// equal to another when kind and message are (what tests compare).
+#[derive(Debug, Clone)]
+pub struct PortError(pub std::sync::Arc<std::io::Error>);
+
+impl From<std::io::Error> for PortError {
+    fn from(e: std::io::Error) -> Self {
+        PortError(e.into())
+    }
+}
+
+impl PartialEq for PortError {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.kind() == other.0.kind() && self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for PortError {}
+
+impl std::fmt::Display for PortError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for PortError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
 }

@@ -87,6 +87,26 @@ fn a_link_error_is_printed_once_in_the_chain() {
     assert_eq!(text.matches("no answer").count(), 1, "{text}");
 }
 
+#[test]
+fn a_lost_port_and_an_unencodable_request_keep_their_cause_as_the_source() {
+    use std::error::Error as _;
+    let io = std::io::Error::new(ErrorKind::BrokenPipe, "pipe broke");
+    let gone = LinkError::Gone(io.into());
+    assert_eq!(
+        gone.source().map(|s| s.to_string()).as_deref(),
+        Some("pipe broke")
+    );
+    assert_eq!(
+        crate::error_chain(&gone),
+        "serial link lost: pipe broke",
+        "the cause printed once"
+    );
+    let enc = LinkError::Encode(frame::EncodeError::BufferTooSmall);
+    assert!(enc
+        .source()
+        .is_some_and(|s| s.to_string().contains("too small")));
+}
+
 /// A line whose board refuses every request with `code` and `detail`.
 struct RefusingLine {
     heard: Box<Decoder>,
