@@ -284,7 +284,7 @@ fn write_models(
     let soc = match soc {
         Ok(n) => format!(
             "Ok(ImageModel {{ size: {n}, clock_hz: {SOC_CLOCK_HZ}, baud: {SOC_BAUD}, linked: &SYSTOLE_SOC, loader: Some(Loader {{ ram_bytes: {}, fm_depth: {BRIDGE_FM_DEPTH} }}) }})",
-            systole_core::soc::DEFAULT_RAM_BYTES
+            systole_core::soc::SIM_RAM_BYTES
         ),
         Err(why) => format!("Err({why:?})"),
     };

@@ -93,6 +93,10 @@ pub struct Board {
     pub io_standard: &'static str,
     /// Resource budget of the part.
     pub budget: Budget,
+    /// RAM of the SoC (`systole bitstream --soc`) on this board, from `systole_core::soc`: the
+    /// image's 64 KiB where the conv unit takes the block RAM (A7-35T), 256 KiB where a
+    /// training run fits (A7-100T); `None` where there is no SoC (iCE40).
+    pub soc_ram_bytes: Option<u32>,
     /// Board name for `openFPGALoader -b`.
     pub loader_board: &'static str,
 }

@@ -28,8 +28,10 @@ pub fn boards_table() -> String {
         if let Some(c) = soc::largest_conv_unit(b) {
             let _ = write!(
                 largest,
-                "; beside the CPU {0}x{0} with {1} words",
-                c.size, c.fm_depth
+                "; beside the CPU {0}x{0} with {1} words and {2} KiB RAM",
+                c.size,
+                c.fm_depth,
+                soc::ram_bytes(b) / 1024
             );
         }
         let bram = match b.family {
@@ -65,8 +67,13 @@ mod tests {
             arty.contains("xc7a35ticsg324-1L")
                 && arty.contains("9x9")
                 && arty.contains("; 9x9 with 8192 words")
-                && arty.contains("; beside the CPU 8x8 with 4096 words"),
+                && arty.contains("; beside the CPU 8x8 with 4096 words and 64 KiB RAM"),
             "{arty}"
+        );
+        let nexys = t.lines().find(|l| l.starts_with("nexys-a7-100")).unwrap();
+        assert!(
+            nexys.contains("KiB RAM") && nexys.ends_with(" and 256 KiB RAM"),
+            "{nexys}"
         );
         let ice = t.lines().find(|l| l.starts_with("icebreaker")).unwrap();
         // The UP5K runs its logic on half the 12 MHz oscillator.

@@ -16,7 +16,7 @@ use super::tools::{self, files, ResourceReport};
 use super::{generate, model, Board, BoardError, Family};
 use std::path::Path;
 use systole_core::bridge::BAUD;
-use systole_core::soc::DEFAULT_RAM_BYTES;
+use systole_core::soc::BASE_RAM_BYTES;
 use systole_core::soc::RX_FIFO_BYTES;
 use systole_core::ArrayConfig;
 use systole_hdl::soc::{generate_soc_verilog, SocOptions, VEXRISCV_FILE};
@@ -41,6 +41,12 @@ pub const SOC_LOGIC: (u32, u32, u32) = (16_800 - 14_313, 14_775 - 13_003, 4);
 /// Data bits of a RAMB18 at 32 bits wide (512 x 32) and at 8 bits wide (2048 x 8).
 const RAMB18_BITS: u64 = 16 * 1024;
 
+/// The SoC's RAM on `board` (the table's `soc_ram_bytes`; the image's own 64 KiB for a board
+/// without a SoC entry).
+pub fn ram_bytes(board: &Board) -> u32 {
+    board.soc_ram_bytes.unwrap_or(BASE_RAM_BYTES)
+}
+
 /// Where the SoC's block RAM goes, in RAMB18 (a RAMB36 counts two): the CPU, its RAM, the UART
 /// FIFO, the A/B operand buffers and the conv unit's feature-map copies.
 pub fn bram_parts(board: &Board, cfg: &ArrayConfig) -> [(&'static str, u32); 5] {
@@ -55,7 +61,7 @@ pub fn bram_parts(board: &Board, cfg: &ArrayConfig) -> [(&'static str, u32); 5] 
     let blocks = |bytes: u64| (bytes * 8).div_ceil(RAMB18_BITS) as u32;
     [
         ("CPU", CPU_RAMB18),
-        ("RAM", blocks(u64::from(DEFAULT_RAM_BYTES))),
+        ("RAM", blocks(u64::from(ram_bytes(board)))),
         ("UART FIFO", blocks(RX_FIFO_BYTES as u64)),
         ("A/B buffers", fm.brams),
         ("feature maps", acc.brams - fm.brams),
@@ -138,7 +144,7 @@ pub fn soc_files(
             what,
         });
     }
-    let ram_words = DEFAULT_RAM_BYTES as usize / 4;
+    let ram_words = ram_bytes(board) as usize / 4;
     if image.is_empty() || image.len() > ram_words {
         return Err(BoardError::FirmwareImage {
             words: image.len(),
@@ -150,7 +156,7 @@ pub fn soc_files(
         baud: BAUD,
         reset_active_low: board.reset.active_low,
         led_active_low: board.leds.first().is_some_and(|l| l.active_low),
-        ram_bytes: DEFAULT_RAM_BYTES,
+        ram_bytes: ram_bytes(board),
         fm_depth: cfg.fm_depth,
         ram_init: Some(FIRMWARE_HEX.into()),
         backdoor: false,

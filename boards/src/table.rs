@@ -7,6 +7,7 @@
 //! product table (DS180) and Lattice's iCE40 UltraPlus data sheet (FPGA-DS-02008).
 
 use super::{Board, Budget, Family, Pin};
+use systole_core::soc::{BASE_RAM_BYTES, TRAINING_RAM_BYTES};
 
 const fn pin(site: &'static str) -> Pin {
     Pin {
@@ -70,6 +71,7 @@ pub(super) static BOARDS: [Board; 5] = [
         reset: pin_n("C2"),
         io_standard: "LVCMOS33",
         budget: XC7A35T,
+        soc_ram_bytes: Some(BASE_RAM_BYTES),
         loader_board: "arty_a7_35t",
     },
     // Arty-A7-100-Master.xdc: same pinout as the 35T.
@@ -88,6 +90,7 @@ pub(super) static BOARDS: [Board; 5] = [
         reset: pin_n("C2"),
         io_standard: "LVCMOS33",
         budget: XC7A100T,
+        soc_ram_bytes: Some(TRAINING_RAM_BYTES),
         loader_board: "arty_a7_100t",
     },
     // Basys-3-Master.xdc: clk W5, RsRx B18 (into the FPGA), RsTx A18, led[0..3] U16 E19 U19
@@ -107,6 +110,7 @@ pub(super) static BOARDS: [Board; 5] = [
         reset: pin("U18"),
         io_standard: "LVCMOS33",
         budget: XC7A35T,
+        soc_ram_bytes: Some(BASE_RAM_BYTES),
         loader_board: "basys3",
     },
     // Nexys-A7-100T-Master.xdc: CLK100MHZ E3, UART_TXD_IN C4 (into the FPGA), UART_RXD_OUT
@@ -126,6 +130,7 @@ pub(super) static BOARDS: [Board; 5] = [
         reset: pin_n("C12"),
         io_standard: "LVCMOS33",
         budget: XC7A100T,
+        soc_ram_bytes: Some(TRAINING_RAM_BYTES),
         loader_board: "nexys_a7_100",
     },
     // icebreaker.pcf (1BitSquared v1.0): CLK 35 (12 MHz), RX 6 (into the FPGA), TX 9,
@@ -146,6 +151,7 @@ pub(super) static BOARDS: [Board; 5] = [
         reset: pin_n("10"),
         io_standard: "LVCMOS33",
         budget: ICE40UP5K,
+        soc_ram_bytes: None,
         loader_board: "ice40_generic",
     },
 ];

@@ -3,8 +3,8 @@
 //! decodes; the SoC's HDL, the firmware's MMIO layer and the hardware guide all read it.
 //!
 //! * On-chip RAM from [`RAM_BASE`]: holds the firmware image (code, data, stack) and the
-//!   CPU resets to [`RESET_VECTOR`]. Its size is a build parameter of the SoC, readable at
-//!   [`SYS_RAM_BYTES`].
+//!   CPU resets to [`RESET_VECTOR`]. Its size is a build parameter of the SoC (per board:
+//!   [`BASE_RAM_BYTES`] or [`TRAINING_RAM_BYTES`]), readable at [`SYS_RAM_BYTES`].
 //! * Peripherals at or above [`MMIO_BASE`] (address bit 31 set): VexRiscv's data cache passes
 //!   such accesses straight to the bus, so every read and write reaches the device. Every
 //!   address in the MMIO range answers (unmapped reads return 0, unmapped writes are ignored):
@@ -24,8 +24,19 @@ use crate::field::Field;
 pub const RAM_BASE: u32 = 0x0000_0000;
 /// Where the CPU starts after reset (`externalResetVector`).
 pub const RESET_VECTOR: u32 = RAM_BASE;
-/// RAM size of the default SoC build, in bytes.
-pub const DEFAULT_RAM_BYTES: u32 = 64 * 1024;
+/// RAM the firmware image is linked for, in bytes: its code, statics and stack lie in the
+/// first `BASE_RAM_BYTES` of every SoC's RAM, so one image runs on every board, and the RAM
+/// above it (up to [`SYS_RAM_BYTES`]) is free for the training step's heap and a resident data
+/// set. The RAM of the SoC on the A7-35T boards (Arty A7-35T, Basys 3), whose block RAM the conv
+/// unit's feature maps take (an 8x8 SoC with 4096 map words uses 91 of their 100 RAMB18 with it).
+pub const BASE_RAM_BYTES: u32 = 64 * 1024;
+/// RAM of the SoC on the boards whose block RAM holds a training run (the A7-100T boards: Arty
+/// A7-100T, Nexys A7-100T; 270 RAMB18): 128 RAMB18, so an 8x8 SoC with 4096 map words takes 187
+/// of them (with 8192 words 219). Room above the image for the step's heap and the digits
+/// training set at a byte per pixel (`cargo run -p systole-soc-image --bin step-budget`).
+pub const TRAINING_RAM_BYTES: u32 = 256 * 1024;
+/// RAM of the simulated SoC (`systole-board-sim --soc`): a board that can hold a training run.
+pub const SIM_RAM_BYTES: u32 = TRAINING_RAM_BYTES;
 
 /// Bytes of the firmware's tensor store (operands and results of the board operations,
 /// `systole_firmware::store`): a static array in RAM beside the image and the stack, so the
@@ -33,7 +44,7 @@ pub const DEFAULT_RAM_BYTES: u32 = 64 * 1024;
 /// 16 KiB (8192 words) holds a digits-MLP training step's operands and its largest result
 /// (at most about 6,800 words at once, batch 32); with the image (about 40 KB now that the
 /// tile and conv drivers run on the board) and the 8 KiB stack it leaves about 1 KB of the
-/// 64 KiB RAM free.
+/// image's 64 KiB ([`BASE_RAM_BYTES`]) free.
 pub const TENSOR_STORE_BYTES: u32 = 16 * 1024;
 
 /// First MMIO address: bit 31 set bypasses the CPU's data cache.
@@ -140,6 +151,7 @@ mod tests {
                 assert!(a + la <= b || b + lb <= a, "{a:#x} overlaps {b:#x}");
             }
         }
-        const { assert!(RAM_BASE + DEFAULT_RAM_BYTES <= MMIO_BASE) };
+        const { assert!(RAM_BASE + TRAINING_RAM_BYTES <= MMIO_BASE) };
+        const { assert!(BASE_RAM_BYTES <= SIM_RAM_BYTES && SIM_RAM_BYTES.is_power_of_two()) };
     }
 }

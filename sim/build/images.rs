@@ -75,7 +75,7 @@ pub fn soc_options() -> systole_hdl::soc::SocOptions {
         baud: SOC_BAUD,
         reset_active_low: true,
         led_active_low: false,
-        ram_bytes: systole_core::soc::DEFAULT_RAM_BYTES,
+        ram_bytes: systole_core::soc::SIM_RAM_BYTES,
         fm_depth: BRIDGE_FM_DEPTH,
         ram_init: None,
         backdoor: true,

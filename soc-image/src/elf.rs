@@ -5,7 +5,7 @@ use crate::Budget;
 use object::elf::{EM_RISCV, PT_LOAD, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS};
 use object::read::elf::{ElfFile32, FileHeader, ProgramHeader, SectionHeader};
 use object::Endianness;
-use systole_core::soc::{DEFAULT_RAM_BYTES, RAM_BASE};
+use systole_core::soc::{BASE_RAM_BYTES, RAM_BASE};
 use systole_firmware::soc::STACK_RESERVE_BYTES;
 
 /// Why an ELF is not a loadable SoC image.
@@ -22,7 +22,7 @@ pub enum ElfError {
     #[error("the firmware ELF is for machine {0}, not RISC-V")]
     NotRiscv(u16),
     /// A loadable part lies outside the SoC's RAM.
-    #[error("{what} at {addr:#x}..{end:#x} lies outside the SoC's RAM ({RAM_BASE:#x}..{:#x})", RAM_BASE + DEFAULT_RAM_BYTES)]
+    #[error("{what} at {addr:#x}..{end:#x} lies outside the SoC's RAM ({RAM_BASE:#x}..{:#x})", RAM_BASE + BASE_RAM_BYTES)]
     OutsideRam {
         /// Segment or section.
         what: String,
@@ -70,7 +70,7 @@ pub fn flatten(elf: &[u8]) -> Result<Flat, ElfError> {
     if machine != EM_RISCV.0 {
         return Err(ElfError::NotRiscv(machine));
     }
-    let ram = u64::from(RAM_BASE)..u64::from(RAM_BASE) + u64::from(DEFAULT_RAM_BYTES);
+    let ram = u64::from(RAM_BASE)..u64::from(RAM_BASE) + u64::from(BASE_RAM_BYTES);
     let mut bytes = Vec::new();
     for ph in file.elf_program_headers() {
         let size = u64::from(ph.p_filesz(e));
@@ -91,7 +91,7 @@ pub fn flatten(elf: &[u8]) -> Result<Flat, ElfError> {
     let mut budget = Budget {
         stack_reserve: STACK_RESERVE_BYTES,
         tensor_store: systole_core::soc::TENSOR_STORE_BYTES,
-        ram: DEFAULT_RAM_BYTES,
+        ram: BASE_RAM_BYTES,
         image: bytes.len() as u32,
         ..Budget::default()
     };

@@ -19,6 +19,7 @@
 //! let words: Vec<u32> = image.words().collect(); // RAM init, word 0 at RAM_BASE
 //! ```
 
+pub mod board_fit;
 mod budget;
 mod elf;
 pub mod step_ram;

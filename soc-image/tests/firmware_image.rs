@@ -1,6 +1,6 @@
 //! The real firmware image: it builds for the SoC, fits its RAM, and lays out as the CPU boots.
 
-use systole_core::soc::{DEFAULT_RAM_BYTES, RAM_BASE, RESET_VECTOR};
+use systole_core::soc::{BASE_RAM_BYTES, RAM_BASE, RESET_VECTOR};
 
 #[test]
 fn the_firmware_builds_fits_and_boots_from_the_reset_vector() {
@@ -8,7 +8,7 @@ fn the_firmware_builds_fits_and_boots_from_the_reset_vector() {
     let b = image.budget;
     println!("{b}");
     assert!(b.fits(), "{b}");
-    assert_eq!(b.ram, DEFAULT_RAM_BYTES);
+    assert_eq!(b.ram, BASE_RAM_BYTES);
     assert!(
         b.text > 1024,
         "the protocol server is more than 1 KiB of code: {b}"

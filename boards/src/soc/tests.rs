@@ -33,7 +33,7 @@ fn generated_files_hold_the_soc_the_image_and_the_board() {
     );
     // Every RAM word, the image first, then zeros.
     let words: Vec<&str> = hex.lines().collect();
-    assert_eq!(words.len(), DEFAULT_RAM_BYTES as usize / 4);
+    assert_eq!(words.len(), BASE_RAM_BYTES as usize / 4);
     assert_eq!(words[..4], ["00000297", "deadbeef", "00000007", "00000000"]);
     assert!(words[3..].iter().all(|w| *w == "00000000"));
     for port in ["clock", "reset_pin", "uart_rx", "uart_tx", "led0", "led1"] {
@@ -87,7 +87,7 @@ fn a_soc_that_cannot_fit_is_refused_before_any_file() {
 #[test]
 fn a_missing_or_oversized_image_is_refused() {
     let arty = find("arty-a7-35").unwrap();
-    let too_big = vec![0; DEFAULT_RAM_BYTES as usize / 4 + 1];
+    let too_big = vec![0; BASE_RAM_BYTES as usize / 4 + 1];
     for image in [&[][..], &too_big[..]] {
         let e = soc_files(arty, &conv(4, 0), image).unwrap_err().to_string();
         assert!(
@@ -95,6 +95,38 @@ fn a_missing_or_oversized_image_is_refused() {
             "{e}"
         );
     }
+}
+
+#[test]
+fn each_board_builds_the_soc_with_its_own_ram() {
+    use systole_core::soc::TRAINING_RAM_BYTES;
+    for (name, ram) in [
+        ("arty-a7-35", BASE_RAM_BYTES),
+        ("basys3", BASE_RAM_BYTES),
+        ("arty-a7-100", TRAINING_RAM_BYTES),
+        ("nexys-a7-100", TRAINING_RAM_BYTES),
+    ] {
+        let board = find(name).unwrap();
+        assert_eq!(ram_bytes(board), ram, "{name}");
+        let f = soc_files(board, &conv(8, 4096), &[0x13]).unwrap();
+        assert_eq!(
+            f[1].1.lines().count(),
+            ram as usize / 4,
+            "{name}: hex words"
+        );
+        assert!(
+            f[0].1
+                .contains(&format!("reg [31:0] ram [0:{}];", ram / 4 - 1)),
+            "{name}: the Verilog's RAM"
+        );
+        // A RAMB18 holds 2 KiB: the RAM's share of the block RAM follows its size.
+        let parts = bram_parts(board, &conv(8, 4096));
+        assert_eq!(parts[1], ("RAM", ram / 2048), "{name}");
+    }
+    // 8x8 with 4096 words and 256 KiB on the A7-100T: 59 + 128 of its 270 RAMB18.
+    let a100 = find("arty-a7-100").unwrap();
+    assert_eq!(estimate(a100, &conv(8, 4096)).brams, 91 - 32 + 128);
+    assert!(clearly_too_big(a100, &conv(8, 8192)).is_none());
 }
 
 #[test]

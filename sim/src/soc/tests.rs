@@ -140,7 +140,7 @@ fn bad_images_are_refused() {
     if soc(&id_program()).is_none() {
         return;
     }
-    for image in [vec![], vec![0u8; DEFAULT_RAM_BYTES as usize + 1]] {
+    for image in [vec![], vec![0u8; SIM_RAM_BYTES as usize + 1]] {
         let e = VerilatedSoc::new(&image).err().unwrap();
         assert!(matches!(e, SimError::Image(_)), "{e}");
         assert!(e.to_string().contains("program image"), "{e}");

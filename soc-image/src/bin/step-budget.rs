@@ -1,7 +1,7 @@
 //! The training step on the SoC's CPU: its code (the `rv32_probe` example of `systole-step`,
 //! built for riscv32imac by `./x test`) and the RAM one step of each model needs (measured by
 //! running the same step here with a counting allocator), beside the firmware image and its
-//! stack, against the SoC's RAM. `./x test` prints it:
+//! stack, against each board's SoC RAM (the RAM budget table). `./x test` prints it:
 //!
 //! ```sh
 //! cargo run -p systole-soc-image --bin step-budget -- target/riscv32imac-unknown-none-elf/release/examples/rv32_probe
@@ -10,6 +10,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use systole_soc_image::board_fit::{table, Need};
 use systole_soc_image::step_ram::{peak_step_heap, Case, CASES};
 
 /// The system allocator, counting the bytes in use and their peak.
@@ -72,11 +73,15 @@ fn main() -> ExitCode {
     };
     println!(
         "training step on the SoC's CPU (riscv32imac): code {code} B (text + rodata + data of the \
-         step, alloc, libm and soft-float; an upper bound: the firmware shares part of it)"
+         step, alloc, libm and soft-float; an upper bound: the firmware shares part of it); \
+         firmware statics {} B, stack {} B; step heap measured here (64-bit pointers: an upper \
+         bound for RV32); training set at a byte per pixel and label",
+        firmware.statics, firmware.stack_reserve
     );
-    for case in CASES {
-        let heap = measure(case);
-        println!("{}", case.verdict(heap, code, &firmware));
-    }
+    let rows: Vec<(&Case, Need)> = CASES
+        .iter()
+        .map(|case| (case, Need::new(case, measure(case), code, &firmware)))
+        .collect();
+    println!("{}", table(&rows));
     ExitCode::SUCCESS
 }
