@@ -40,6 +40,8 @@ pub fn point_config(base: &TrainConfig, point: &DesignPoint, seed: u64) -> Train
         rounding: point.rounding,
         array: point.array,
         seed,
+        word_bits: 16,
+        master_bits: 16,
         shards: None,
         ..base.clone()
     }

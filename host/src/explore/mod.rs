@@ -270,6 +270,8 @@ impl Recipe {
             precision: systole_train::Precision::Fixed16,
             rounding: Rounding::Stochastic,
             array: 8,
+            word_bits: 16,
+            master_bits: 16,
             shards: None,
         };
         cfg.validate()?;
