@@ -86,6 +86,8 @@ pub fn digits_config(size: usize, batch: usize, hidden: usize) -> TrainConfig {
         precision: Precision::Fixed16,
         rounding: Rounding::Stochastic,
         array: size,
+        word_bits: 16,
+        master_bits: 16,
         shards: None,
     }
 }

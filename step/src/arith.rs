@@ -19,7 +19,8 @@ pub struct SaturationCount {
     pub ops: u64,
     /// Re-runs with one fractional bit fewer because an output word saturated.
     pub retries: u64,
-    /// Saturated words (`-32768` or `32767`) in the results kept: those of an operation already
+    /// Saturated words (either end of the W-bit range, `-32768` or `32767` at 16 bits) in the
+    /// results kept: those of an operation already
     /// at its fewest fractional bits, where no retry is possible.
     pub saturated_words: u64,
 }

@@ -1,4 +1,4 @@
-//! 16-bit dynamic fixed point: every matrix product and convolution runs on a [`Products`]
+//! W-bit dynamic fixed point (W from 8 to 16, [`crate::width`]): every matrix product and convolution runs on a [`Products`]
 //! backend (the array); bias, ReLU, pooling and the SGD update run here, on the host or the
 //! board's CPU, under the same contract.
 //!
@@ -6,14 +6,14 @@
 //!
 //! * **Host-side results** (inputs, loss gradients, bias adds, bias gradients, momentum and
 //!   weights after an update) are converted from values the host knows exactly, so each gets the
-//!   largest `frac` (at most `MAX_FRAC`) for which its largest magnitude still fits a word
-//!   ([`frac_for_exact`]): the full 16 bits are used every time.
+//!   largest `frac` (at most `W - 1`) for which its largest magnitude still fits a word
+//!   ([`frac_for_exact_at`]): the full W bits are used every time.
 //! * **Device results** must have their `frac` chosen before the device runs. Each operation
 //!   (named like `layer 2 backward dW`) remembers the `frac` it used last. The first time, a safe
 //!   bound is used (`max|A|·max|B|·K`). After each run: if any output word is saturated, the
 //!   operation is run again with one bit less (a fresh seed, still deterministic); if the largest
-//!   output magnitude is below `2^13`, the next step uses enough more bits to bring it into
-//!   `[2^13, 2^14)`, leaving one bit of headroom for growth.
+//!   output magnitude is below `2^(W-3)` (`2^13` at 16 bits), the next step uses enough more
+//!   bits to bring it into `[2^(W-3), 2^(W-2))`, leaving one bit of headroom for growth.
 //!
 //! A reduction longer than the device limit runs as chunks (the contract's "Long reductions"
 //! rule, `systole_core::split`): each chunk starts at the operation's remembered `frac` and retries on
@@ -21,14 +21,16 @@
 //! the saturated words of kept results are counted per operation name
 //! ([`SaturationCount`], reported in `run.json` and after each epoch).
 //!
-//! Weights are pure 16-bit words (no higher-precision master copy): updates smaller than one
-//! unit in the last place survive only through stochastic rounding, which is why it is the
-//! default. The SGD update is `v = m·v + g`, `w = w - lr·v` with `m` quantized to 15 and `lr`
+//! Weights are W-bit words unless the run keeps master weights wider ([`Widths::master`]: the
+//! weights and momentum the update writes are then `master`-bit words, rounded to W bits right
+//! before each product): updates smaller than one unit in the last place survive only through
+//! stochastic rounding, which is why it is the default. The SGD update is `v = m·v + g`, `w = w - lr·v` with `m` quantized to 15 and `lr`
 //! to 16 fractional bits, each result formed exactly and converted once.
 
 use crate::arith::{max_pool2_backward_slice, max_pool2_slice, Arith, TensorState};
 use crate::offload::Product;
 use crate::seeds::{op_seed, shard_run_seed};
+use crate::width::{fits, frac_for_exact_at, frac_for_max_at, saturate_to, Widths};
 use crate::{numeric, Products, StepError};
 use alloc::collections::BTreeMap;
 use alloc::format;
@@ -42,29 +44,23 @@ use systole_core::Rounding;
 
 pub use crate::arith::SaturationCount;
 
-/// Largest `frac` in `0..=MAX_FRAC` at which `max_abs` fits a word (`MAX_FRAC` for zero).
+/// Largest `frac` in `0..=MAX_FRAC` at which `max_abs` fits a 16-bit word (`MAX_FRAC` for
+/// zero): [`frac_for_max_at`] at 16 bits.
 pub fn frac_for_max(max_abs: f64) -> u32 {
-    // Exact: a power of two times a double, compared with an integer.
-    (0..=systole_core::numeric::MAX_FRAC)
-        .rev()
-        .find(|&f| max_abs * (1u64 << f) as f64 <= 32766.0)
-        .unwrap_or(0)
+    frac_for_max_at(max_abs, systole_core::numeric::WORD_BITS)
 }
 
 /// Largest output `frac` for exact integers with `frac_in` fractional bits and largest
-/// magnitude `max_abs`, within the contract's shift range `0..=MAX_SHIFT`.
+/// magnitude `max_abs`, within the contract's shift range `0..=MAX_SHIFT`: [`frac_for_exact_at`]
+/// at 16 bits.
 pub fn frac_for_exact(max_abs: i64, frac_in: u32) -> u32 {
-    let lo = frac_in.saturating_sub(systole_core::numeric::MAX_SHIFT);
-    let hi = frac_in.min(systole_core::numeric::MAX_FRAC);
-    (lo..=hi)
-        .rev()
-        .find(|&f| (max_abs >> (frac_in - f)) < 32767)
-        .unwrap_or(lo)
+    frac_for_exact_at(max_abs, frac_in, systole_core::numeric::WORD_BITS)
 }
 
-/// [`Arith`] in 16-bit fixed point, offloading products to `P`.
+/// [`Arith`] in W-bit fixed point, offloading products to `P`.
 pub struct Fixed<P> {
     pub(crate) products: P,
+    pub(crate) widths: Widths,
     rounding: Rounding,
     run_seed: u64,
     step: u64,
@@ -78,11 +74,18 @@ pub struct Fixed<P> {
 }
 
 impl<P: Products> Fixed<P> {
-    /// Fixed-point arithmetic with products on `products`, conversions rounded by `rounding`,
-    /// seeds derived from `run_seed`.
+    /// 16-bit fixed-point arithmetic with products on `products`, conversions rounded by
+    /// `rounding`, seeds derived from `run_seed`.
     pub fn new(products: P, rounding: Rounding, run_seed: u64) -> Self {
+        Self::with_widths(products, rounding, run_seed, Widths::FULL)
+    }
+
+    /// [`Fixed::new`] with words of `widths.word()` bits and master weights of
+    /// `widths.master()`.
+    pub fn with_widths(products: P, rounding: Rounding, run_seed: u64, widths: Widths) -> Self {
         Fixed {
             products,
+            widths,
             rounding,
             run_seed,
             step: 0,
@@ -124,8 +127,18 @@ impl<P: Products> Fixed<P> {
         }
     }
 
+    /// The word and master widths.
+    pub fn widths(&self) -> Widths {
+        self.widths
+    }
+
+    /// W.
+    pub(crate) fn w(&self) -> u32 {
+        self.widths.word()
+    }
+
     /// Converts exact integers with `frac_in` (at most 47) fractional bits, e.g. a summed
-    /// gradient, to a tensor with the usual host-side rule (largest frac that fits).
+    /// gradient, to a W-bit tensor with the usual host-side rule (largest frac that fits).
     pub fn from_exact(
         &mut self,
         op: &str,
@@ -134,10 +147,33 @@ impl<P: Products> Fixed<P> {
         v: &[i64],
         frac_in: u32,
     ) -> Result<QMatrix, P::Error> {
-        let frac = frac_for_exact(v.iter().map(|x| x.abs()).max().unwrap_or(0), frac_in);
+        let w = self.w();
+        let frac = frac_for_exact_at(v.iter().map(|x| x.abs()).max().unwrap_or(0), frac_in, w);
         let seed = self.next_seed();
         let data = convert_sequential(v, frac_in - frac, self.rounding, seed);
-        Ok(QMatrix::from_vec(rows, cols, frac, data).map_err(numeric(op))?)
+        let q = QMatrix::from_vec(rows, cols, frac, data).map_err(numeric(op))?;
+        Ok(saturate_to(q, w))
+    }
+
+    /// `q` as W-bit words: itself when it fits, else (a master-width weight) rounded to the
+    /// largest `frac` at which it fits W bits, with its own seed.
+    pub(crate) fn narrow<'q>(
+        &mut self,
+        op: &str,
+        q: &'q QMatrix,
+    ) -> Result<alloc::borrow::Cow<'q, QMatrix>, P::Error> {
+        use alloc::borrow::Cow;
+        let w = self.w();
+        if fits(q, w) {
+            return Ok(Cow::Borrowed(q));
+        }
+        let m = q.data.iter().map(|&x| (x as i64).abs()).max().unwrap_or(0);
+        let frac = frac_for_exact_at(m, q.frac, w);
+        let seed = self.next_seed();
+        let exact = q.data.iter().map(|&x| x as i64);
+        let data = convert_each(exact, q.frac - frac, self.rounding, seed);
+        let n = QMatrix::from_vec(q.rows, q.cols, frac, data).map_err(numeric(op))?;
+        Ok(Cow::Owned(saturate_to(n, w)))
     }
 
     pub(crate) fn spec(&mut self, frac: u32) -> OutputSpec {
@@ -191,8 +227,14 @@ impl<P: Products> Arith for Fixed<P> {
     type Error = P::Error;
 
     fn describe(&self) -> String {
+        let (w, m) = (self.widths.word(), self.widths.master());
+        let master = if m > w {
+            format!(" (master weights {m} bits)")
+        } else {
+            String::new()
+        };
         format!(
-            "fixed16 {} on {}",
+            "fixed{w}{master} {} on {}",
             self.rounding.name(),
             self.products.name()
         )
@@ -211,18 +253,20 @@ impl<P: Products> Arith for Fixed<P> {
         cols: usize,
         v: &[f32],
     ) -> Result<QMatrix, P::Error> {
-        let frac = frac_for_max(v.iter().fold(0f64, |m, &x| m.max((x as f64).abs())));
+        let w = self.w();
+        let frac = frac_for_max_at(v.iter().fold(0f64, |m, &x| m.max((x as f64).abs())), w);
         // 16 extra bits carry the value into the contract's conversion, which then rounds it.
         let scale = (1u64 << (frac + 16)) as f64;
         let exact = v.iter().map(|&x| libm::rint(x as f64 * scale) as i64);
         let seed = self.next_seed();
-        Ok(QMatrix::from_vec(
+        let q = QMatrix::from_vec(
             rows,
             cols,
             frac,
             convert_each(exact, 16, self.rounding, seed),
         )
-        .map_err(numeric(op))?)
+        .map_err(numeric(op))?;
+        Ok(saturate_to(q, w))
     }
 
     fn to_host(&self, t: &QMatrix) -> Vec<f32> {
@@ -234,7 +278,8 @@ impl<P: Products> Arith for Fixed<P> {
     }
 
     fn zeros(&self, rows: usize, cols: usize) -> QMatrix {
-        QMatrix::zeros(rows, cols, 15)
+        // Momentum: kept at the master width.
+        QMatrix::zeros(rows, cols, self.widths.master() - 1)
     }
 
     fn matmul(&mut self, op: &str, a: &QMatrix, b: &QMatrix) -> Result<QMatrix, P::Error> {
@@ -304,8 +349,10 @@ impl<P: Products> Arith for Fixed<P> {
             })
             .max()
             .unwrap_or(0);
-        let spec = self.spec(frac_for_exact(m, f));
-        Ok(elementwise::bias_add(y, bias, repeat, &spec).map_err(numeric(op))?)
+        let w = self.w();
+        let spec = self.spec(frac_for_exact_at(m, f, w));
+        let z = elementwise::bias_add(y, bias, repeat, &spec).map_err(numeric(op))?;
+        Ok(saturate_to(z, w))
     }
 
     fn bias_grad(&mut self, op: &str, dy: &QMatrix, repeat: usize) -> Result<QMatrix, P::Error> {
@@ -320,10 +367,12 @@ impl<P: Products> Arith for Fixed<P> {
         for (i, &v) in dy.data.iter().enumerate() {
             s[(i % dy.cols) / repeat] += v as i64;
         }
-        let frac = frac_for_exact(s.iter().map(|v| v.abs()).max().unwrap_or(0), dy.frac);
+        let w = self.w();
+        let frac = frac_for_exact_at(s.iter().map(|v| v.abs()).max().unwrap_or(0), dy.frac, w);
         let seed = self.next_seed();
         let data = convert_sequential(&s, dy.frac - frac, self.rounding, seed);
-        Ok(QMatrix::from_vec(1, s.len(), frac, data).map_err(numeric(op))?)
+        let q = QMatrix::from_vec(1, s.len(), frac, data).map_err(numeric(op))?;
+        Ok(saturate_to(q, w))
     }
 
     fn relu(&self, x: &QMatrix) -> QMatrix {
@@ -372,20 +421,25 @@ impl<P: Products> Arith for Fixed<P> {
         let lr_q = quantize(lr);
         // The exact values are computed twice (for their largest magnitude, then to convert
         // them) rather than stored: a tensor of i64 is four times the words' RAM.
+        // Momentum and weights are kept at the master width (W unless the run keeps wider
+        // master weights).
+        let mb = self.widths.master();
         // v = m·v + g, exact with MU_FRAC + v.frac (>= 15 >= g.frac) fractional bits.
         let f2 = MU_FRAC + v.frac;
         let vx = || momentum_sums(&v.data, &g.data, mu_q, f2 - g.frac);
-        let vf = frac_for_exact(vx().map(i64::abs).max().unwrap_or(0), f2);
+        let vf = frac_for_exact_at(vx().map(i64::abs).max().unwrap_or(0), f2, mb);
         let seed = self.next_seed();
         let data = convert_each(vx(), f2 - vf, self.rounding, seed);
-        *v = QMatrix::from_vec(v.rows, v.cols, vf, data).map_err(numeric(op))?;
+        let nv = QMatrix::from_vec(v.rows, v.cols, vf, data).map_err(numeric(op))?;
+        *v = saturate_to(nv, mb);
         // w = w - lr·v, exact with LR_FRAC + v.frac (>= 16 > w.frac) fractional bits.
         let f3 = LR_FRAC + v.frac;
         let wx = || update_sums(&w.data, &v.data, lr_q, f3 - w.frac);
-        let wf = frac_for_exact(wx().map(i64::abs).max().unwrap_or(0), f3);
+        let wf = frac_for_exact_at(wx().map(i64::abs).max().unwrap_or(0), f3, mb);
         let seed = self.next_seed();
         let data = convert_each(wx(), f3 - wf, self.rounding, seed);
-        *w = QMatrix::from_vec(w.rows, w.cols, wf, data).map_err(numeric(op))?;
+        let nw = QMatrix::from_vec(w.rows, w.cols, wf, data).map_err(numeric(op))?;
+        *w = saturate_to(nw, mb);
         Ok(())
     }
 
@@ -400,8 +454,17 @@ impl<P: Products> Arith for Fixed<P> {
 
     fn load(&self, s: &TensorState) -> Result<QMatrix, P::Error> {
         match s {
-            TensorState::Fixed { rows, cols, frac, data } => QMatrix::from_vec(*rows, *cols, *frac, data.clone())
-                .map_err(|e| StepError::Checkpoint(format!("bad fixed-point tensor: {e}")).into()),
+            TensorState::Fixed { rows, cols, frac, data } => {
+                let q = QMatrix::from_vec(*rows, *cols, *frac, data.clone())
+                    .map_err(|e| StepError::Checkpoint(format!("bad fixed-point tensor: {e}")))?;
+                let m = self.widths.master();
+                if !fits(&q, m) {
+                    return Err(StepError::Checkpoint(format!(
+                        "a tensor of {frac} fractional bits or with words outside {m} bits, but this run keeps {m}-bit weights (was it written with another --word-bits or --master-bits?)"
+                    )).into());
+                }
+                Ok(q)
+            }
             TensorState::Float { .. } => Err(StepError::Checkpoint(
                 "the checkpoint holds float tensors but this run is fixed point (was it written with another --precision?)".into(),
             ).into()),

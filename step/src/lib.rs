@@ -29,12 +29,14 @@ mod offload;
 pub mod products;
 pub mod seeds;
 pub mod step;
+pub mod width;
 
 pub use arith::{Arith, SaturationCount, TensorState};
 pub use fixed::Fixed;
 pub use products::Products;
 pub use systole_core::conv2d::Conv2dGeom;
 pub use systole_core::tensor::{NumericError, OutputSpec, QMatrix};
+pub use width::Widths;
 
 use alloc::string::String;
 
@@ -70,6 +72,17 @@ pub enum StepError {
     /// A checkpoint's tensor cannot be used.
     #[error("checkpoint: {0}")]
     Checkpoint(String),
+    /// A word width outside `MIN_WORD_BITS..=WORD_BITS`.
+    #[error("a word width of {0} bits is outside {min}..={max}: choose --word-bits from {min} to {max}", min = width::MIN_WORD_BITS, max = systole_core::numeric::WORD_BITS)]
+    WordBits(u32),
+    /// Master weights narrower than the words or wider than 16 bits.
+    #[error("master weights of {master} bits with {word}-bit words: choose --master-bits from {word} to {max} (at least --word-bits)", max = systole_core::numeric::WORD_BITS)]
+    MasterBits {
+        /// W.
+        word: u32,
+        /// The master width asked for.
+        master: u32,
+    },
     /// The backward pass produced no gradient for a parameter (a bug in the layer list).
     #[error("no gradient for parameter {0}")]
     NoGradient(usize),
@@ -85,3 +98,5 @@ pub(crate) fn numeric(op: &str) -> impl Fn(NumericError) -> StepError + '_ {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod width_tests;

@@ -2,7 +2,8 @@
 //! the split of a reduction longer than the contract's limit into chunks (the contract's "Long
 //! reductions" rule, `systole_core::split`) and the saturation counters.
 
-use crate::fixed::{add_exact_at, frac_for_max, Fixed};
+use crate::fixed::{add_exact_at, Fixed};
+use crate::width::{frac_for_max_at, saturate_to, saturated_at};
 use crate::{numeric, Products, StepError};
 use alloc::format;
 use alloc::string::String;
@@ -101,13 +102,6 @@ fn max_abs(m: &QMatrix) -> f64 {
         .max()
         .unwrap_or(0) as f64
         / (1u64 << m.frac) as f64
-}
-
-fn saturated(y: &QMatrix) -> u64 {
-    y.data
-        .iter()
-        .filter(|&&w| w == i16::MAX || w == i16::MIN)
-        .count() as u64
 }
 
 /// A chunk's geometry: `g` with its reduction dimension cut to `units` (input channels of a
@@ -220,20 +214,24 @@ impl<P: Products> Fixed<P> {
         a: &QMatrix,
         b: &QMatrix,
     ) -> Result<QMatrix, P::Error> {
+        // Master-width weights are rounded to W bits first: the array sees W-bit words only.
+        let (a, b) = (self.narrow(op, a)?, self.narrow(op, b)?);
+        let (a, b) = (a.as_ref(), b.as_ref());
+        let w = self.w();
         let p = Self::chunks(op, kind, a, b)?;
         let frac_in = a.frac + b.frac;
         let bound = max_abs(a) * max_abs(b) * p.k as f64;
         let chunks = p.len();
         let (lo, hi) = (
             frac_in.saturating_sub(systole_core::numeric::MAX_SHIFT),
-            frac_in.min(systole_core::numeric::MAX_FRAC),
+            frac_in.min(w - 1),
         );
         let key = self.frac_key(op);
         let start = self
             .fracs
             .get(&key)
             .copied()
-            .unwrap_or_else(|| frac_for_max(bound))
+            .unwrap_or_else(|| frac_for_max_at(bound, w))
             .clamp(lo, hi);
         let mut next = hi;
         let mut parts = Vec::with_capacity(chunks);
@@ -244,10 +242,11 @@ impl<P: Products> Fixed<P> {
                 if chunks > 1 {
                     spec.seed = chunk_seed(spec.seed, j);
                 }
-                let y = self.run_chunk(op, kind, &p, j, &spec)?;
+                // The 16-bit backend's words saturated to W: the W-bit conversion exactly.
+                let y = saturate_to(self.run_chunk(op, kind, &p, j, &spec)?, w);
                 let count = self.saturation.entry(String::from(op)).or_default();
                 count.ops += 1;
-                let sat = saturated(&y);
+                let sat = saturated_at(&y, w);
                 if frac > lo && sat > 0 {
                     count.retries += 1;
                     frac -= 1;
@@ -262,8 +261,9 @@ impl<P: Products> Fixed<P> {
                 .map(|&w| (w as i32).unsigned_abs())
                 .max()
                 .unwrap_or(0);
-            next = next.min(if m > 0 && m < 1 << 13 {
-                frac + (14 - (32 - m.leading_zeros()))
+            // Grow a small result into [2^(W-3), 2^(W-2)): one bit of headroom.
+            next = next.min(if m > 0 && m < 1 << (w - 3) {
+                frac + ((w - 2) - (32 - m.leading_zeros()))
             } else {
                 frac
             });
@@ -284,7 +284,7 @@ impl<P: Products> Fixed<P> {
         if y.frac == 0 {
             // The sum did not fit even without fractional bits: its extreme words saturated.
             let count = self.saturation.entry(String::from(op)).or_default();
-            count.saturated_words += saturated(&y);
+            count.saturated_words += saturated_at(&y, w);
         }
         Ok(y)
     }

@@ -13,10 +13,11 @@ use systole_core::numeric::convert;
 use systole_core::tensor::{OutputSpec, QMatrix};
 use systole_core::Rounding;
 
-/// `A·B` by the definition; remembers every output spec it was given.
+/// `A·B` by the definition; remembers every output spec and operand pair it was given.
 #[derive(Default)]
-struct Exact {
-    specs: Vec<OutputSpec>,
+pub(crate) struct Exact {
+    pub(crate) specs: Vec<OutputSpec>,
+    pub(crate) operands: Vec<(QMatrix, QMatrix)>,
 }
 
 impl Products for Exact {
@@ -35,6 +36,7 @@ impl Products for Exact {
     ) -> Result<QMatrix, StepError> {
         assert_ne!(spec.rounding, Rounding::Stochastic, "only exact modes here");
         self.specs.push(*spec);
+        self.operands.push((a.clone(), b.clone()));
         let shift = a.frac + b.frac - spec.frac;
         let mut data = Vec::new();
         for i in 0..a.rows {

@@ -128,6 +128,8 @@ mod tests {
             precision: super::super::Precision::F32,
             rounding: systole_core::Rounding::NearestEven,
             array: 8,
+            word_bits: 16,
+            master_bits: 16,
             shards: None,
         };
         let mut old = serde_json::to_value(&now).unwrap();

@@ -1,4 +1,4 @@
-//! 16-bit dynamic fixed point on a [`Device`]: the step is `systole_step`'s
+//! W-bit dynamic fixed point on a [`Device`]: the step is `systole_step`'s
 //! ([`systole_step::fixed`]: the format rules, retries, seeds, chunks, bias, ReLU, pooling and
 //! the update, the one implementation the board's CPU runs too); this module gives it its
 //! products on a `Device` ([`DeviceProducts`]) and, under `--check`, recomputes each product in
@@ -11,7 +11,7 @@ use systole_golden::{self as golden, Conv2dGeom, NumericError, OutputSpec};
 use systole_step::Products;
 
 pub use systole_step::fixed::{add_exact_at, frac_for_exact, frac_for_max, shard_key, Fixed};
-pub use systole_step::SaturationCount;
+pub use systole_step::{SaturationCount, Widths};
 
 /// [`Fixed`] with its products on a [`Device`]: the trainer's fixed-point arithmetic.
 pub type FixedArith = Fixed<DeviceProducts>;
@@ -25,6 +25,19 @@ pub fn on_device(
     check: bool,
 ) -> FixedArith {
     Fixed::new(DeviceProducts { device, check }, rounding, run_seed)
+}
+
+/// [`on_device`] with words of `widths.word()` bits (W) and master weights of
+/// `widths.master()`: the device runs each product at 16 bits and the step saturates its words
+/// to W, which is the W-bit conversion bit for bit (`systole_step::width`).
+pub fn on_device_at(
+    device: Box<dyn Device>,
+    rounding: systole_core::Rounding,
+    run_seed: u64,
+    check: bool,
+    widths: systole_step::Widths,
+) -> FixedArith {
+    Fixed::with_widths(DeviceProducts { device, check }, rounding, run_seed, widths)
 }
 
 /// The step's products on a [`Device`], each checked against the golden model under `--check`.

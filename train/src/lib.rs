@@ -170,6 +170,14 @@ pub struct TrainConfig {
     pub rounding: Rounding,
     /// Array size (fixes the stochastic-rounding order of device results).
     pub array: usize,
+    /// Fixed point: the word width W in bits (8 to 16) of every word the array computes with
+    /// (checkpoints from before W was a parameter have none and trained at 16).
+    #[serde(default = "full_width")]
+    pub word_bits: u32,
+    /// Fixed point: the width of the weights and momentum the update keeps (W to 16; W: no
+    /// wider master copy), see `systole_step::width`.
+    #[serde(default = "full_width")]
+    pub master_bits: u32,
     /// Data-parallel shards per global batch (fixed16 only; None: the classic unsharded step).
     /// The result depends on this number, never on how many ranks share the shards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -178,6 +186,10 @@ pub struct TrainConfig {
 
 fn constant_rate() -> f32 {
     1.0
+}
+
+fn full_width() -> u32 {
+    systole_core::numeric::WORD_BITS
 }
 
 impl TrainConfig {
@@ -210,6 +222,10 @@ impl TrainConfig {
         if self.train_limit == Some(0) {
             return bad("--limit must be at least 1");
         }
+        self.widths()?;
+        if self.precision != Precision::Fixed16 && (self.word_bits, self.master_bits) != (16, 16) {
+            return bad("--word-bits and --master-bits are widths of fixed point: use them with --precision fixed16 (the default)");
+        }
         if let Some(s) = self.shards {
             if s == 0 {
                 return bad("--shards must be at least 1");
@@ -225,6 +241,11 @@ impl TrainConfig {
             }
         }
         Ok(())
+    }
+
+    /// The fixed-point widths of the run (`--word-bits`, `--master-bits`), checked.
+    pub fn widths(&self) -> Result<systole_step::Widths, TrainError> {
+        Ok(systole_step::Widths::new(self.word_bits, self.master_bits)?)
     }
 
     /// The model's layers for `data`, once every tensor a step or an evaluation batch allocates

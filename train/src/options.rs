@@ -32,6 +32,8 @@ impl TrainConfig {
             precision,
             rounding,
             array,
+            word_bits,
+            master_bits,
             shards,
         } = self;
         let list = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
@@ -49,6 +51,8 @@ impl TrainConfig {
             ("--limit", or_none(train_limit)),
             ("--precision", precision.name().to_string()),
             ("--rounding", rounding.name().to_string()),
+            ("--word-bits", word_bits.to_string()),
+            ("--master-bits", master_bits.to_string()),
             ("--epochs", epochs.to_string()),
             ("--batch", batch.to_string()),
             ("--lr", lr.to_string()),
@@ -98,6 +102,8 @@ mod tests {
             precision: Precision::Fixed16,
             rounding: Rounding::Stochastic,
             array: 8,
+            word_bits: 16,
+            master_bits: 16,
             shards: None,
         }
     }
@@ -154,6 +160,20 @@ mod tests {
                 "--rounding",
                 TrainConfig {
                     rounding: Rounding::NearestEven,
+                    ..b.clone()
+                },
+            ),
+            (
+                "--word-bits",
+                TrainConfig {
+                    word_bits: 12,
+                    ..b.clone()
+                },
+            ),
+            (
+                "--master-bits",
+                TrainConfig {
+                    master_bits: 12,
                     ..b.clone()
                 },
             ),

@@ -180,6 +180,8 @@ pub fn run_dist(
     };
     match cfg.precision {
         Precision::Fixed16 => {
+            let widths = cfg.widths()?;
+            check_device_width(&opts.device, widths.word())?;
             let ac = ArrayConfig::new(
                 cfg.array,
                 ArrayConfig::square(cfg.array).frac_bits,
@@ -196,7 +198,7 @@ pub fn run_dist(
             drive(
                 cfg,
                 data,
-                fixed::on_device(dev, cfg.rounding, cfg.seed, opts.check),
+                fixed::on_device_at(dev, cfg.rounding, cfg.seed, opts.check, widths),
                 opts,
                 obs,
                 dist,
@@ -213,6 +215,18 @@ pub fn run_dist(
         Precision::F16 => float(FloatFormat::F16),
         Precision::Bf16 => float(FloatFormat::Bf16),
     }
+}
+
+/// Refuses a word width other than the hardware's 16 bits on any device but the golden model,
+/// until the hardware takes W as a parameter (issue 18).
+fn check_device_width(device: &str, word_bits: u32) -> Result<(), TrainError> {
+    let full = systole_core::numeric::WORD_BITS;
+    if word_bits == full || device == "golden" {
+        return Ok(());
+    }
+    Err(TrainError::Config(format!(
+        "--word-bits {word_bits} runs on --device golden only: the hardware (and so --device {device}) multiplies {full}-bit words until W becomes a hardware parameter"
+    )))
 }
 
 /// Room a run folder needs besides its checkpoint: `run.json`, `history.csv`, `loss.png`.

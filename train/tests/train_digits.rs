@@ -32,6 +32,8 @@ fn cfg(precision: Precision, rounding: Rounding, epochs: usize) -> TrainConfig {
         precision,
         rounding,
         array: 8,
+        word_bits: 16,
+        master_bits: 16,
         shards: None,
     }
 }

@@ -63,6 +63,8 @@ fn cfg(precision: Precision) -> TrainConfig {
         precision,
         rounding: Rounding::Stochastic,
         array: 4,
+        word_bits: 16,
+        master_bits: 16,
         shards: None,
     }
 }

@@ -29,6 +29,8 @@ fn cfg(shards: usize, epochs: usize) -> TrainConfig {
         precision: Precision::Fixed16,
         rounding: Rounding::Stochastic,
         array: 4,
+        word_bits: 16,
+        master_bits: 16,
         shards: Some(shards),
     }
 }

@@ -33,7 +33,8 @@ impl Progress for Bar {
             r.acc_mean,
             r.acc_std,
             r.cycles_per_epoch,
-            r.resources.luts + r.resources.lutram
+            r.resources
+                .map_or("n/a".into(), |x| (x.luts + x.lutram).to_string())
         ));
     }
 }
@@ -162,7 +163,10 @@ fn print_table(f: &SweepFile) {
         "RAMB18"
     );
     for p in &f.points {
-        let r = &p.resources;
+        let na = || "n/a".to_string();
+        let r = |f: fn(&crate::explore::synth::Resources) -> u32| {
+            p.resources.as_ref().map_or_else(na, |r| f(r).to_string())
+        };
         let fits: Vec<String> = p
             .boards
             .iter()
@@ -175,11 +179,13 @@ fn print_table(f: &SweepFile) {
             p.acc_mean,
             p.acc_std,
             p.cycles_per_epoch,
-            r.luts + r.lutram,
-            r.ffs,
-            r.dsps,
-            r.brams,
-            if fits.is_empty() {
+            r(|x| x.luts + x.lutram),
+            r(|x| x.ffs),
+            r(|x| x.dsps),
+            r(|x| x.brams),
+            if p.resources.is_none() {
+                format!("n/a (no {}-bit hardware yet)", p.point.word_bits)
+            } else if fits.is_empty() {
                 "none".into()
             } else {
                 fits.join(", ")

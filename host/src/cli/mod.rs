@@ -225,6 +225,14 @@ pub struct RecipeArgs {
     /// Recompute every offloaded operation in the golden model and stop at the first difference.
     #[arg(long)]
     pub check: bool,
+    /// Fixed point: word width W in bits (8 to 16) of every word the array computes with;
+    /// other than 16 on --device golden only, until the hardware takes W.
+    #[arg(long, value_parser = whole_u32, default_value_t = 16)]
+    pub word_bits: u32,
+    /// Fixed point: width in bits (W to 16) of the weights and momentum the SGD update keeps,
+    /// rounded to W before each product [default: W, no wider copy].
+    #[arg(long, value_parser = whole_u32)]
+    pub master_bits: Option<u32>,
 }
 
 /// Options of a training run.
@@ -394,6 +402,12 @@ pub struct CheckArgs {
 fn whole(s: &str) -> Result<usize, String> {
     s.parse()
         .map_err(|_| format!("'{s}' is not a whole number from 0 to {}", usize::MAX))
+}
+
+/// [`whole`] for widths and other 32-bit values.
+fn whole_u32(s: &str) -> Result<u32, String> {
+    s.parse()
+        .map_err(|_| format!("'{s}' is not a whole number from 0 to {}", u32::MAX))
 }
 
 /// [`whole`] for seeds and other 64-bit values.

@@ -66,6 +66,8 @@ fn recipe_config(
         precision,
         rounding,
         array: r.device.array,
+        word_bits: r.word_bits,
+        master_bits: r.master_bits.unwrap_or(r.word_bits),
         shards: None,
     };
     cfg.validate()?;
@@ -201,7 +203,13 @@ fn train_on(a: &TrainArgs, dist: &dyn systole_train::dist::Collective) -> anyhow
             data.test.len(),
             match cfg.precision {
                 Precision::Fixed16 => format!(
-                    "fixed16 {} on device {} ({}x{} array)",
+                    "fixed{}{} {} on device {} ({}x{} array)",
+                    cfg.word_bits,
+                    if cfg.master_bits > cfg.word_bits {
+                        format!(" (master weights {} bits)", cfg.master_bits)
+                    } else {
+                        String::new()
+                    },
                     cfg.rounding.name(),
                     a.recipe.device.device,
                     cfg.array,
@@ -293,21 +301,36 @@ pub fn compare(c: &CompareArgs) -> anyhow::Result<()> {
         .seed
         .checked_add(c.seeds - 1)
         .context("--seed + --seeds is beyond the largest seed")?;
+    // A fixed-point format is named by its width: fixed8-stochastic under --word-bits 8.
+    let fixed_name = format!("fixed{}", c.recipe.word_bits);
+    let names: Vec<String> = c
+        .formats
+        .iter()
+        .map(|f| f.replacen("fixed16", &fixed_name, 1))
+        .collect();
     let modes = c
         .formats
         .iter()
-        .map(|f| Ok((f.as_str(), parse_format(f)?)))
+        .zip(&names)
+        .map(|(f, name)| Ok((name.as_str(), parse_format(f)?)))
         .collect::<anyhow::Result<Vec<_>>>()?;
     if let Some(dup) = (1..modes.len()).find(|&i| modes[..i].iter().any(|m| m.1 == modes[i].1)) {
         bail!("--formats names {} twice", modes[dup].0);
     }
-    let base = recipe_config(&c.recipe, Precision::F32, Rounding::NearestEven)?;
+    let base = recipe_config(&c.recipe, Precision::Fixed16, Rounding::NearestEven)?;
     let configs = |(p, r): (Precision, Rounding)| -> Vec<TrainConfig> {
+        // --word-bits and --master-bits are the fixed-point formats' widths; floats have none.
+        let (word_bits, master_bits) = match p {
+            Precision::Fixed16 => (base.word_bits, base.master_bits),
+            _ => (16, 16),
+        };
         (c.seed..=last_seed)
             .map(|seed| TrainConfig {
                 precision: p,
                 rounding: r,
                 seed,
+                word_bits,
+                master_bits,
                 ..base.clone()
             })
             .collect()

@@ -40,9 +40,35 @@ pub fn point_config(base: &TrainConfig, point: &DesignPoint, seed: u64) -> Train
         rounding: point.rounding,
         array: point.array,
         seed,
+        word_bits: point.word_bits,
+        master_bits: point.word_bits,
         shards: None,
         ..base.clone()
     }
+}
+
+/// The device a point trains on: its hardware at 16 bits. At W < 16 the step saturates the
+/// device's words to W (the W-bit conversion bit for bit, `systole_step::width`), so the same
+/// 16-bit golden model and Verilated array serve every W until the hardware takes W.
+fn device_config(point: &DesignPoint) -> ArrayConfig {
+    ArrayConfig {
+        word_bits: systole_core::numeric::WORD_BITS,
+        ..point.config()
+    }
+}
+
+/// The trainer's fixed-point arithmetic at `cfg`'s widths on `dev`.
+fn on_device(
+    dev: impl Device + 'static,
+    cfg: &TrainConfig,
+) -> Result<systole_train::fixed::FixedArith, ExploreError> {
+    Ok(systole_train::fixed::on_device_at(
+        Box::new(dev),
+        cfg.rounding,
+        cfg.seed,
+        false,
+        cfg.widths()?,
+    ))
 }
 
 fn device_err(what: String) -> impl FnOnce(DeviceError) -> ExploreError {
@@ -58,12 +84,12 @@ pub fn train_point(
     seed: u64,
 ) -> Result<SeedRun, ExploreError> {
     let cfg = point_config(base, point, seed);
-    let golden = GoldenDevice::new(point.config()).map_err(device_err(format!(
+    let golden = GoldenDevice::new(device_config(point)).map_err(device_err(format!(
         "{}: opening the golden model",
         point.label()
     )))?;
-    let (dev, log) = Recorder::new(golden, point.config());
-    let arith = systole_train::fixed::on_device(Box::new(dev), cfg.rounding, seed, false);
+    let (dev, log) = Recorder::new(golden, device_config(point));
+    let arith = on_device(dev, &cfg)?;
     let mut t = Trainer::new(cfg.clone(), data, arith)?;
     let mut obs = TrainingStepsOnly {
         log: log.clone(),
@@ -175,8 +201,8 @@ pub fn sample_check(
         "{}: opening the Verilated array",
         point.label()
     )))?;
-    let (dev, log) = Recorder::new(sim, point.config());
-    let arith = systole_train::fixed::on_device(Box::new(dev), cfg.rounding, seed, false);
+    let (dev, log) = Recorder::new(sim, device_config(point));
+    let arith = on_device(dev, &cfg)?;
     let mut t = Trainer::new(cfg, data, arith)?;
     log.lock().unwrap_or_else(PoisonError::into_inner).on = true;
     // The model is set up (parameters imported) before the log is on: only steps count.

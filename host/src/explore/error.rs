@@ -52,13 +52,15 @@ pub enum ExploreError {
         /// The sizes that were built.
         built: Vec<usize>,
     },
-    /// A word width the hardware does not build (today every W but 16).
-    #[error("--word-bits {value}: the word width W is fixed at 16 bits in this version (W as a hardware parameter is issue 18): give --word-bits 16 or leave it out ({source})")]
+    /// A word width the trainer does not take (outside 8..=16).
+    #[error(
+        "--word-bits {value}: the word width W must be 8 to 16 bits, e.g. --word-bits 8,12,16"
+    )]
     WordBits {
         /// The width.
         value: u32,
-        /// Core's reason.
-        source: ConfigError,
+        /// The trainer's reason.
+        source: systole_train::TrainError,
     },
     /// A feature-map depth core refuses.
     #[error("--fm-depth {value}: {source}; 0 builds no conv unit")]

@@ -7,9 +7,12 @@
 //! caches synthesis by design hash and resumes an interrupted sweep; [`report`] writes
 //! `explore.csv` and `explore.json`, [`pareto`] the plot.
 //!
-//! The word width W is an axis of the sweep and of [`DesignPoint`] (and of every cache key),
-//! so the sweep takes W as soon as `ArrayConfig::validate` in core accepts widths other than 16
-//! (issue 18); today it refuses them with one sentence.
+//! The word width W (8 to 16) is an axis of the sweep and of [`DesignPoint`] (and of every cache
+//! key): accuracy is trained at W on the golden model (the 16-bit model's words saturated to W,
+//! which is the W-bit conversion bit for bit: `systole_step::width`), the cycles come from the
+//! same per-shape table (a shape's `CYCLES` does not depend on W; the operations W's saturation
+//! retries add are counted), and resources are not available at W != 16 until the hardware
+//! takes W (issue 18): the report says `n/a` rather than scaling the 16-bit figures.
 
 pub mod cycles;
 mod error;
@@ -40,7 +43,8 @@ pub struct DesignPoint {
 
 impl DesignPoint {
     /// The hardware this point builds: `ArrayConfig::square(array)` with its feature-map depth
-    /// and word width (not validated: see [`Axes::points`]).
+    /// and word width (not validated: see [`Axes::points`]; at W != 16 it is the design the
+    /// hardware half of issue 18 is to build, not synthesisable yet).
     pub fn config(&self) -> ArrayConfig {
         ArrayConfig {
             fm_depth: self.fm_depth,
@@ -129,11 +133,10 @@ impl Axes {
             Rounding::parse,
         )?;
         for &w in &word_bits {
-            check(ArrayConfig {
-                word_bits: w,
-                ..ArrayConfig::square(8)
-            })
-            .map_err(|source| ExploreError::WordBits { value: w, source })?;
+            systole_train::fixed::Widths::new(w, w).map_err(|e| ExploreError::WordBits {
+                value: w,
+                source: e.into(),
+            })?;
         }
         for &a in &arrays {
             check(ArrayConfig::square(a))
@@ -270,6 +273,8 @@ impl Recipe {
             precision: systole_train::Precision::Fixed16,
             rounding: Rounding::Stochastic,
             array: 8,
+            word_bits: 16,
+            master_bits: 16,
             shards: None,
         };
         cfg.validate()?;

@@ -26,9 +26,12 @@ pub fn front(points: &[(f64, f64)]) -> Vec<usize> {
 }
 
 /// The cost axes: LUTs (logic + LUT RAM) and cycles per epoch.
+/// A point without resources (W != 16: no W-bit hardware yet) has no LUT cost (NaN) and is
+/// left out of that panel.
 fn costs(r: &PointResult) -> [f64; 2] {
     [
-        f64::from(r.resources.luts + r.resources.lutram),
+        r.resources
+            .map_or(f64::NAN, |x| f64::from(x.luts + x.lutram)),
         r.cycles_per_epoch as f64,
     ]
 }
@@ -84,10 +87,12 @@ fn draw<DB: DrawingBackend>(
     let (y0, y1) = ((lo - sd - 1.0).max(0.0), (hi + sd + 1.0).min(100.5));
     let names = ["LUTs (logic + LUT RAM)", "simulated cycles per epoch"];
     for (axis, area) in root.split_evenly((1, 2)).iter().enumerate() {
-        let xy: Vec<(f64, f64)> = points
+        let shown: Vec<usize> = (0..points.len())
+            .filter(|&i| costs(&points[i])[axis].is_finite())
+            .collect();
+        let xy: Vec<(f64, f64)> = shown
             .iter()
-            .zip(&acc)
-            .map(|(r, &a)| (costs(r)[axis], a))
+            .map(|&i| (costs(&points[i])[axis], acc[i]))
             .collect();
         let xmax = xy.iter().map(|p| p.0).fold(1.0, f64::max) * 1.15;
         let mut b = ChartBuilder::on(area);
@@ -120,7 +125,7 @@ fn draw<DB: DrawingBackend>(
                 RGBColor(130, 130, 130)
             };
             // The spread over seeds: mean +- one standard deviation.
-            let sd = f64::from(points[i].acc_std);
+            let sd = f64::from(points[shown[i]].acc_std);
             chart
                 .draw_series([ErrorBar::new_vertical(
                     p.0,
@@ -132,7 +137,7 @@ fn draw<DB: DrawingBackend>(
                 )])
                 .map_err(err)?;
             // A design that fits none of the boards is an open circle.
-            let fits = points[i].boards.iter().any(|b| b.fits);
+            let fits = points[shown[i]].boards.iter().any(|b| b.fits);
             let style = if fits {
                 color.filled()
             } else {
@@ -140,7 +145,7 @@ fn draw<DB: DrawingBackend>(
             };
             chart.draw_series([Circle::new(p, 5, style)]).map_err(err)?;
             if text == PlotText::DejaVu {
-                let name = label(&points[i], points);
+                let name = label(&points[shown[i]], points);
                 // Labels of points drawn on top of each other go one under the other.
                 let near =
                     |q: &(f64, f64)| (q.0 - p.0).abs() < xmax / 50.0 && (q.1 - p.1).abs() < 0.1;

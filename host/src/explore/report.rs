@@ -61,8 +61,9 @@ pub struct PointResult {
     pub cycles_per_epoch: u64,
     /// The cycle model's check on the Verilated array.
     pub sample: Sample,
-    /// Synthesised resources.
-    pub resources: Resources,
+    /// Synthesised resources; `None` (not available) at a word width the hardware does not
+    /// build yet (W != 16).
+    pub resources: Option<Resources>,
     /// Fit and epoch time per board.
     pub boards: Vec<BoardFit>,
 }
@@ -117,7 +118,10 @@ pub fn csv(file: &SweepFile) -> String {
             .iter()
             .copied()
             .fold(f32::NEG_INFINITY, f32::max);
-        let (d, r) = (&p.point, &p.resources);
+        let d = &p.point;
+        let na = || "n/a".to_string();
+        let r =
+            |f: fn(&Resources) -> u32| p.resources.as_ref().map_or_else(na, |r| f(r).to_string());
         let _ = write!(
             s,
             "{},{},{},{},{:.3},{:.3},{min:.3},{max:.3},{},{},{},{},{},{}",
@@ -128,19 +132,19 @@ pub fn csv(file: &SweepFile) -> String {
             p.acc_mean,
             p.acc_std,
             p.cycles_per_epoch,
-            r.luts,
-            r.lutram,
-            r.ffs,
-            r.dsps,
-            r.brams
+            r(|r| r.luts),
+            r(|r| r.lutram),
+            r(|r| r.ffs),
+            r(|r| r.dsps),
+            r(|r| r.brams)
         );
         for b in &p.boards {
-            let _ = write!(
-                s,
-                ",{},{:.6}",
-                if b.fits { "yes" } else { "no" },
-                b.epoch_seconds
-            );
+            let fits = match (&p.resources, b.fits) {
+                (None, _) => "n/a",
+                (Some(_), true) => "yes",
+                (Some(_), false) => "no",
+            };
+            let _ = write!(s, ",{fits},{:.6}", b.epoch_seconds);
         }
         s.push('\n');
     }

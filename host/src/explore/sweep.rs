@@ -69,7 +69,7 @@ struct State {
     queue: VecDeque<Task>,
     in_flight: usize,
     error: Option<ExploreError>,
-    synth: HashMap<HwKey, Resources>,
+    synth: HashMap<HwKey, Option<Resources>>,
     runs: HashMap<(TrainKey, u64), SeedRun>,
     file: Option<SweepFile>,
 }
@@ -266,9 +266,15 @@ impl Ctx<'_> {
     fn run(&self, task: Task) -> Result<(), ExploreError> {
         match task {
             Task::Synth(p) => {
-                let (r, was_cached) = self.cached.get(&p)?;
+                // No W-bit hardware yet: its resources are not available (never estimated
+                // from the 16-bit design).
+                let (r, how) = if p.word_bits == systole_core::numeric::WORD_BITS {
+                    let (r, was_cached) = self.cached.get(&p)?;
+                    (Some(r), if was_cached { " (cached)" } else { "" })
+                } else {
+                    (None, " (not available at this W)")
+                };
                 self.lock().synth.insert(p.hardware_key(), r);
-                let how = if was_cached { " (cached)" } else { "" };
                 self.progress.task_done(&format!(
                     "synthesis {0}x{0} fm{1}{how}",
                     p.array, p.fm_depth
@@ -319,6 +325,7 @@ impl Ctx<'_> {
             (st.synth.get(&p.hardware_key()).copied(), runs)
         };
         let resources = resources.ok_or(ExploreError::Worker("synthesis missing".into()))?;
+        let no_hardware = Resources::default();
         let table = {
             let mut t = self.tables.lock().unwrap_or_else(PoisonError::into_inner);
             match t.get(&p.array) {
@@ -353,7 +360,17 @@ impl Ctx<'_> {
         let boards = sw
             .boards
             .iter()
-            .map(|b| synth::fit(b, p, &resources, cycles_per_epoch))
+            .map(|b| match &resources {
+                Some(r) => synth::fit(b, p, r, cycles_per_epoch),
+                None => synth::BoardFit {
+                    note: format!(
+                        "not available: no {}-bit hardware yet (issue 18)",
+                        p.word_bits
+                    ),
+                    fits: false,
+                    ..synth::fit(b, p, &no_hardware, cycles_per_epoch)
+                },
+            })
             .collect();
         Ok(PointResult {
             point: *p,

@@ -132,7 +132,10 @@ fn a_two_point_sweep_reports_and_a_rerun_only_adds_the_new_point() {
         assert!(r.sample.verilated > 0);
         assert_eq!(r.sample.verilated, r.sample.model);
         assert!(r.cycles_per_epoch > r.sample.verilated, "{r:?}");
-        assert_eq!(r.resources.dsps as usize, r.point.array * r.point.array);
+        assert_eq!(
+            r.resources.unwrap().dsps as usize,
+            r.point.array * r.point.array
+        );
     }
     // The 8x8 array does the same products in fewer cycles.
     assert!(file.points[1].cycles_per_epoch < file.points[0].cycles_per_epoch);
@@ -153,6 +156,65 @@ fn a_two_point_sweep_reports_and_a_rerun_only_adds_the_new_point() {
     for old in &file.points {
         assert!(again.points.contains(old), "{old:?} was changed");
     }
+}
+
+/// W as an axis: each W trains at W on the golden model (`systole train --device golden
+/// --word-bits W`'s accuracy), its cycles pass the Verilated check, and only W = 16 is
+/// synthesised: the other's resources and fits are `n/a`, never the 16-bit figures.
+#[test]
+fn a_word_width_sweep_trains_at_w_and_has_no_resources_below_16() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = data();
+    let fake = FakeYosys {
+        calls: 0.into(),
+        fail_array: None,
+    };
+    let pts = Axes {
+        arrays: "4".into(),
+        fm_depths: "0".into(),
+        word_bits: "8,16".into(),
+        roundings: "stochastic".into(),
+    }
+    .points(&systole_sim::built_sizes())
+    .unwrap();
+    let file = sweep(dir.path(), pts, &fake)
+        .run(&data, &Log::default())
+        .unwrap();
+    assert_eq!(
+        fake.calls.load(Ordering::SeqCst),
+        1,
+        "only W = 16 is synthesised"
+    );
+    let [w8, w16] = &file.points[..] else {
+        panic!("two points: {:?}", file.points)
+    };
+    assert_eq!((w8.point.word_bits, w16.point.word_bits), (8, 16));
+    assert!(w8.resources.is_none() && w16.resources.is_some());
+    assert!(w8
+        .boards
+        .iter()
+        .all(|b| !b.fits && b.note.contains("not available")));
+    assert_eq!(w8.sample.verilated, w8.sample.model);
+    assert_ne!(w8.acc_per_seed, w16.acc_per_seed, "W = 8 trained at 8 bits");
+    let cfg = cycles::point_config(&recipe(), &w8.point, 1);
+    assert_eq!((cfg.word_bits, cfg.master_bits), (8, 8));
+    let opts = systole_train::run::RunOptions {
+        device: "golden".into(),
+        check: false,
+        out: None,
+        resume: false,
+        overwrite: false,
+        trace: None,
+    };
+    let s = systole_train::run::run(&cfg, &data, &opts, &mut systole_train::Quiet).unwrap();
+    assert_eq!(s.history.last().unwrap().test_acc, w8.acc_per_seed[0]);
+    let csv = std::fs::read_to_string(dir.path().join(report::CSV)).unwrap();
+    let row8 = csv.lines().nth(1).unwrap();
+    assert!(
+        row8.starts_with("4,0,8,stochastic,") && row8.contains(",n/a,n/a,"),
+        "{csv}"
+    );
+    assert!(!csv.lines().nth(2).unwrap().contains("n/a"), "{csv}");
 }
 
 /// A sweep stopped by a failure keeps the points it wrote; the rerun computes only the rest.
@@ -272,12 +334,12 @@ fn bad_axes_are_clear_errors() {
             "--array 100: array size 100",
         ),
         (
-            err("4", "0", "8", "nearest"),
-            "--word-bits 8: the word width W is fixed at 16 bits in this version",
+            err("4", "0", "7", "nearest"),
+            "--word-bits 7: the word width W must be 8 to 16 bits",
         ),
         (
-            err("4", "0", "16,12", "nearest"),
-            "--word-bits 12: the word width W is fixed at 16",
+            err("4", "0", "16,17", "nearest"),
+            "--word-bits 17: the word width W must be 8 to 16",
         ),
         (err("4", "0", "", "nearest"), "--word-bits is empty"),
         (
