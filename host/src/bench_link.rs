@@ -87,6 +87,7 @@ pub fn digits_config(size: usize, batch: usize, hidden: usize) -> TrainConfig {
         rounding: Rounding::Stochastic,
         array: size,
         shards: None,
+        microbatches: None,
     }
 }
 

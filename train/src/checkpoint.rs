@@ -129,6 +129,7 @@ mod tests {
             rounding: systole_core::Rounding::NearestEven,
             array: 8,
             shards: None,
+            microbatches: None,
         };
         let mut old = serde_json::to_value(&now).unwrap();
         old.as_object_mut().unwrap().remove("lr_decay").unwrap();

@@ -33,6 +33,7 @@ impl TrainConfig {
             rounding,
             array,
             shards,
+            microbatches,
         } = self;
         let list = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
         let (kind, hidden, channels) = match model {
@@ -56,6 +57,7 @@ impl TrainConfig {
             ("--momentum", momentum.to_string()),
             ("--seed", seed.to_string()),
             ("--shards", or_none(shards)),
+            ("--microbatches", or_none(microbatches)),
         ]
     }
 
@@ -99,6 +101,7 @@ mod tests {
             rounding: Rounding::Stochastic,
             array: 8,
             shards: None,
+            microbatches: None,
         }
     }
 
@@ -203,6 +206,13 @@ mod tests {
                 "--shards",
                 TrainConfig {
                     shards: Some(2),
+                    ..b.clone()
+                },
+            ),
+            (
+                "--microbatches",
+                TrainConfig {
+                    microbatches: Some(2),
                     ..b.clone()
                 },
             ),

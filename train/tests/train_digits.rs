@@ -33,6 +33,7 @@ fn cfg(precision: Precision, rounding: Rounding, epochs: usize) -> TrainConfig {
         rounding,
         array: 8,
         shards: None,
+        microbatches: None,
     }
 }
 

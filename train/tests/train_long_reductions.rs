@@ -64,6 +64,7 @@ fn cfg(precision: Precision) -> TrainConfig {
         rounding: Rounding::Stochastic,
         array: 4,
         shards: None,
+        microbatches: None,
     }
 }
 

@@ -30,6 +30,7 @@ fn cfg(shards: usize, epochs: usize) -> TrainConfig {
         rounding: Rounding::Stochastic,
         array: 4,
         shards: Some(shards),
+        microbatches: None,
     }
 }
 

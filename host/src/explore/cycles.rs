@@ -41,6 +41,7 @@ pub fn point_config(base: &TrainConfig, point: &DesignPoint, seed: u64) -> Train
         array: point.array,
         seed,
         shards: None,
+        microbatches: None,
         ..base.clone()
     }
 }

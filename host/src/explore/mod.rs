@@ -271,6 +271,7 @@ impl Recipe {
             rounding: Rounding::Stochastic,
             array: 8,
             shards: None,
+            microbatches: None,
         };
         cfg.validate()?;
         Ok(cfg)
