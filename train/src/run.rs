@@ -89,8 +89,7 @@ pub(crate) fn drive<A: Arith<Error = TrainError> + MaybeDevice>(
     arith: A,
     opts: &RunOptions,
     obs: &mut dyn Observer,
-    dist: &dyn Collective,
-    placement: &[crate::dist::Setting],
+    (dist, placement): (&dyn Collective, &[crate::dist::Setting]),
     epoch: &mut EpochFn<'_, A>,
 ) -> Result<RunSummary, TrainError> {
     let lead = dist.rank() == 0;
@@ -180,8 +179,7 @@ pub fn run_dist(
             FloatArith::new(f),
             opts,
             obs,
-            dist,
-            &one_stage,
+            (dist, &one_stage),
             &mut |t, d, o| t.train_epoch(d, o),
         )
     };
@@ -194,8 +192,7 @@ pub fn run_dist(
                 fixed_arith(cfg, opts)?,
                 opts,
                 obs,
-                dist,
-                &one_stage,
+                (dist, &one_stage),
                 &mut |t, d, o| {
                     if sharded {
                         t.train_epoch_sharded(d, o, dist)

@@ -73,7 +73,7 @@ pub fn pipeline_step_local(
                 global: idx.len(),
             };
             let mut msg = None;
-            for s in 0..stages {
+            for (s, stage_pending) in pending.iter_mut().enumerate() {
                 let c0 = cycles(t);
                 let (p, out, (l, c)) = t.stage_forward(plan, s, data, &u, msg.take())?;
                 m.forward[s].push(cycles(t) - c0);
@@ -81,7 +81,7 @@ pub fn pipeline_step_local(
                     m.boundary_bytes[s] += o.bytes();
                 }
                 (loss, correct) = (loss + l, correct + c);
-                pending[s].push(p);
+                stage_pending.push(p);
                 msg = out;
             }
         }

@@ -56,8 +56,7 @@ pub fn run_pipelined(
         fixed_arith(cfg, opts)?,
         opts,
         obs,
-        dist,
-        &setting,
+        (dist, &setting),
         &mut |t, d, o| {
             if links.is_none() {
                 links = Some(dist.stage_links(stages).ok_or_else(|| {
