@@ -89,6 +89,7 @@ pub fn digits_config(size: usize, batch: usize, hidden: usize) -> TrainConfig {
         word_bits: 16,
         master_bits: 16,
         shards: None,
+        microbatches: None,
     }
 }
 

@@ -1,7 +1,8 @@
 //! `mpirun -np 2 systole train --shards 2` ends with the same checkpoint weights, momentum and
 //! fractional-bit state as `systole train --shards 2` in one process (feature `mpi`; needs
 //! Open MPI's `mpirun`). Ranks started with different options all end at once with one
-//! sentence naming the option.
+//! sentence naming the option. `mpirun -np S*D systole train --stages S --shards D` (a
+//! pipeline of S stages, D replicas) ends with one process's checkpoint too.
 #![cfg(feature = "mpi")]
 
 use std::path::Path;
@@ -49,6 +50,62 @@ fn two_mpi_ranks_match_one_process_bit_for_bit() {
         assert_eq!(a[k], b[k], "{k} differs");
     }
     assert!(a["params"].as_array().is_some_and(|p| p.len() == 4));
+}
+
+/// A 3-layer MLP in 2 micro-batches per shard: the pipeline's runs (`--shards` appended).
+const PIPE: &[&str] = &[
+    "train",
+    "--device",
+    "golden",
+    "--array",
+    "4",
+    "--hidden",
+    "16,12",
+    "--limit",
+    "90",
+    "--epochs",
+    "2",
+    "--seed",
+    "3",
+    "--microbatches",
+    "2",
+];
+
+/// `mpirun -np S*D systole train --stages S --shards D` ends with the checkpoint of one process
+/// with the same --shards and --microbatches.
+fn pipeline_matches_one_process(stages: &str, shards: &str, ranks: &str) {
+    let bin = env!("CARGO_BIN_EXE_systole");
+    let one = tempfile::tempdir().unwrap();
+    let many = tempfile::tempdir().unwrap();
+    ok(Command::new(bin)
+        .args(PIPE)
+        .args(["--shards", shards, "--out"])
+        .arg(one.path())
+        .output()
+        .unwrap());
+    ok(Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", ranks, bin])
+        .args(PIPE)
+        .args(["--shards", shards, "--stages", stages, "--out"])
+        .arg(many.path())
+        .output()
+        .unwrap());
+    let (a, b) = (checkpoint(one.path()), checkpoint(many.path()));
+    for k in ["params", "velocity", "fracs", "step", "epoch", "config"] {
+        assert_eq!(a[k], b[k], "{k} differs");
+    }
+    assert!(a["params"].as_array().is_some_and(|p| p.len() == 6));
+}
+
+#[test]
+fn two_pipeline_stages_match_one_process_bit_for_bit() {
+    pipeline_matches_one_process("2", "1", "2");
+}
+
+/// 2 stages x 2 replicas, oversubscribed (4 ranks on 2 cores; about half a second).
+#[test]
+fn two_stages_of_two_replicas_match_one_process_bit_for_bit() {
+    pipeline_matches_one_process("2", "2", "4");
 }
 
 /// A small run; the option under test is appended per rank.

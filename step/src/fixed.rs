@@ -119,6 +119,20 @@ impl<P: Products> Fixed<P> {
         self.shard = shard;
     }
 
+    /// How many seeds the current step (or shard) has drawn: where a pipeline stage hands its
+    /// work to the next one, which goes on with [`Fixed::continue_at`].
+    pub fn op_index(&self) -> u32 {
+        self.op_index
+    }
+
+    /// Goes on with shard `shard` of step `step` (see [`Fixed::begin_shard`]) after its first
+    /// `op_index` seeds were drawn (by another stage of a pipeline, maybe in another process),
+    /// so its operations get the seeds they get in one process.
+    pub fn continue_at(&mut self, step: u64, shard: Option<u32>, op_index: u32) {
+        self.begin_shard(step, shard);
+        self.op_index = op_index;
+    }
+
     /// Key of an operation's remembered `frac`.
     pub(crate) fn frac_key(&self, op: &str) -> String {
         match self.shard {

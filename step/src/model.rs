@@ -88,11 +88,26 @@ pub fn forward<A: Arith>(
     x: A::T,
     batch: usize,
 ) -> Result<Forward<A::T>, A::Error> {
+    forward_from(a, layers, params, x, batch, 0)
+}
+
+/// Forward pass of a run of layers that starts at the model's layer `first` (0-based; its
+/// operations are named by their place in the whole model, so their seeds and remembered
+/// formats are the whole model's): a pipeline stage. `params` are these layers' own (`W`, `b`
+/// each). Returns the run's output and its caches.
+pub fn forward_from<A: Arith>(
+    a: &mut A,
+    layers: &[Layer],
+    params: &[A::T],
+    x: A::T,
+    batch: usize,
+    first: usize,
+) -> Result<Forward<A::T>, A::Error> {
     let mut caches = Vec::with_capacity(layers.len());
     let mut h = x;
     for (i, l) in layers.iter().enumerate() {
         let (w, b) = (&params[2 * i], &params[2 * i + 1]);
-        let n = i + 1;
+        let n = first + i + 1;
         match *l {
             Layer::Dense { relu, .. } => {
                 let z = a.matmul(&format!("layer {n} forward"), &h, w)?;
@@ -136,22 +151,43 @@ pub fn backward<A: Arith>(
     dlogits: A::T,
     batch: usize,
 ) -> Result<Vec<A::T>, A::Error> {
+    Ok(backward_from(a, layers, params, caches, dlogits, batch, 0)?.0)
+}
+
+/// Gradients of a run's parameters (in order) and, unless the run starts at the model's
+/// first layer, the gradient of the run's input.
+pub type Backward<T> = (Vec<T>, Option<T>);
+
+/// Backward pass of a run of layers that starts at the model's layer `first` (see
+/// [`forward_from`]), from the gradient `dout` of the run's output.
+pub fn backward_from<A: Arith>(
+    a: &mut A,
+    layers: &[Layer],
+    params: &[A::T],
+    caches: Vec<Cache<A::T>>,
+    dout: A::T,
+    batch: usize,
+    first: usize,
+) -> Result<Backward<A::T>, A::Error> {
     let mut grads: Vec<Option<A::T>> = vec![None; params.len()];
-    let mut d = dlogits; // gradient w.r.t. the current layer's output (after its activation)
+    // The gradient w.r.t. the current layer's output (after its activation); after the
+    // model's first layer there is none.
+    let mut d = Some(dout);
     for (i, (l, c)) in layers.iter().zip(caches).enumerate().rev() {
-        let n = i + 1;
+        let n = first + i + 1;
         let w = &params[2 * i];
+        let Some(dy) = d.take() else { break };
         let dz = match *l {
             Layer::Dense { relu, .. } => {
                 if relu {
-                    a.relu_backward(&d, &c.pre)?
+                    a.relu_backward(&dy, &c.pre)?
                 } else {
-                    d
+                    dy
                 }
             }
             Layer::ConvBlock { .. } => {
                 let (_, cols) = a.shape(&c.pre);
-                let da = a.max_pool2_backward(&d, &c.winners, cols);
+                let da = a.max_pool2_backward(&dy, &c.winners, cols);
                 a.relu_backward(&da, &c.pre)?
             }
         };
@@ -159,7 +195,7 @@ pub fn backward<A: Arith>(
             Layer::Dense { .. } => {
                 let dw = a.matmul_tn(&format!("layer {n} backward dW"), &c.input, &dz)?;
                 let db = a.bias_grad(&format!("layer {n} backward db"), &dz, 1)?;
-                let dx = if i > 0 {
+                let dx = if first + i > 0 {
                     Some(a.matmul_nt(&format!("layer {n} backward dX"), &dz, w)?)
                 } else {
                     None
@@ -171,7 +207,7 @@ pub fn backward<A: Arith>(
                 let dw =
                     a.conv_backward_weights(&format!("layer {n} backward dW"), &c.input, &dz, &g)?;
                 let db = a.bias_grad(&format!("layer {n} backward db"), &dz, h * ww)?;
-                let dx = if i > 0 {
+                let dx = if first + i > 0 {
                     Some(a.conv_backward_input(&format!("layer {n} backward dX"), &dz, w, &g)?)
                 } else {
                     None
@@ -181,16 +217,14 @@ pub fn backward<A: Arith>(
         };
         grads[2 * i] = Some(dw);
         grads[2 * i + 1] = Some(db);
-        match dx {
-            Some(dx) => d = dx,
-            None => break,
-        }
+        d = dx;
     }
-    grads
+    let grads = grads
         .into_iter()
         .enumerate()
-        .map(|(i, g)| g.ok_or_else(|| StepError::NoGradient(i).into()))
-        .collect()
+        .map(|(i, g)| g.ok_or_else(|| StepError::NoGradient(first * 2 + i).into()))
+        .collect::<Result<Vec<_>, A::Error>>()?;
+    Ok((grads, d))
 }
 
 /// Name of parameter `i` in reports and errors (`layer 2 W`).

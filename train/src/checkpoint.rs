@@ -131,6 +131,7 @@ mod tests {
             word_bits: 16,
             master_bits: 16,
             shards: None,
+            microbatches: None,
         };
         let mut old = serde_json::to_value(&now).unwrap();
         old.as_object_mut().unwrap().remove("lr_decay").unwrap();

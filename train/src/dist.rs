@@ -8,6 +8,8 @@
 
 mod agree;
 
+use crate::pipeline::StageLinks;
+
 pub use agree::{agree, Disagreement, Fnv, Setting};
 
 /// Why the collective cannot be used.
@@ -34,6 +36,12 @@ pub trait Collective {
     /// Ends the whole job (all ranks) with `code`: a failing rank must not leave the others
     /// waiting in a collective forever.
     fn abort(&self, code: i32) -> !;
+    /// The links of a pipeline of `stages` stages over these ranks (rank `r` is stage
+    /// `r % stages`; a collective call: every rank makes it), or `None` where there are none
+    /// (one process).
+    fn stage_links(&self, _stages: usize) -> Option<Box<dyn StageLinks + '_>> {
+        None
+    }
 }
 
 /// The single-process collective.
@@ -81,9 +89,11 @@ pub fn init() -> Result<Box<dyn Collective>, DistError> {
 
 #[cfg(feature = "mpi")]
 mod mpi_impl {
-    use super::{Collective, DistError};
+    use super::{Collective, DistError, StageLinks};
+    use crate::pipeline::Message;
     use mpi::collective::SystemOperation;
-    use mpi::topology::{Communicator, SimpleCommunicator};
+    use mpi::point_to_point::{Destination, Source};
+    use mpi::topology::{Color, Communicator, SimpleCommunicator};
     use mpi::traits::CommunicatorCollectives;
 
     /// `MPI_COMM_WORLD`; finalises MPI when dropped.
@@ -128,6 +138,41 @@ mod mpi_impl {
         }
         fn abort(&self, code: i32) -> ! {
             self.world.abort(code)
+        }
+        fn stage_links(&self, stages: usize) -> Option<Box<dyn StageLinks + '_>> {
+            let color = Color::with_value((self.rank() % stages.max(1)) as i32);
+            let replicas = self.world.split_by_color(color)?;
+            Some(Box::new(MpiStages {
+                world: &self.world,
+                replicas,
+            }))
+        }
+    }
+
+    /// Point-to-point messages on `MPI_COMM_WORLD` (a header of `i64` words, then the
+    /// tensor's 16-bit words; MPI keeps messages between two ranks in order) and the
+    /// communicator of this rank's stage.
+    struct MpiStages<'a> {
+        world: &'a SimpleCommunicator,
+        replicas: SimpleCommunicator,
+    }
+
+    impl StageLinks for MpiStages<'_> {
+        fn send(&self, to: usize, msg: &Message) {
+            let p = self.world.process_at_rank(to as i32);
+            p.send(&msg.header()[..]);
+            p.send(&msg.tensor.data[..]);
+        }
+        fn recv(&self, from: usize) -> Result<Message, String> {
+            let p = self.world.process_at_rank(from as i32);
+            let (header, _) = p.receive_vec::<i64>();
+            let (data, _) = p.receive_vec::<i16>();
+            Message::from_parts(&header, data)
+        }
+        fn replicas_all_reduce(&self, v: &mut [i64]) {
+            let send = v.to_vec();
+            self.replicas
+                .all_reduce_into(&send[..], v, SystemOperation::sum());
         }
     }
 }

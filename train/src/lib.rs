@@ -18,6 +18,7 @@ pub mod float;
 pub mod model;
 pub mod options;
 pub mod outfile;
+pub mod pipeline;
 pub mod rng;
 pub mod run;
 pub mod shard;
@@ -182,6 +183,11 @@ pub struct TrainConfig {
     /// The result depends on this number, never on how many ranks share the shards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards: Option<usize>,
+    /// Micro-batches per shard (fixed16 only; None: 1), each with its own seeds and formats,
+    /// their gradients accumulated exactly ([`shard`]): the unit of work of a pipeline's stages.
+    /// The result depends on this number, never on how many stages or ranks compute them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub microbatches: Option<usize>,
 }
 
 fn constant_rate() -> f32 {
@@ -238,6 +244,12 @@ impl TrainConfig {
             }
             if self.precision != Precision::Fixed16 {
                 return bad("only --precision fixed16 can be trained sharded or with MPI");
+            }
+        }
+        if let Some(m) = self.microbatches {
+            shard::check_microbatches(m, self.shards.unwrap_or(1), self.batch)?;
+            if self.precision != Precision::Fixed16 {
+                return bad("only --precision fixed16 can be trained in micro-batches");
             }
         }
         Ok(())

@@ -4,7 +4,9 @@
 use super::rng::SplitMix64;
 use super::TrainError;
 use serde::{Deserialize, Serialize};
-pub use systole_step::model::{backward, forward, param_name, Cache, Forward, Layer};
+pub use systole_step::model::{
+    backward, backward_from, forward, forward_from, param_name, Cache, Forward, Layer,
+};
 
 /// Which network to train.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

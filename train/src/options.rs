@@ -35,6 +35,7 @@ impl TrainConfig {
             word_bits,
             master_bits,
             shards,
+            microbatches,
         } = self;
         let list = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
         let (kind, hidden, channels) = match model {
@@ -60,6 +61,7 @@ impl TrainConfig {
             ("--momentum", momentum.to_string()),
             ("--seed", seed.to_string()),
             ("--shards", or_none(shards)),
+            ("--microbatches", or_none(microbatches)),
         ]
     }
 
@@ -105,6 +107,7 @@ mod tests {
             word_bits: 16,
             master_bits: 16,
             shards: None,
+            microbatches: None,
         }
     }
 
@@ -223,6 +226,13 @@ mod tests {
                 "--shards",
                 TrainConfig {
                     shards: Some(2),
+                    ..b.clone()
+                },
+            ),
+            (
+                "--microbatches",
+                TrainConfig {
+                    microbatches: Some(2),
                     ..b.clone()
                 },
             ),

@@ -37,7 +37,7 @@ pub struct RunOptions {
 
 /// Refuses to start a fresh run in a folder that holds a checkpoint, unless told to overwrite
 /// it: a finished or interrupted run is never replaced unasked.
-fn check_fresh_start(opts: &RunOptions) -> Result<(), TrainError> {
+pub(crate) fn check_fresh_start(opts: &RunOptions) -> Result<(), TrainError> {
     if opts.resume && opts.overwrite {
         return Err(TrainError::Config(
             "--resume continues the checkpoint and --overwrite replaces it: give one of them"
@@ -77,17 +77,19 @@ pub struct RunSummary {
     pub params: Vec<TensorState>,
 }
 
-/// Trains one epoch of a [`Trainer`] (plain or sharded).
-type EpochFn<'a, A> =
+/// Trains one epoch of a [`Trainer`] (plain, sharded or pipelined).
+pub(crate) type EpochFn<'a, A> =
     dyn FnMut(&mut Trainer<A>, &Dataset, &mut dyn Observer) -> Result<EpochRecord, TrainError> + 'a;
 
-fn drive<A: Arith<Error = TrainError> + MaybeDevice>(
+/// Runs the epochs of `cfg` with `epoch`; `placement` are the settings the ranks must share
+/// beyond the run's options (a pipeline's stages and cut).
+pub(crate) fn drive<A: Arith<Error = TrainError> + MaybeDevice>(
     cfg: &TrainConfig,
     data: &Dataset,
     arith: A,
     opts: &RunOptions,
     obs: &mut dyn Observer,
-    dist: &dyn Collective,
+    (dist, placement): (&dyn Collective, &[crate::dist::Setting]),
     epoch: &mut EpochFn<'_, A>,
 ) -> Result<RunSummary, TrainError> {
     let lead = dist.rank() == 0;
@@ -106,7 +108,8 @@ fn drive<A: Arith<Error = TrainError> + MaybeDevice>(
         t.restore(Checkpoint::load(p)?)?;
     }
     if dist.size() > 1 {
-        let settings = agreement::run_settings(cfg, &opts.device, data, &t.checkpoint());
+        let mut settings = agreement::run_settings(cfg, &opts.device, data, &t.checkpoint());
+        settings.extend(placement.iter().cloned());
         crate::dist::agree(dist, &settings)?;
     }
     if let Some(d) = opts.out.as_ref().filter(|_| lead) {
@@ -167,6 +170,8 @@ pub fn run_dist(
     if dist.size() > 1 {
         super::shard::check_shards(cfg.shards, dist.size())?;
     }
+    // Ranks with and without --stages disagree on this setting, named.
+    let one_stage = [crate::pipeline::placement_setting(None)];
     let mut float = |f| -> Result<RunSummary, TrainError> {
         drive(
             cfg,
@@ -174,34 +179,20 @@ pub fn run_dist(
             FloatArith::new(f),
             opts,
             obs,
-            dist,
+            (dist, &one_stage),
             &mut |t, d, o| t.train_epoch(d, o),
         )
     };
     match cfg.precision {
         Precision::Fixed16 => {
-            let widths = cfg.widths()?;
-            check_device_width(&opts.device, widths.word())?;
-            let ac = ArrayConfig::new(
-                cfg.array,
-                ArrayConfig::square(cfg.array).frac_bits,
-                ArrayConfig::square(cfg.array).buffer_depth,
-            )
-            .map_err(|e| TrainError::Config(e.to_string()))?;
-            let dev = systole_device::open_traced(&opts.device, ac, opts.trace.clone()).map_err(
-                |source| TrainError::Device {
-                    op: "opening the device".into(),
-                    source,
-                },
-            )?;
-            let sharded = cfg.shards.is_some();
+            let sharded = cfg.shards.is_some() || cfg.microbatches.is_some();
             drive(
                 cfg,
                 data,
-                fixed::on_device_at(dev, cfg.rounding, cfg.seed, opts.check, widths),
+                fixed_arith(cfg, opts)?,
                 opts,
                 obs,
-                dist,
+                (dist, &one_stage),
                 &mut |t, d, o| {
                     if sharded {
                         t.train_epoch_sharded(d, o, dist)
@@ -227,6 +218,35 @@ fn check_device_width(device: &str, word_bits: u32) -> Result<(), TrainError> {
     Err(TrainError::Config(format!(
         "--word-bits {word_bits} runs on --device golden only: the hardware (and so --device {device}) multiplies {full}-bit words until W becomes a hardware parameter"
     )))
+}
+
+/// The fixed-point arithmetic of `cfg` on the device of `opts`.
+pub(crate) fn fixed_arith(
+    cfg: &TrainConfig,
+    opts: &RunOptions,
+) -> Result<fixed::FixedArith, TrainError> {
+    let widths = cfg.widths()?;
+    check_device_width(&opts.device, widths.word())?;
+    let ac = ArrayConfig::new(
+        cfg.array,
+        ArrayConfig::square(cfg.array).frac_bits,
+        ArrayConfig::square(cfg.array).buffer_depth,
+    )
+    .map_err(|e| TrainError::Config(e.to_string()))?;
+    let dev =
+        systole_device::open_traced(&opts.device, ac, opts.trace.clone()).map_err(|source| {
+            TrainError::Device {
+                op: "opening the device".into(),
+                source,
+            }
+        })?;
+    Ok(fixed::on_device_at(
+        dev,
+        cfg.rounding,
+        cfg.seed,
+        opts.check,
+        widths,
+    ))
 }
 
 /// Room a run folder needs besides its checkpoint: `run.json`, `history.csv`, `loss.png`.

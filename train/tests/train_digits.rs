@@ -35,6 +35,7 @@ fn cfg(precision: Precision, rounding: Rounding, epochs: usize) -> TrainConfig {
         word_bits: 16,
         master_bits: 16,
         shards: None,
+        microbatches: None,
     }
 }
 

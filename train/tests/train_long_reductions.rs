@@ -66,6 +66,7 @@ fn cfg(precision: Precision) -> TrainConfig {
         word_bits: 16,
         master_bits: 16,
         shards: None,
+        microbatches: None,
     }
 }
 

@@ -32,6 +32,7 @@ fn cfg(shards: usize, epochs: usize) -> TrainConfig {
         word_bits: 16,
         master_bits: 16,
         shards: Some(shards),
+        microbatches: None,
     }
 }
 

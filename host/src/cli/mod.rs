@@ -268,6 +268,18 @@ pub struct TrainArgs {
     /// Results depend on the shard count, not on how many MPI ranks share the shards.
     #[arg(long, value_parser = whole)]
     pub shards: Option<usize>,
+    /// Micro-batches per shard, their gradients accumulated exactly (fixed16 only; must divide
+    /// --batch / --shards). Results depend on this number, not on --stages or the rank count.
+    #[arg(long, value_parser = whole)]
+    pub microbatches: Option<usize>,
+    /// Pipeline stages: the layers cut into this many stages, one MPI rank (and device) each,
+    /// under mpirun -np STAGES x SHARDS (fixed16 only; the weights equal one process's).
+    #[arg(long, value_parser = whole)]
+    pub stages: Option<usize>,
+    /// Where the stages are cut: the layers after which a stage ends, e.g. 1,2 (default: the
+    /// cut whose largest stage has the fewest multiply-accumulates).
+    #[arg(long, value_parser = whole, value_delimiter = ',', requires = "stages")]
+    pub cut: Option<Vec<usize>>,
 }
 
 /// Options of `compare`.

@@ -8,6 +8,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use systole_core::Rounding;
 use systole_train::data;
 use systole_train::model::ModelSpec;
+use systole_train::pipeline::{run_pipelined, Placement, StagePlan};
 use systole_train::run::{claim_out_dir, run, run_dist, RunOptions, RunSummary};
 use systole_train::{EpochRecord, Observer, Precision, Quiet, TrainConfig};
 
@@ -28,6 +29,7 @@ pub fn config(a: &TrainArgs) -> anyhow::Result<TrainConfig> {
     let cfg = TrainConfig {
         seed: a.seed,
         shards: a.shards,
+        microbatches: a.microbatches,
         ..recipe_config(&a.recipe, precision, rounding)?
     };
     cfg.validate()?;
@@ -69,6 +71,7 @@ fn recipe_config(
         word_bits: r.word_bits,
         master_bits: r.master_bits.unwrap_or(r.word_bits),
         shards: None,
+        microbatches: None,
     };
     cfg.validate()?;
     Ok(cfg)
@@ -178,8 +181,11 @@ fn train_on(a: &TrainArgs, dist: &dyn systole_train::dist::Collective) -> anyhow
             cfg.precision.name()
         );
     }
+    let stages = a.stages.filter(|&s| s > 1);
     if dist.size() > 1 && cfg.shards.is_none() {
-        cfg.shards = Some(dist.size());
+        // Every rank a replica, or with stages the replicas the ranks make.
+        let s = stages.unwrap_or(1);
+        cfg.shards = Some((dist.size() / s).max(1));
         cfg.validate()?;
     }
     let lead = dist.rank() == 0;
@@ -189,8 +195,19 @@ fn train_on(a: &TrainArgs, dist: &dyn systole_train::dist::Collective) -> anyhow
         _ => None,
     };
     let data = data::load(&cfg.dataset)?;
-    // Oversized options fail before the run is announced.
-    cfg.layers_that_fit(&data)?;
+    // Oversized options and impossible cuts fail before the run is announced.
+    let layers = cfg.layers_that_fit(&data)?;
+    let plan = match stages {
+        Some(s) => {
+            let plan = StagePlan::new(&layers, s, a.cut.as_deref())?;
+            // A job of the wrong size fails before the run is announced.
+            let shards = cfg.shards.unwrap_or(1);
+            Placement::of_rank(plan.clone(), shards, dist.rank(), dist.size())?;
+            Some(plan)
+        }
+        None if a.cut.is_some() => bail!("--cut needs --stages 2 or more"),
+        None => None,
+    };
     let window = a.trace.window(&a.recipe.device.device)?;
     let t0 = std::time::Instant::now();
     if lead {
@@ -223,7 +240,22 @@ fn train_on(a: &TrainArgs, dist: &dyn systole_train::dist::Collective) -> anyhow
                 ""
             }
         );
-        if let Some(s) = cfg.shards {
+        if let Some(p) = &plan {
+            let ranges: Vec<String> = (0..p.stages())
+                .map(|s| {
+                    let l = p.layers(s);
+                    format!("{}-{}", l.start + 1, l.end)
+                })
+                .collect();
+            outln!(
+                "{} pipeline stages (layers {}) x {} replica(s), {} micro-batch(es) per shard, over {} rank(s)",
+                p.stages(),
+                ranges.join(" | "),
+                cfg.shards.unwrap_or(1),
+                cfg.microbatches.unwrap_or(1),
+                dist.size()
+            );
+        } else if let Some(s) = cfg.shards {
             outln!("{s} shards per batch over {} rank(s)", dist.size());
         }
     }
@@ -232,7 +264,11 @@ fn train_on(a: &TrainArgs, dist: &dyn systole_train::dist::Collective) -> anyhow
         epochs: cfg.epochs,
     };
     let obs: &mut dyn Observer = if lead { &mut bars } else { &mut Quiet };
-    let summary = run_dist(&cfg, &data, &options(a, window.clone()), obs, dist);
+    let opts = options(a, window.clone());
+    let summary = match stages {
+        Some(s) => run_pipelined(&cfg, &data, &opts, obs, dist, (s, a.cut.as_deref())),
+        None => run_dist(&cfg, &data, &opts, obs, dist),
+    };
     let summary = super::trace::finish(&window, summary.map_err(Into::into))?;
     if !lead {
         return Ok(());

@@ -43,6 +43,7 @@ pub fn point_config(base: &TrainConfig, point: &DesignPoint, seed: u64) -> Train
         word_bits: point.word_bits,
         master_bits: point.word_bits,
         shards: None,
+        microbatches: None,
         ..base.clone()
     }
 }

@@ -276,6 +276,7 @@ impl Recipe {
             word_bits: 16,
             master_bits: 16,
             shards: None,
+            microbatches: None,
         };
         cfg.validate()?;
         Ok(cfg)

@@ -1,0 +1,138 @@
+use super::*;
+use crate::data::{self, Dataset};
+use crate::dist::Single;
+use crate::model::{Layer, ModelSpec};
+use crate::{fixed, Precision, Quiet, TrainConfig, Trainer};
+use systole_core::Rounding;
+
+fn dense(inp: usize, out: usize) -> Layer {
+    Layer::Dense {
+        inp,
+        out,
+        relu: true,
+    }
+}
+
+#[test]
+fn the_automatic_cut_balances_macs_and_bad_cuts_are_refused() {
+    let layers = [dense(64, 32), dense(32, 32), dense(32, 32), dense(32, 10)];
+    // MACs 2048, 1024, 1024, 320: the best 2-stage cut is [1] [2, 3, 4].
+    let p = StagePlan::new(&layers, 2, None).unwrap();
+    assert_eq!((p.layers(0), p.layers(1)), (0..1, 1..4));
+    assert_eq!(
+        (p.params(1), p.stage_of(3), p.cut_text()),
+        (2..8, 1, "1".into())
+    );
+    let p = StagePlan::new(&layers, 3, None).unwrap();
+    assert_eq!(p.cut_text(), "1,2");
+    let p = StagePlan::new(&layers, 2, Some(&[3])).unwrap();
+    assert_eq!(p.layers(1), 3..4);
+    let err = |s, c: &[usize]| StagePlan::new(&layers, s, Some(c)).unwrap_err().to_string();
+    assert!(
+        err(3, &[2, 2]).contains("leaves stage 2 empty"),
+        "{}",
+        err(3, &[2, 2])
+    );
+    assert!(
+        err(2, &[4]).contains("leaves stage 2 empty"),
+        "{}",
+        err(2, &[4])
+    );
+    assert!(err(3, &[1]).contains("needs 2"), "{}", err(3, &[1]));
+    let e = StagePlan::new(&layers, 5, None).unwrap_err().to_string();
+    assert!(e.contains("more than the model's 4 layers"), "{e}");
+    let e = Placement::of_rank(p, 2, 0, 3).unwrap_err().to_string();
+    assert!(e.contains("needs 4 MPI ranks, but this job has 3"), "{e}");
+}
+
+#[test]
+fn uniform_work_has_the_gpipe_bubble() {
+    for (s, m) in [(2, 1), (2, 4), (4, 8)] {
+        let t = gpipe(&vec![vec![1; m]; s], &vec![vec![2; m]; s]);
+        assert_eq!(t.makespan, 3 * (m + s - 1) as u64, "S {s} M {m}");
+        let want = (s - 1) as f64 / (m + s - 1) as f64;
+        assert!((t.bubble() - want).abs() < 1e-12, "S {s} M {m}");
+        assert_eq!(t.ideal(), 3 * m as u64);
+    }
+}
+
+fn cfg(shards: usize, micro: usize) -> TrainConfig {
+    TrainConfig {
+        model: ModelSpec::Mlp {
+            hidden: vec![16, 12],
+        },
+        dataset: "digits".into(),
+        // 3 batches of 32, the last of 26: uneven units.
+        train_limit: Some(90),
+        epochs: 1,
+        batch: 32,
+        lr: 0.05,
+        lr_decay: 1.0,
+        momentum: 0.9,
+        seed: 5,
+        precision: Precision::Fixed16,
+        rounding: Rounding::Stochastic,
+        array: 4,
+        shards: Some(shards),
+        microbatches: Some(micro),
+    }
+}
+
+fn trainer(c: &TrainConfig, d: &Dataset) -> Trainer<fixed::FixedArith> {
+    let dev = systole_device::open("golden", systole_core::ArrayConfig::square(4)).unwrap();
+    Trainer::new(
+        c.clone(),
+        d,
+        fixed::on_device(dev, c.rounding, c.seed, false),
+    )
+    .unwrap()
+}
+
+/// The per-unit state: parameters, momentum and the units' remembered formats.
+fn state(t: &Trainer<fixed::FixedArith>) -> (Vec<crate::arith::TensorState>, Vec<String>) {
+    let ck = t.checkpoint();
+    let fracs = ck
+        .fracs
+        .iter()
+        .filter(|(k, _)| k.starts_with("shard"))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    ([ck.params, ck.velocity].concat(), fracs)
+}
+
+/// Stages in one process compute what one process computes without them, bit for bit, for
+/// every cut of a 3-layer model into 2 and 3 stages, 2 shards of 2 micro-batches.
+#[test]
+fn stages_in_one_process_equal_the_unpipelined_run() {
+    let d = data::load("digits").unwrap();
+    let c = cfg(2, 2);
+    let mut reference = trainer(&c, &d);
+    reference
+        .train_epoch_sharded(&d, &mut Quiet, &Single)
+        .unwrap();
+    let want = state(&reference);
+    assert!(want
+        .1
+        .iter()
+        .any(|k| k.starts_with("shard 3: layer 3 backward dX")));
+    for (stages, cut) in [(2, vec![1]), (2, vec![2]), (3, vec![1, 2])] {
+        let mut t = trainer(&c, &d);
+        let layers = t.layers().to_vec();
+        let plan = StagePlan::new(&layers, stages, Some(&cut)).unwrap();
+        let steps = t.pipeline_epoch_local(&plan, &d, None).unwrap();
+        assert_eq!(steps.len(), 3);
+        assert!(steps[0].boundary_bytes.iter().all(|&b| b > 0));
+        // Not assert_eq: the tensors' Debug text is pages long.
+        let got = state(&t);
+        assert!(
+            got.1 == want.1,
+            "{stages} stages cut after {cut:?}: formats {:?}",
+            got.1
+        );
+        let first = (0..want.0.len()).find(|&i| got.0[i] != want.0[i]);
+        assert!(
+            first.is_none(),
+            "{stages} stages cut after {cut:?}: tensor {first:?} differs"
+        );
+    }
+}
