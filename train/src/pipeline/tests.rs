@@ -73,6 +73,8 @@ fn cfg(shards: usize, micro: usize) -> TrainConfig {
         precision: Precision::Fixed16,
         rounding: Rounding::Stochastic,
         array: 4,
+        word_bits: 16,
+        master_bits: 16,
         shards: Some(shards),
         microbatches: Some(micro),
     }
