@@ -32,6 +32,8 @@ fn measure(stages: usize, shards: usize, micro: usize) -> (StagePlan, StepMeasur
         precision: Precision::Fixed16,
         rounding: Rounding::Stochastic,
         array: 8,
+        word_bits: 16,
+        master_bits: 16,
         shards: Some(shards),
         microbatches: Some(micro),
     };
