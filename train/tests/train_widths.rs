@@ -27,6 +27,7 @@ fn cfg(word_bits: u32, master_bits: u32, epochs: usize) -> TrainConfig {
         word_bits,
         master_bits,
         shards: None,
+        microbatches: None,
     }
 }
 
