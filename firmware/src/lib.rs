@@ -10,6 +10,8 @@
 //! * `driver` — the tile driver (tiled matmul over any `AcceleratorBus`), used by the host for
 //!   every backend; [`conv`] — the conv driver on top of it (feature maps sent once, im2col
 //!   gathered on chip).
+//! * `products` (feature `step`) — `BoardProducts`: the training step's products
+//!   (`systole_step::Products`) on these drivers, so the whole step runs on the board's CPU.
 //! * [`mmio`] and [`soc`] — the SoC build: register access (the crate's only `unsafe`) and the
 //!   drivers for its accelerator windows, UART and timer.
 #![no_std]
@@ -20,6 +22,11 @@ pub mod crc;
 pub mod driver;
 pub mod frame;
 pub mod mmio;
+#[cfg(any(feature = "step", test))]
+extern crate alloc;
+
+#[cfg(any(feature = "step", test))]
+pub mod products;
 pub mod protocol;
 pub mod server;
 pub mod soc;

@@ -6,8 +6,8 @@
 //!   fractional bits, the saturation retries, the op seeds, the long-reduction chunks, bias,
 //!   ReLU, pooling and the SGD update with momentum), sending every matrix product and
 //!   convolution to a [`products::Products`]: the host implements it with a `Device`
-//!   (`systole-train`); the firmware is to implement it with its tile and conv drivers over the
-//!   SoC's bus (issue 17).
+//!   (`systole-train`); the firmware with its tile and conv drivers
+//!   (`systole_firmware::products::BoardProducts`).
 //! * [`model`] — the layers and the forward and backward passes, generic over `Arith` (the
 //!   host's float formats run the very same walk).
 //! * [`loss`] — softmax cross-entropy in f32 with `libm`'s double-precision `exp`/`log` rounded to f32.

@@ -1,8 +1,8 @@
 //! [`Products`]: where the step's matrix products and convolutions run. The host implements it
 //! with a `systole_device::Device` (`systole-train`'s `DeviceProducts`, which also checks each
-//! result against the golden model under `--check`); the firmware is to implement it with its
-//! tile and conv drivers over the SoC's bus (issue 17). Every implementation follows the numeric contract, so
-//! the step's results do not depend on which one runs it.
+//! result against the golden model under `--check`); the firmware implements it with its tile
+//! and conv drivers (`systole_firmware::products::BoardProducts`). Every implementation follows
+//! the numeric contract, so the step's results do not depend on which one runs it.
 
 use crate::StepError;
 use alloc::string::String;
