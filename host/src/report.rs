@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use systole_device::DeviceStats;
-use systole_train::fixed::SaturationCount;
-use systole_train::outfile::write_atomic;
 use systole_train::run::RunSummary;
+use systole_train::write_atomic;
+use systole_train::SaturationCount;
 use systole_train::{EpochRecord, TrainError};
 
 /// The CSV header of [`history_csv`].

@@ -1,5 +1,5 @@
 //! Checkpoints: the whole state of a run as JSON, written atomically
-//! ([`crate::outfile::write_atomic`]: temporary file, fsync, rename, fsync of the folder) so a
+//! ([`crate::write_atomic`]: temporary file, fsync, rename, fsync of the folder) so a
 //! crash never leaves a half-written checkpoint behind.
 
 use super::arith::TensorState;

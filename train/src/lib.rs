@@ -4,7 +4,8 @@
 //! baselines. Runs are seeded and deterministic, and resume bit for bit from checkpoints.
 //!
 //! Beside it: the data sets ([`data`]), data-parallel shards and their collective ([`dist`],
-//! MPI with the `mpi` feature) and the output files that lose nothing ([`outfile`]).
+//! MPI with the `mpi` feature) and the output files that lose nothing ([`write_atomic`],
+//! [`replace_with`]).
 #![deny(missing_docs)]
 
 pub mod agreement;
@@ -13,14 +14,20 @@ pub use systole_step::arith;
 pub mod checkpoint;
 pub mod data;
 pub mod dist;
-pub mod fixed;
+mod fixed;
 pub mod float;
 pub mod model;
 pub mod options;
-pub mod outfile;
-pub mod rng;
+mod outfile;
+mod rng;
 pub mod run;
 pub mod shard;
+
+// What front ends (the CLI, explore, benches) use of the fixed-point arithmetic, the output
+// files and the seeded random streams; the modules themselves are the trainer's own.
+pub use fixed::{compare as compare_with_golden, on_device, FixedArith, SaturationCount};
+pub use outfile::{check_target, replace_with, write_atomic, OutputError, RunLock};
+pub use rng::{stream as random_stream, SplitMix64};
 
 use crate::data::{Dataset, Split};
 use arith::{Arith, TensorState};

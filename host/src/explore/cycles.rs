@@ -63,7 +63,7 @@ pub fn train_point(
         point.label()
     )))?;
     let (dev, log) = Recorder::new(golden, point.config());
-    let arith = systole_train::fixed::on_device(Box::new(dev), cfg.rounding, seed, false);
+    let arith = systole_train::on_device(Box::new(dev), cfg.rounding, seed, false);
     let mut t = Trainer::new(cfg.clone(), data, arith)?;
     let mut obs = TrainingStepsOnly {
         log: log.clone(),
@@ -176,7 +176,7 @@ pub fn sample_check(
         point.label()
     )))?;
     let (dev, log) = Recorder::new(sim, point.config());
-    let arith = systole_train::fixed::on_device(Box::new(dev), cfg.rounding, seed, false);
+    let arith = systole_train::on_device(Box::new(dev), cfg.rounding, seed, false);
     let mut t = Trainer::new(cfg, data, arith)?;
     log.lock().unwrap_or_else(PoisonError::into_inner).on = true;
     // The model is set up (parameters imported) before the log is on: only steps count.
