@@ -86,8 +86,10 @@ pub fn device_lines(name: &str, st: &DeviceStats) -> Vec<String> {
 
 /// Writes `run.json` and `history.csv` into `dir`.
 pub fn write_reports(summary: &RunSummary, dir: &Path) -> Result<(), TrainError> {
-    let json = serde_json::to_vec_pretty(summary)
-        .map_err(|e| TrainError::Config(format!("cannot encode the report: {e}")))?;
+    let json = serde_json::to_vec_pretty(summary).map_err(|source| TrainError::Encode {
+        what: "report",
+        source,
+    })?;
     write_atomic(&dir.join("run.json"), &json)?;
     write_atomic(
         &dir.join("history.csv"),

@@ -81,6 +81,25 @@ pub enum TrainError {
     /// A checkpoint cannot be used.
     #[error("checkpoint: {0}")]
     Checkpoint(String),
+    /// A checkpoint file is not a systole checkpoint (the decoder's error is the source).
+    #[error("checkpoint: {} is not a systole checkpoint", path.display())]
+    CheckpointFormat {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The decoder's error.
+        source: serde_json::Error,
+    },
+    /// A checkpoint or report could not be encoded (the encoder's error is the source).
+    #[error("cannot encode the {what}")]
+    Encode {
+        /// `checkpoint`, `report`.
+        what: &'static str,
+        /// The encoder's error.
+        source: serde_json::Error,
+    },
+    /// The array the options describe is not valid (the check's error is the source).
+    #[error("the array the options describe")]
+    Array(#[from] systole_core::ConfigError),
     /// The MPI ranks were started with different options or data (every rank finds it).
     #[error(transparent)]
     Ranks(#[from] crate::dist::Disagreement),
