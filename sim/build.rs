@@ -71,10 +71,10 @@ fn main() {
             ports: Some(ports),
         });
     }
-    // The board and SoC images carry the smallest array built.
-    let board = sizes.iter().copied().min();
-    if let Some(n) = board {
-        let (verilog, ports) = images::board(n).unwrap_or_else(|e| {
+    // The bridge and SoC images carry the smallest array built.
+    let image_size = sizes.iter().copied().min();
+    if let Some(n) = image_size {
+        let (verilog, ports) = images::bridge(n).unwrap_or_else(|e| {
             panic!("systole-hdl could not generate the {n}x{n} bridge top: {e}")
         });
         jobs.push(Job {
@@ -83,7 +83,7 @@ fn main() {
             ports: Some(ports),
         });
     }
-    let soc = match (board, &cpu) {
+    let soc = match (image_size, &cpu) {
         (Some(n), Ok(cpu)) => {
             println!("cargo::rerun-if-changed={}", cpu.display());
             let verilog = images::soc(n).unwrap_or_else(|e| panic!("{e}"));
@@ -113,7 +113,7 @@ fn main() {
     if cpu.is_err() || soc.is_err() {
         no_firmware(&out, "the SoC model is not built");
     }
-    write_models(&out, &sizes, &tables, board, soc);
+    write_models(&out, &sizes, &tables, image_size, soc);
 }
 
 /// Where the models are cached: `<target>/systole-testbench/`, shared by every build of this
@@ -257,13 +257,13 @@ fn tools() -> Result<(), String> {
     Ok(())
 }
 
-/// `OUT_DIR/models.rs`: the tables of `tables` (one per job: the sizes, then the board, then
-/// the SoC), `MODELS`, `BOARD` and `SOC`.
+/// `OUT_DIR/models.rs`: the tables of `tables` (one per job: the sizes, then the bridge image,
+/// then the SoC), `MODELS`, `BRIDGE_IMAGE` and `SOC`.
 fn write_models(
     out: &Path,
     sizes: &[usize],
     tables: &[String],
-    board: Option<usize>,
+    image_size: Option<usize>,
     soc: Result<usize, String>,
 ) {
     use images::{BRIDGE_BAUD, BRIDGE_CLOCK_HZ, BRIDGE_FM_DEPTH, SOC_BAUD, SOC_CLOCK_HZ};
@@ -275,7 +275,7 @@ fn write_models(
         .iter()
         .map(|n| format!("({n}, &SYSTOLE_SA{n})"))
         .collect();
-    let board = match board {
+    let bridge = match image_size {
         Some(n) => format!(
             "Some(ImageModel {{ size: {n}, clock_hz: {BRIDGE_CLOCK_HZ}, baud: {BRIDGE_BAUD}, linked: &SYSTOLE_BRIDGE, loader: None }})"
         ),
@@ -290,7 +290,7 @@ fn write_models(
     };
     text.push_str(&format!(
         "/// The array models, by size.\npub static MODELS: &[(usize, &systole_testbench::layer::Linked)] = &[{}];\n\
-         /// The bridge image's model, when one was built.\npub static BRIDGE_IMAGE: Option<ImageModel> = {board};\n\
+         /// The bridge image's model, when one was built.\npub static BRIDGE_IMAGE: Option<ImageModel> = {bridge};\n\
          /// The SoC image's model, or why this build has none.\npub static SOC: Result<ImageModel, &str> = {soc};\n",
         entries.join(", ")
     ));

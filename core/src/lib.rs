@@ -30,6 +30,7 @@
 pub mod bridge;
 pub mod bus;
 pub mod config;
+mod config_word;
 pub mod crc;
 pub mod field;
 pub mod gather;
@@ -53,4 +54,5 @@ pub mod tensor;
 
 pub use bus::AcceleratorBus;
 pub use config::{ArrayConfig, ConfigError};
+pub use config_word::ConfigWordMismatch;
 pub use numeric::{Lfsr32, Rounding};

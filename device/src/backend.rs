@@ -391,12 +391,10 @@ pub(crate) fn check_config(
     config_word: u32,
     asked: &ArrayConfig,
 ) -> Result<(), DeviceError> {
-    if config_word == asked.config_word() {
-        return Ok(());
-    }
-    let found = ArrayConfig::from_config_word(config_word);
-    Err(DeviceError::Unsupported(format!(
-        "the board at {at} is a {0}x{0} array with {1}-row buffers and a {2}-word feature-map buffer, but {3}x{3} with {4}-row buffers and {5} feature-map words was asked for",
-        found.size, found.buffer_depth, found.fm_depth, asked.size, asked.buffer_depth, asked.fm_depth
-    )))
+    asked
+        .check_config_word(config_word)
+        .map_err(|e| DeviceError::WrongArray {
+            at: at.to_string(),
+            source: Box::new(e),
+        })
 }

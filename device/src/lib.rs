@@ -89,6 +89,14 @@ pub enum DeviceError {
     /// The backend cannot run this configuration or operation.
     #[error("{0}")]
     Unsupported(String),
+    /// The board's `CONFIG` register describes another array than the one asked for.
+    #[error("the board at {at} is not the array asked for")]
+    WrongArray {
+        /// The board's port or name.
+        at: String,
+        /// Both arrays.
+        source: Box<systole_core::ConfigWordMismatch>,
+    },
     /// A waveform trace could not be set up or written.
     #[error(transparent)]
     Trace(Box<systole_sim::SimError>),

@@ -256,7 +256,10 @@ fn wrong_board_size_is_refused() {
     let path = b.path().to_str().unwrap().to_string();
     let asked = ArrayConfig::new(8, 8, 16).unwrap();
     match SerialDevice::open(&path, asked) {
-        Err(DeviceError::Unsupported(msg)) => assert!(msg.contains("4x4"), "{msg}"),
+        Err(DeviceError::WrongArray { source, .. }) => {
+            assert_eq!((source.found.size, source.asked.size), (4, 8));
+            assert!(source.to_string().contains("4x4"), "{source}");
+        }
         other => panic!("expected a refusal, got {:?}", other.err()),
     }
 }

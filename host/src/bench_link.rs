@@ -102,7 +102,7 @@ pub fn measure(
     steps: usize,
 ) -> Result<(LinkRun, Vec<TensorState>), TrainError> {
     let device = dev.name();
-    let arith = systole_train::fixed::on_device(dev, cfg.rounding, cfg.seed, false);
+    let arith = systole_train::on_device(dev, cfg.rounding, cfg.seed, false);
     let mut t = Trainer::new(cfg.clone(), data, arith)?;
     let mut last = t.arith.products().device().stats();
     let mut per_step = Vec::with_capacity(steps);

@@ -41,7 +41,7 @@ pub enum PlotError {
     },
     /// The file could not be written.
     #[error(transparent)]
-    Output(#[from] systole_train::outfile::OutputError),
+    Output(#[from] systole_train::OutputError),
 }
 
 pub(crate) fn font() -> PlotText {
@@ -72,7 +72,7 @@ const ACCURACY: [Series; 2] = [
 ];
 
 /// Draws train/test loss (left) and accuracy (right) per epoch into `path` (a PNG of [`SIZE`]).
-/// Written like every output ([`systole_train::outfile::replace_with`]): drawn into a temporary file,
+/// Written like every output ([`systole_train::replace_with`]): drawn into a temporary file,
 /// then renamed over `path`.
 pub fn plot_history(
     history: &[EpochRecord],
@@ -80,7 +80,7 @@ pub fn plot_history(
     path: &Path,
 ) -> Result<PlotText, PlotError> {
     let mut text = PlotText::None;
-    systole_train::outfile::replace_with(path, |tmp, _| -> Result<(), PlotError> {
+    systole_train::replace_with(path, |tmp, _| -> Result<(), PlotError> {
         let root = BitMapBackend::new(tmp, SIZE).into_drawing_area();
         text = draw_history(root, history, title, true).map_err(|msg| PlotError::Draw {
             path: path.display().to_string(),

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use systole_device::DeviceStats;
-use systole_train::fixed::SaturationCount;
-use systole_train::outfile::write_atomic;
 use systole_train::run::RunSummary;
+use systole_train::write_atomic;
+use systole_train::SaturationCount;
 use systole_train::{EpochRecord, TrainError};
 
 /// The CSV header of [`history_csv`].
@@ -86,8 +86,10 @@ pub fn device_lines(name: &str, st: &DeviceStats) -> Vec<String> {
 
 /// Writes `run.json` and `history.csv` into `dir`.
 pub fn write_reports(summary: &RunSummary, dir: &Path) -> Result<(), TrainError> {
-    let json = serde_json::to_vec_pretty(summary)
-        .map_err(|e| TrainError::Config(format!("cannot encode the report: {e}")))?;
+    let json = serde_json::to_vec_pretty(summary).map_err(|source| TrainError::Encode {
+        what: "report",
+        source,
+    })?;
     write_atomic(&dir.join("run.json"), &json)?;
     write_atomic(
         &dir.join("history.csv"),

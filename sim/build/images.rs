@@ -42,7 +42,7 @@ pub fn array(cfg: &ArrayConfig) -> Result<(String, Vec<PortInfo>), String> {
 }
 
 /// The bridge image's options: active-low button, [`BRIDGE_FM_DEPTH`] feature-map words.
-fn board_options() -> systole_hdl::bridge_top::BridgeTopOptions {
+fn bridge_options() -> systole_hdl::bridge_top::BridgeTopOptions {
     systole_hdl::bridge_top::BridgeTopOptions {
         clock_hz: BRIDGE_CLOCK_HZ,
         baud: BRIDGE_BAUD,
@@ -55,10 +55,10 @@ fn board_options() -> systole_hdl::bridge_top::BridgeTopOptions {
 
 /// The bridge image (`systole_hdl::bridge_top`: UART, byte bridge and an `n x n` array): its
 /// Verilog and its ports, walked from the rust-hdl block the Verilog is generated from.
-pub fn board(n: usize) -> Result<(String, Vec<PortInfo>), String> {
+pub fn bridge(n: usize) -> Result<(String, Vec<PortInfo>), String> {
     use rust_hdl_core::prelude::Block;
     let cfg = ArrayConfig::square(n);
-    let opts = board_options();
+    let opts = bridge_options();
     let verilog = systole_hdl::bridge_top::generate_bridge_verilog_with(&cfg, &opts)
         .map_err(|e| e.to_string())?;
     let mut top =

@@ -1,7 +1,7 @@
 //! The models `build.rs` compiled and linked into this crate (through
 //! `systole_testbench::layer`), as the tables `Testbench::linked` drives.
 
-/// A serial-pin image's model: the board (bridge) or the SoC.
+/// A serial-pin image's model: the bridge image or the SoC image.
 pub(crate) struct ImageModel {
     /// Array size of the image's accelerator.
     pub size: usize,
@@ -11,7 +11,7 @@ pub(crate) struct ImageModel {
     pub baud: u32,
     /// The compiled model.
     pub linked: &'static systole_testbench::layer::Linked,
-    /// The RAM loader of an image with a CPU (the SoC), `None` for the bridge board.
+    /// The RAM loader of an image with a CPU (the SoC), `None` for the bridge image.
     pub loader: Option<Loader>,
 }
 

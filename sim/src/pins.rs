@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Read, Write};
 use systole_testbench::{Input, Narrow, Testbench};
 
-/// Array size of the bridge image's accelerator in this build (`None`: no board model).
+/// Array size of the bridge image's accelerator in this build (`None`: no bridge image model).
 pub fn built_size() -> Option<usize> {
     linked::BRIDGE_IMAGE.as_ref().map(|b| b.size)
 }
@@ -66,20 +66,20 @@ impl ImagePins {
         let tb = match &window {
             None => Self::linked_model(image),
             Some(w) => {
-                let (verilog, ports) = crate::images::board(image.size).map_err(|e| {
-                    SimError::TraceSetup(format!("cannot generate the board's Verilog: {e}"))
+                let (verilog, ports) = crate::images::bridge(image.size).map_err(|e| {
+                    SimError::TraceSetup(format!("cannot generate the bridge image's Verilog: {e}"))
                 })?;
                 crate::trace::traced_model(&verilog, Some(ports), w.format)?
             }
         };
-        let mut board = Self::from_model(image, tb, window)?;
+        let mut pins = Self::from_model(image, tb, window)?;
         // The button is active low: pressed, then released; the synchronizer needs two clocks.
-        board.run_bit(false, false)?;
-        board.run_bit(true, true)?;
+        pins.run_bit(false, false)?;
+        pins.run_bit(true, true)?;
         for _ in 0..4 {
-            board.run_bit(true, true)?;
+            pins.run_bit(true, true)?;
         }
-        Ok(board)
+        Ok(pins)
     }
 
     /// The image's compiled model.
@@ -125,7 +125,7 @@ impl ImagePins {
         Window::clock(&mut self.tb, self.window.as_mut(), n)
     }
 
-    /// Array size of the board's accelerator.
+    /// Array size of the image's accelerator.
     pub fn size(&self) -> usize {
         self.image.size
     }
@@ -140,7 +140,7 @@ impl ImagePins {
         self.read_bit_times = bit_times.max(1);
     }
 
-    /// Bit times of written bytes not yet on the line towards the board (a `read` or `flush`
+    /// Bit times of written bytes not yet on the line towards the image (a `read` or `flush`
     /// sends them).
     pub fn queued_bit_times(&self) -> usize {
         self.rx_bits.len()
@@ -169,7 +169,7 @@ impl ImagePins {
         Ok(())
     }
 
-    /// One bit time of the line towards the board: the next queued bit, or idle (high).
+    /// One bit time of the line towards the image: the next queued bit, or idle (high).
     pub(crate) fn step(&mut self) -> Result<(), SimError> {
         let rx = self.rx_bits.pop_front().unwrap_or(true);
         self.run_bit(true, rx)
@@ -210,7 +210,7 @@ impl Read for ImagePins {
             if waited == self.read_bit_times {
                 return Err(io::Error::new(
                     ErrorKind::TimedOut,
-                    "the simulated board sent nothing",
+                    "the simulated image sent nothing",
                 ));
             }
             self.step().map_err(io_error)?;
@@ -305,14 +305,14 @@ mod tests {
     /// the request and the data) through its pins.
     #[test]
     fn the_bridge_image_answers_over_its_serial_pins() {
-        let Ok(mut board) = ImagePins::bridge_image() else {
-            println!("no board model in this build: skipped");
+        let Ok(mut pins) = ImagePins::bridge_image() else {
+            println!("no bridge image model in this build: skipped");
             return;
         };
         let request = [b'R', systole_core::regmap::ID];
-        board.write_all(&request).unwrap();
+        pins.write_all(&request).unwrap();
         let mut reply = [0u8; 6];
-        board.read_exact(&mut reply).unwrap();
+        pins.read_exact(&mut reply).unwrap();
         let (id, crc) = reply.split_at(4);
         assert_eq!(
             u32::from_be_bytes(id.try_into().unwrap()),
@@ -326,7 +326,7 @@ mod tests {
         );
         let mut id = [0u8; 4];
         // Nothing more comes back: the next read times out.
-        let e = board.read(&mut id).unwrap_err();
+        let e = pins.read(&mut id).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::TimedOut);
     }
 }

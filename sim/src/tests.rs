@@ -76,9 +76,9 @@ fn shim_ports_come_from_the_hdl_definition() {
         let (_, want) = crate::images::array(&ArrayConfig::square(n)).unwrap();
         assert_eq!(listed(linked), want, "{n}x{n} array");
     }
-    if let Some(board) = &crate::linked::BRIDGE_IMAGE {
-        let (_, want) = crate::images::board(board.size).unwrap();
-        assert_eq!(listed(board.linked), want, "bridge image");
+    if let Some(bridge) = &crate::linked::BRIDGE_IMAGE {
+        let (_, want) = crate::images::bridge(bridge.size).unwrap();
+        assert_eq!(listed(bridge.linked), want, "bridge image");
     }
     if let Ok(soc) = &crate::linked::SOC {
         let names: Vec<&str> = soc.linked.ports.iter().map(|p| p.name).collect();

@@ -165,23 +165,11 @@ impl Testbench {
         Ok(tb)
     }
 
-    /// A model a build script compiled and linked into this program
-    /// ([`crate::layer::build_archive`]), from the table [`crate::layer::rust_table`] wrote.
-    ///
-    /// # Safety
-    /// `model` must be a table written by [`crate::layer::rust_table`] for the archive linked
-    /// in (its functions and port list are the shim's).
-    pub unsafe fn linked(model: &'static crate::layer::Linked) -> Testbench {
-        let ports = model.ports.iter().map(|p| p.info()).collect();
-        // SAFETY: by the caller.
-        unsafe { Testbench::start(model.fns, ports, None) }
-    }
-
     /// Creates the model and looks up its ports.
     ///
     /// # Safety
     /// `fns` must be the shim generated for `ports`, loaded as long as `lib` lives.
-    unsafe fn start(
+    pub(crate) unsafe fn start(
         fns: ShimFns,
         ports: Vec<PortInfo>,
         lib: Option<libloading::Library>,

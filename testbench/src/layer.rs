@@ -14,10 +14,11 @@
 //! A model linked this way is built without tracing (tracing costs speed even with no trace
 //! open); a traced model of the same Verilog is [`crate::Testbench::from_verilog`] at run time.
 
-use crate::handle::{check_ports, ShimFns};
+use crate::handle::{check_ports, ShimFns, Testbench};
 use crate::ports::{Dir, PortInfo};
+use crate::toolchain::include_and_runtime;
 pub use crate::verilate::Ports;
-use crate::verilate::{build, include_and_runtime, Design, Package};
+use crate::verilate::{build, Design, Package};
 use crate::TestbenchError;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -162,4 +163,18 @@ pub static {name}: systole_testbench::layer::Linked = systole_testbench::layer::
 }};
 "#
     )
+}
+
+impl Testbench {
+    /// A model a build script compiled and linked into this program ([`build_archive`]), from
+    /// the table [`rust_table`] wrote.
+    ///
+    /// # Safety
+    /// `model` must be a table written by [`rust_table`] for the archive linked in (its
+    /// functions and port list are the shim's).
+    pub unsafe fn linked(model: &'static Linked) -> Testbench {
+        let ports = model.ports.iter().map(|p| p.info()).collect();
+        // SAFETY: by the caller.
+        unsafe { Testbench::start(model.fns, ports, None) }
+    }
 }

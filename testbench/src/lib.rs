@@ -26,6 +26,7 @@
 //! visibility, `-Bsymbolic`), so any number of models load side by side.
 #![deny(missing_docs)]
 
+mod cache;
 mod handle;
 pub mod layer;
 mod ports;

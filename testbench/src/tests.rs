@@ -213,7 +213,7 @@ fn bad_port_accesses_are_errors_naming_the_port_and_the_fix() {
 
 #[test]
 fn a_missing_verilator_says_how_to_install_it() {
-    let e = verilate::version_of("verilator-that-is-not-installed").unwrap_err();
+    let e = toolchain::version_of("verilator-that-is-not-installed").unwrap_err();
     assert!(matches!(e, TestbenchError::VerilatorMissing { .. }));
     let text = e.to_string();
     assert!(

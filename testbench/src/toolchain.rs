@@ -1,10 +1,24 @@
 //! The C++ side of a model: Verilator's include folder, the compiler and its flags, and
 //! Verilator's runtime library, compiled once per Verilator version and trace format.
 
-use crate::verilate::{fnv1a, verilator_version};
+use crate::cache::{fnv1a, key_lock};
 use crate::{TestbenchError, TraceFormat};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// Verilator's version line, which also proves it can be started.
+pub(crate) fn verilator_version() -> Result<String, TestbenchError> {
+    version_of("verilator")
+}
+
+/// `program --version`, or [`TestbenchError::VerilatorMissing`] when it cannot be started.
+pub(crate) fn version_of(program: &str) -> Result<String, TestbenchError> {
+    let o = Command::new(program)
+        .arg("--version")
+        .output()
+        .map_err(|cause| TestbenchError::VerilatorMissing { cause })?;
+    Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
 
 /// Verilator's C++ headers and runtime sources.
 pub(crate) fn include_dir() -> Result<PathBuf, TestbenchError> {
@@ -56,7 +70,7 @@ pub(crate) fn runtime(
     let key = fnv1a(&[&version, &flags, env!("CARGO_PKG_VERSION")]);
     let dir = cache.join(format!("runtime-{key:016x}"));
     let lib = dir.join("libverilated.a");
-    let lock = crate::verilate::key_lock(key);
+    let lock = key_lock(key);
     let _one = lock
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -120,4 +134,12 @@ pub(crate) fn runtime(
             cause: std::io::Error::other("the folder exists without the archive"),
         })
     }
+}
+
+/// Verilator's runtime archive for models built with `trace`, from the cache or built now.
+pub(crate) fn include_and_runtime(
+    cache: &Path,
+    trace: Option<TraceFormat>,
+) -> Result<PathBuf, TestbenchError> {
+    runtime(cache, &include_dir()?, trace)
 }

@@ -6,9 +6,10 @@
 //! renamed into place when complete, so concurrent test processes never load a half-written
 //! library, and a failed build leaves nothing the next run would trust.
 
+use crate::cache::{fnv1a, key_lock, remove_abandoned_builds};
 use crate::ports::{Dir, PortInfo};
 use crate::shim::ShimSpec;
-use crate::toolchain::{cxx, cxx_name, include_dir, runtime};
+use crate::toolchain::{cxx, cxx_name, include_dir, runtime, verilator_version};
 use crate::{TestbenchError, TraceFormat, INSTALL};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,32 +42,6 @@ pub(crate) struct Built {
     pub dir: PathBuf,
     pub cached: bool,
     pub took: Duration,
-}
-
-/// FNV-1a, 64 bits: a stable hash (the cache must mean the same across Rust versions).
-pub(crate) fn fnv1a(parts: &[&str]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for p in parts {
-        for b in p.bytes().chain([0xff]) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
-}
-
-/// Verilator's version line, which also proves it can be started.
-pub(crate) fn verilator_version() -> Result<String, TestbenchError> {
-    version_of("verilator")
-}
-
-/// `program --version`, or [`TestbenchError::VerilatorMissing`] when it cannot be started.
-pub(crate) fn version_of(program: &str) -> Result<String, TestbenchError> {
-    let o = Command::new(program)
-        .arg("--version")
-        .output()
-        .map_err(|cause| TestbenchError::VerilatorMissing { cause })?;
-    Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
 }
 
 /// How a model is packaged.
@@ -477,41 +452,4 @@ fn compile(cache: &Path, dir: &Path, d: &Design<'_>) -> Result<Vec<PortInfo>, Te
         }
     }
     Ok(ports)
-}
-
-/// Removes the build folders (`*.tmp-PID`) of processes that no longer run: builds that failed
-/// (kept for their log) or were killed. A running process's folder is left alone.
-fn remove_abandoned_builds(cache: &Path) {
-    for e in std::fs::read_dir(cache).into_iter().flatten().flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let pid = name.rsplit_once(".tmp-").map(|(_, pid)| pid.to_string());
-        if let Some(pid) = pid.filter(|p| p.parse::<u32>().is_ok()) {
-            if !Path::new("/proc").join(&pid).exists() {
-                let _ = std::fs::remove_dir_all(e.path());
-            }
-        }
-    }
-}
-
-/// Verilator's runtime archive for models built with `trace`, from the cache or built now.
-pub(crate) fn include_and_runtime(
-    cache: &Path,
-    trace: Option<TraceFormat>,
-) -> Result<PathBuf, TestbenchError> {
-    runtime(cache, &include_dir()?, trace)
-}
-
-/// The lock of one cache entry in this process: threads asking for the same model (tests)
-/// then build it once, the later ones finding it in the cache, and never share a build
-/// folder (those are named by process and key). Other processes build beside this one.
-pub(crate) fn key_lock(key: u64) -> std::sync::Arc<std::sync::Mutex<()>> {
-    use std::collections::HashMap;
-    use std::sync::{Arc, Mutex, PoisonError};
-    static LOCKS: Mutex<Option<HashMap<u64, Arc<Mutex<()>>>>> = Mutex::new(None);
-    let mut locks = LOCKS.lock().unwrap_or_else(PoisonError::into_inner);
-    locks
-        .get_or_insert_with(HashMap::new)
-        .entry(key)
-        .or_default()
-        .clone()
 }

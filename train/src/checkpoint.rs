@@ -1,5 +1,5 @@
 //! Checkpoints: the whole state of a run as JSON, written atomically
-//! ([`crate::outfile::write_atomic`]: temporary file, fsync, rename, fsync of the folder) so a
+//! ([`crate::write_atomic`]: temporary file, fsync, rename, fsync of the folder) so a
 //! crash never leaves a half-written checkpoint behind.
 
 use super::arith::TensorState;
@@ -89,19 +89,19 @@ impl Checkpoint {
 
     /// Saves to `path` atomically.
     pub fn save(&self, path: &Path) -> Result<(), TrainError> {
-        let json = serde_json::to_vec(self)
-            .map_err(|e| TrainError::Checkpoint(format!("cannot encode: {e}")))?;
+        let json = serde_json::to_vec(self).map_err(|source| TrainError::Encode {
+            what: "checkpoint",
+            source,
+        })?;
         Ok(write_atomic(path, &json)?)
     }
 
     /// Reads a checkpoint.
     pub fn load(path: &Path) -> Result<Checkpoint, TrainError> {
         let bytes = std::fs::read(path).map_err(io(path))?;
-        serde_json::from_slice(&bytes).map_err(|e| {
-            TrainError::Checkpoint(format!(
-                "{} is not a systole checkpoint: {e}",
-                path.display()
-            ))
+        serde_json::from_slice(&bytes).map_err(|source| TrainError::CheckpointFormat {
+            path: path.to_path_buf(),
+            source,
         })
     }
 }
@@ -150,5 +150,8 @@ mod tests {
         std::fs::write(&p, b"two").unwrap();
         let e = Checkpoint::load(&p).unwrap_err();
         assert!(e.to_string().contains("is not a systole checkpoint"), "{e}");
+        // The decoder's own words are the source, not flattened into the sentence.
+        let cause = std::error::Error::source(&e).expect("the decoder's error as source");
+        assert!(cause.to_string().contains("line 1"), "{cause}");
     }
 }

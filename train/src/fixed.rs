@@ -10,7 +10,7 @@ use systole_golden::tensor::QMatrix;
 use systole_golden::{self as golden, Conv2dGeom, NumericError, OutputSpec};
 use systole_step::Products;
 
-pub use systole_step::fixed::{add_exact_at, frac_for_exact, frac_for_max, shard_key, Fixed};
+pub use systole_step::fixed::{add_exact_at, shard_key, Fixed};
 pub use systole_step::{SaturationCount, Widths};
 
 /// [`Fixed`] with its products on a [`Device`]: the trainer's fixed-point arithmetic.

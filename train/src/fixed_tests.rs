@@ -2,7 +2,6 @@
 //! `Device`, checked against the golden model.
 use super::*;
 use crate::arith::Arith;
-use crate::rng;
 use systole_core::{ArrayConfig, Rounding};
 use systole_device::golden::GoldenDevice;
 use systole_golden::{convert_sequential, ConvGeom};
@@ -114,7 +113,7 @@ fn a_long_reduction_is_split_by_the_contract_rule() {
         0,
         "the test assumes no retry"
     );
-    let seed = |i: u32| rng::op_seed(1, 5, i);
+    let seed = |i: u32| systole_step::seeds::op_seed(1, 5, i);
     let mut sum = vec![0i64; 6];
     for (j, r) in [0..MAX_K, MAX_K..k].into_iter().enumerate() {
         let spec = OutputSpec {

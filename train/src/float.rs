@@ -85,6 +85,49 @@ impl FloatArith {
         }
     }
 
+    /// `A·B` with either operand read transposed (`(matrix, transposed)`): the three
+    /// products of the trait share this shape check and differ only in the strides.
+    fn product(
+        &mut self,
+        op: &str,
+        (a, at): (&FMat, bool),
+        (b, bt): (&FMat, bool),
+    ) -> Result<FMat, TrainError> {
+        // Rows, columns, row stride and column stride of `t` as the product reads it.
+        let view = |t: &FMat, transposed: bool| match transposed {
+            false => (t.rows, t.cols, t.cols as isize, 1),
+            true => (t.cols, t.rows, 1, t.cols as isize),
+        };
+        let ((m, k, a_rs, a_cs), (kb, n, b_rs, b_cs)) = (view(a, at), view(b, bt));
+        if k != kb {
+            let mark = |t: bool| if t { "ᵀ" } else { "" };
+            return Err(shape_err(
+                op,
+                format!(
+                    "A{}·B{} with A {}x{} and B {}x{}",
+                    mark(at),
+                    mark(bt),
+                    a.rows,
+                    a.cols,
+                    b.rows,
+                    b.cols
+                ),
+            ));
+        }
+        let c = self.gemm(
+            m,
+            k,
+            n,
+            &self.operand(&a.data),
+            a_rs,
+            a_cs,
+            &self.operand(&b.data),
+            b_rs,
+            b_cs,
+        );
+        Ok(self.store(m, n, c))
+    }
+
     /// `C = op(A)·op(B)` through `sgemm`; strides express the transposes without copying.
     #[allow(clippy::too_many_arguments)]
     fn gemm(
@@ -265,75 +308,15 @@ impl Arith for FloatArith {
     }
 
     fn matmul(&mut self, op: &str, a: &FMat, b: &FMat) -> Result<FMat, TrainError> {
-        if a.cols != b.rows {
-            return Err(shape_err(
-                op,
-                format!(
-                    "A·B with A {}x{} and B {}x{}",
-                    a.rows, a.cols, b.rows, b.cols
-                ),
-            ));
-        }
-        let c = self.gemm(
-            a.rows,
-            a.cols,
-            b.cols,
-            &self.operand(&a.data),
-            a.cols as isize,
-            1,
-            &self.operand(&b.data),
-            b.cols as isize,
-            1,
-        );
-        Ok(self.store(a.rows, b.cols, c))
+        self.product(op, (a, false), (b, false))
     }
 
     fn matmul_nt(&mut self, op: &str, a: &FMat, b: &FMat) -> Result<FMat, TrainError> {
-        if a.cols != b.cols {
-            return Err(shape_err(
-                op,
-                format!(
-                    "A·Bᵀ with A {}x{} and B {}x{}",
-                    a.rows, a.cols, b.rows, b.cols
-                ),
-            ));
-        }
-        let c = self.gemm(
-            a.rows,
-            a.cols,
-            b.rows,
-            &self.operand(&a.data),
-            a.cols as isize,
-            1,
-            &self.operand(&b.data),
-            1,
-            b.cols as isize,
-        );
-        Ok(self.store(a.rows, b.rows, c))
+        self.product(op, (a, false), (b, true))
     }
 
     fn matmul_tn(&mut self, op: &str, a: &FMat, b: &FMat) -> Result<FMat, TrainError> {
-        if a.rows != b.rows {
-            return Err(shape_err(
-                op,
-                format!(
-                    "Aᵀ·B with A {}x{} and B {}x{}",
-                    a.rows, a.cols, b.rows, b.cols
-                ),
-            ));
-        }
-        let c = self.gemm(
-            a.cols,
-            a.rows,
-            b.cols,
-            &self.operand(&a.data),
-            1,
-            a.cols as isize,
-            &self.operand(&b.data),
-            b.cols as isize,
-            1,
-        );
-        Ok(self.store(a.cols, b.cols, c))
+        self.product(op, (a, true), (b, false))
     }
 
     fn conv_forward(

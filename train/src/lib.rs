@@ -4,7 +4,8 @@
 //! baselines. Runs are seeded and deterministic, and resume bit for bit from checkpoints.
 //!
 //! Beside it: the data sets ([`data`]), data-parallel shards and their collective ([`dist`],
-//! MPI with the `mpi` feature) and the output files that lose nothing ([`outfile`]).
+//! MPI with the `mpi` feature) and the output files that lose nothing ([`write_atomic`],
+//! [`replace_with`]).
 #![deny(missing_docs)]
 
 pub mod agreement;
@@ -13,15 +14,23 @@ pub use systole_step::arith;
 pub mod checkpoint;
 pub mod data;
 pub mod dist;
-pub mod fixed;
+mod fixed;
 pub mod float;
 pub mod model;
 pub mod options;
-pub mod outfile;
+mod outfile;
 pub mod pipeline;
-pub mod rng;
+mod rng;
 pub mod run;
 pub mod shard;
+
+// What front ends (the CLI, explore, benches) use of the fixed-point arithmetic, the output
+// files and the seeded random streams; the modules themselves are the trainer's own.
+pub use fixed::{
+    compare as compare_with_golden, on_device, on_device_at, FixedArith, SaturationCount, Widths,
+};
+pub use outfile::{check_target, replace_with, write_atomic, OutputError, RunLock};
+pub use rng::{stream as random_stream, SplitMix64};
 
 use crate::data::{Dataset, Split};
 use arith::{Arith, TensorState};
@@ -75,6 +84,25 @@ pub enum TrainError {
     /// A checkpoint cannot be used.
     #[error("checkpoint: {0}")]
     Checkpoint(String),
+    /// A checkpoint file is not a systole checkpoint (the decoder's error is the source).
+    #[error("checkpoint: {} is not a systole checkpoint", path.display())]
+    CheckpointFormat {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The decoder's error.
+        source: serde_json::Error,
+    },
+    /// A checkpoint or report could not be encoded (the encoder's error is the source).
+    #[error("cannot encode the {what}")]
+    Encode {
+        /// `checkpoint`, `report`.
+        what: &'static str,
+        /// The encoder's error.
+        source: serde_json::Error,
+    },
+    /// The array the options describe is not valid (the check's error is the source).
+    #[error("the array the options describe")]
+    Array(#[from] systole_core::ConfigError),
     /// The MPI ranks were started with different options or data (every rank finds it).
     #[error(transparent)]
     Ranks(#[from] crate::dist::Disagreement),

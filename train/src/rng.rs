@@ -41,7 +41,7 @@ impl SplitMix64 {
     }
 }
 
-pub use systole_step::seeds::{mix64, op_seed};
+pub use systole_step::seeds::mix64;
 
 /// A generator for one purpose (`stream`) of a run, e.g. the shuffle of epoch 3.
 pub fn stream(run_seed: u64, stream: u64) -> SplitMix64 {

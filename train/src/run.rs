@@ -231,8 +231,7 @@ pub(crate) fn fixed_arith(
         cfg.array,
         ArrayConfig::square(cfg.array).frac_bits,
         ArrayConfig::square(cfg.array).buffer_depth,
-    )
-    .map_err(|e| TrainError::Config(e.to_string()))?;
+    )?;
     let dev =
         systole_device::open_traced(&opts.device, ac, opts.trace.clone()).map_err(|source| {
             TrainError::Device {

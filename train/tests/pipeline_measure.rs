@@ -9,7 +9,7 @@ use systole_core::{ArrayConfig, Rounding};
 use systole_train::data;
 use systole_train::model::ModelSpec;
 use systole_train::pipeline::{StagePlan, StepMeasure};
-use systole_train::{fixed, Precision, TrainConfig, Trainer};
+use systole_train::{on_device, Precision, TrainConfig, Trainer};
 
 const CLOCK_HZ: f64 = 100e6;
 /// 3 Mbaud, 10 bits a byte: the SoC's serial link.
@@ -38,12 +38,7 @@ fn measure(stages: usize, shards: usize, micro: usize) -> (StagePlan, StepMeasur
         microbatches: Some(micro),
     };
     let dev = systole_device::open("verilator", ArrayConfig::square(8)).unwrap();
-    let mut t = Trainer::new(
-        cfg.clone(),
-        &d,
-        fixed::on_device(dev, cfg.rounding, 1, false),
-    )
-    .unwrap();
+    let mut t = Trainer::new(cfg.clone(), &d, on_device(dev, cfg.rounding, 1, false)).unwrap();
     let plan = StagePlan::new(t.layers(), stages, None).unwrap();
     let m = t.pipeline_epoch_local(&plan, &d, Some(1)).unwrap();
     (plan, m.into_iter().next().unwrap())

@@ -166,7 +166,7 @@ fn one_epoch(c: &TrainConfig, d: &Dataset, start: Option<&Checkpoint>) -> Checkp
             go(
                 c,
                 d,
-                systole_train::fixed::on_device(Box::new(dev), c.rounding, c.seed, false),
+                systole_train::on_device(Box::new(dev), c.rounding, c.seed, false),
                 start,
             )
         }
@@ -319,7 +319,7 @@ fn check_names_the_op_and_element() {
         let mut t = Trainer::new(
             cfg(Precision::Fixed16, Rounding::Stochastic, 1),
             &d,
-            systole_train::fixed::on_device(Box::new(dev), Rounding::Stochastic, 1, true),
+            systole_train::on_device(Box::new(dev), Rounding::Stochastic, 1, true),
         )
         .unwrap();
         let e = t.train_epoch(&d, &mut Quiet).unwrap_err();

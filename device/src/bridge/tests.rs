@@ -362,7 +362,8 @@ fn open_checks_id_and_config() {
     )
     .err()
     .unwrap();
-    assert!(e.to_string().contains("8x8"), "{e}");
+    let text = crate::error_chain(&e);
+    assert!(text.contains("is a 8x8 array"), "{text}");
     // A matching board opens even though the default config asks for a feature-map buffer:
     // the board's own size (none here, 4096 words on the second) is taken.
     let s = Script::new(&[(2, &id), (2, &word)]);

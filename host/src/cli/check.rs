@@ -7,8 +7,7 @@ use systole_core::{ArrayConfig, Rounding};
 use systole_device as device;
 use systole_golden::tensor::QMatrix;
 use systole_golden::{self as golden, Conv2dGeom, ConvGeom, OutputSpec};
-use systole_train::fixed::compare;
-use systole_train::rng::{self, SplitMix64};
+use systole_train::{compare_with_golden as compare, random_stream, SplitMix64};
 
 fn array_config(d: &DeviceArgs) -> anyhow::Result<ArrayConfig> {
     ArrayConfig::new(d.array, 8, 512).map_err(|e| anyhow::anyhow!("--array: {e}"))
@@ -50,7 +49,7 @@ fn check_on(
 ) -> anyhow::Result<()> {
     let mut dev = device::open_traced(&a.device.device, cfg, window)?;
     let n = cfg.size;
-    let mut r = rng::stream(a.seed, 0xC4EC);
+    let mut r = random_stream(a.seed, 0xC4EC);
     let mut total = 0;
     for rounding in Rounding::ALL {
         for case in 0..a.cases {

@@ -18,7 +18,7 @@ pub fn emit_verilog(a: &EmitArgs) -> anyhow::Result<()> {
             anyhow::bail!("--cocotb and --out name the same file: give each its own");
         }
         let py = systole_hdl::cocotb::python_constants(&cfg)?;
-        systole_train::outfile::write_atomic(p, py.as_bytes())?;
+        systole_train::write_atomic(p, py.as_bytes())?;
         // On standard output the Verilog comes alone: the note goes to standard error.
         let note = format!(
             "wrote {} (cocotb constants of the same top: ports, registers, bit fields)",
@@ -32,7 +32,7 @@ pub fn emit_verilog(a: &EmitArgs) -> anyhow::Result<()> {
     }
     match &a.out {
         Some(p) => {
-            systole_train::outfile::write_atomic(p, v.as_bytes())?;
+            systole_train::write_atomic(p, v.as_bytes())?;
             let conv = if cfg.has_conv_unit() {
                 format!("conv unit of {} feature-map words", cfg.fm_depth)
             } else {
@@ -163,7 +163,7 @@ fn refuse_before_the_flow(
             .with_context(|| format!("cannot list {}", out.display()))?
             .path();
         if !path.is_dir() || path.is_symlink() {
-            systole_train::outfile::check_target(&path)?;
+            systole_train::check_target(&path)?;
         }
     }
     Ok(())

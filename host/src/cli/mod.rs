@@ -503,7 +503,7 @@ fn guide(a: &GuideArgs) -> anyhow::Result<()> {
         if fresh == doc {
             outln!("{} is current", a.doc.display());
         } else {
-            systole_train::outfile::write_atomic(&a.doc, fresh.as_bytes())?;
+            systole_train::write_atomic(&a.doc, fresh.as_bytes())?;
             outln!("rewrote the generated parts of {}", a.doc.display());
         }
     } else {

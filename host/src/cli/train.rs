@@ -429,7 +429,7 @@ pub fn compare(c: &CompareArgs) -> anyhow::Result<()> {
         );
     }
     if let Some(dir) = &c.out {
-        systole_train::outfile::write_atomic(&dir.join(COMPARE_CSV), csv.as_bytes())?;
+        systole_train::write_atomic(&dir.join(COMPARE_CSV), csv.as_bytes())?;
         outln!(
             "wrote {0}/{COMPARE_CSV} and each run's run.json, history.csv and loss.png in {0}/FORMAT-seedN",
             dir.display()
@@ -445,7 +445,7 @@ const COMPARE_CSV: &str = "compare.csv";
 fn claim_compare_dir(
     dir: &std::path::Path,
     overwrite: bool,
-) -> anyhow::Result<systole_train::outfile::RunLock> {
+) -> anyhow::Result<systole_train::RunLock> {
     let lock = claim_out_dir(dir)?;
     let csv = dir.join(COMPARE_CSV);
     if !overwrite && std::fs::symlink_metadata(&csv).is_ok() {

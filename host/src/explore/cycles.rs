@@ -62,8 +62,8 @@ fn device_config(point: &DesignPoint) -> ArrayConfig {
 fn on_device(
     dev: impl Device + 'static,
     cfg: &TrainConfig,
-) -> Result<systole_train::fixed::FixedArith, ExploreError> {
-    Ok(systole_train::fixed::on_device_at(
+) -> Result<systole_train::FixedArith, ExploreError> {
+    Ok(systole_train::on_device_at(
         Box::new(dev),
         cfg.rounding,
         cfg.seed,

@@ -138,7 +138,7 @@ pub enum ExploreError {
     },
     /// Writing an output failed.
     #[error(transparent)]
-    Output(#[from] systole_train::outfile::OutputError),
+    Output(#[from] systole_train::OutputError),
     /// The plot could not be drawn.
     #[error(transparent)]
     Plot(#[from] crate::plot::PlotError),

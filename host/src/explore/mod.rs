@@ -133,7 +133,7 @@ impl Axes {
             Rounding::parse,
         )?;
         for &w in &word_bits {
-            systole_train::fixed::Widths::new(w, w).map_err(|e| ExploreError::WordBits {
+            systole_train::Widths::new(w, w).map_err(|e| ExploreError::WordBits {
                 value: w,
                 source: e.into(),
             })?;

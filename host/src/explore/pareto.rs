@@ -53,7 +53,7 @@ fn label(r: &PointResult, all: &[PointResult]) -> String {
 /// renamed over it).
 pub fn plot(points: &[PointResult], title: &str, path: &Path) -> Result<PlotText, PlotError> {
     let mut text = PlotText::None;
-    systole_train::outfile::replace_with(path, |tmp, _| -> Result<(), PlotError> {
+    systole_train::replace_with(path, |tmp, _| -> Result<(), PlotError> {
         let root = BitMapBackend::new(tmp, SIZE).into_drawing_area();
         text = draw(root, points, title).map_err(|msg| PlotError::Draw {
             path: path.display().to_string(),

@@ -298,11 +298,8 @@ impl Ctx<'_> {
                 file.points.sort_by_key(|x| x.point.order());
                 let json = serde_json::to_string_pretty(&*file).unwrap_or_default();
                 let out = &self.sweep.out;
-                systole_train::outfile::write_atomic(&out.join(report::JSON), json.as_bytes())?;
-                systole_train::outfile::write_atomic(
-                    &out.join(report::CSV),
-                    report::csv(file).as_bytes(),
-                )?;
+                systole_train::write_atomic(&out.join(report::JSON), json.as_bytes())?;
+                systole_train::write_atomic(&out.join(report::CSV), report::csv(file).as_bytes())?;
                 drop(st);
                 self.progress.point_done(&r);
                 self.progress.task_done(&format!("point {}", p.label()));

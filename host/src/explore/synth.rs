@@ -204,7 +204,7 @@ impl Cached<'_> {
             source,
         })?;
         let json = serde_json::to_string_pretty(&r).unwrap_or_default();
-        systole_train::outfile::write_atomic(&path, json.as_bytes())?;
+        systole_train::write_atomic(&path, json.as_bytes())?;
         Ok((r, false))
     }
 }
