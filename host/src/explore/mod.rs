@@ -129,11 +129,10 @@ impl Axes {
             Rounding::parse,
         )?;
         for &w in &word_bits {
-            check(ArrayConfig {
-                word_bits: w,
-                ..ArrayConfig::square(8)
-            })
-            .map_err(|source| ExploreError::WordBits { value: w, source })?;
+            ArrayConfig::square(8)
+                .with_word_bits(w)
+                .validate_built()
+                .map_err(|source| ExploreError::WordBits { value: w, source })?;
         }
         for &a in &arrays {
             check(ArrayConfig::square(a))
