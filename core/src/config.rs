@@ -361,7 +361,10 @@ mod tests {
                 }
             );
             let text = format!("{e}");
-            let want = format!("{w} fractional bits do not fit a {w}-bit word: choose 0 to {}", w - 1);
+            let want = format!(
+                "{w} fractional bits do not fit a {w}-bit word: choose 0 to {}",
+                w - 1
+            );
             assert_eq!(text, want);
         }
         for w in [0, 7, 17, 32, u32::MAX] {

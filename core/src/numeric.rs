@@ -274,7 +274,10 @@ mod tests {
     fn longest_dot_product_fits_the_accumulator_strictly() {
         assert_eq!(MAX_K, (1 << 17) - 1);
         assert_eq!(PRODUCT_MAX, (-32768i64) * (-32768i64));
-        assert_eq!((ACC_BITS, ACC_MIN, ACC_MAX), (48, -(1 << 47), (1 << 47) - 1));
+        assert_eq!(
+            (ACC_BITS, ACC_MIN, ACC_MAX),
+            (48, -(1 << 47), (1 << 47) - 1)
+        );
         // At every width the largest accepted sum fits and one more extreme product wraps:
         // the accumulator is the narrowest that holds MAX_K products, not just a wide one.
         for w in MIN_WORD_BITS..=MAX_WORD_BITS {
@@ -284,7 +287,10 @@ mod tests {
             assert!(k * product_max(w) <= acc_max(w), "W = {w}");
             assert!(-k * product_max(w) >= acc_min(w), "W = {w}");
             assert!((k + 1) * product_max(w) > acc_max(w), "W = {w}");
-            assert!(k * product_max(w) > acc_max(w) / 2, "W = {w}: one bit too wide");
+            assert!(
+                k * product_max(w) > acc_max(w) / 2,
+                "W = {w}: one bit too wide"
+            );
         }
         // Worked by hand: W = 8 words reach -128, products 2^14, sums 2^31 - 2^14: 32 bits.
         assert_eq!((acc_bits(8), acc_bits(12), acc_bits(16)), (32, 40, 48));

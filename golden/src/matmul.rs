@@ -72,8 +72,7 @@ pub fn matmul_at(
         }
     }
     let n = b.cols;
-    let mut converter =
-        TiledConverter::new_at(n, shift, out.rounding, out.seed, tile, word_bits)?;
+    let mut converter = TiledConverter::new_at(n, shift, out.rounding, out.seed, tile, word_bits)?;
     let mut data = vec![0i16; a.rows * n];
     // Each row is converted as soon as the kernel hands it over (the same result as
     // `convert_tiled(&matmul_acc(a, b)?, ..)`, without storing every accumulator).

@@ -65,17 +65,23 @@ fn rounding() -> impl Strategy<Value = Rounding> {
 }
 
 fn case(w: u32) -> impl Strategy<Value = (QMatrix, QMatrix, OutputSpec, usize)> {
-    (1usize..12, 1usize..30, 1usize..12, 0..w, 0..w, 0u32..2 * w)
-        .prop_flat_map(move |(m, k, n, fa, fb, back)| {
+    (1usize..12, 1usize..30, 1usize..12, 0..w, 0..w, 0u32..2 * w).prop_flat_map(
+        move |(m, k, n, fa, fb, back)| {
             let fo = (fa + fb).saturating_sub(back).min(w - 1);
-            (words(w, m * k), words(w, k * n), rounding(), any::<u32>(), 1usize..9).prop_map(
-                move |(a, b, r, seed, tile)| {
+            (
+                words(w, m * k),
+                words(w, k * n),
+                rounding(),
+                any::<u32>(),
+                1usize..9,
+            )
+                .prop_map(move |(a, b, r, seed, tile)| {
                     let a = QMatrix::from_vec(m, k, fa, a).unwrap();
                     let b = QMatrix::from_vec(k, n, fb, b).unwrap();
                     (a, b, spec(fo, r, seed), tile)
-                },
-            )
-        })
+                })
+        },
+    )
 }
 
 proptest! {
@@ -150,6 +156,12 @@ fn bad_widths_and_words_are_named() {
     );
     let wide = QMatrix::from_vec(1, 1, 9, vec![1]).unwrap();
     let e = matmul_at(&wide, &wide, &s, 4, 8).unwrap_err();
-    assert_eq!(e, NumericError::FracBitsAt { frac: 9, word_bits: 8 });
+    assert_eq!(
+        e,
+        NumericError::FracBitsAt {
+            frac: 9,
+            word_bits: 8
+        }
+    );
     assert!(matmul_at(&a, &b, &s, 4, 9).is_ok());
 }
