@@ -67,14 +67,14 @@ fn testbench(w: u32, cycles: usize, seed: u64) -> String {
     for cycle in 0..cycles {
         let reset = cycle < 2;
         let (a, b) = (r.word(w), r.word(w));
-        let valid = r.next() % 6 != 0;
+        let valid = !r.next().is_multiple_of(6);
         // Commands of 1 to 40 K steps, most cleared at the start, most emitted at the end.
-        let first = valid && left == 0 && r.next() % 4 != 0;
+        let first = valid && left == 0 && !r.next().is_multiple_of(4);
         if valid && left == 0 {
             left = 1 + r.next() as usize % 40;
         }
-        let last = valid && left == 1 && r.next() % 5 != 0;
-        let shift = r.next() % 3 == 0;
+        let last = valid && left == 1 && !r.next().is_multiple_of(5);
+        let shift = r.next().is_multiple_of(3);
         let res_in = (r.next() as i64) << 20 ^ r.next() as i64;
         let res_in = res_in.rem_euclid(1 << a_bits) - (1i64 << (a_bits - 1));
         let _ = writeln!(
