@@ -1,6 +1,6 @@
 //! [`ArrayConfig`]: the single description of one accelerator instance.
 
-use crate::numeric::{self, ACC_BITS, MAX_FRAC, MAX_K};
+use crate::numeric::{self, ACC_BITS, MAX_K, MAX_WORD_BITS, MIN_WORD_BITS};
 
 /// Feature-map buffer depth of [`ArrayConfig::square`] and [`ArrayConfig::new`].
 pub const DEFAULT_FM_DEPTH: usize = MAX_FM_DEPTH;
@@ -16,6 +16,10 @@ pub const MAX_BUFFER_DEPTH: usize = 65536;
 pub const MIN_FM_DEPTH: usize = 512;
 /// Largest feature-map buffer (words).
 pub const MAX_FM_DEPTH: usize = 32768;
+/// Word widths the HDL generator builds and the Verilated models exist for (the contract,
+/// [`ArrayConfig::validate`], accepts `MIN_WORD_BITS..=MAX_WORD_BITS`; see
+/// [`ArrayConfig::validate_built`]).
+pub const BUILT_WORD_BITS: &[u32] = &[numeric::WORD_BITS];
 
 /// Size and formats of one systolic-array accelerator. The HDL generator, the register map
 /// constants (read back from `regmap::CONFIG`) and the host's tiler are all derived from it.
@@ -23,9 +27,11 @@ pub const MAX_FM_DEPTH: usize = 32768;
 pub struct ArrayConfig {
     /// Rows and columns of processing elements (the array is square, `size x size`).
     pub size: usize,
-    /// Width of input and output words in bits (the hardware supports 16).
+    /// Width `W` of input and output words in bits, `MIN_WORD_BITS..=MAX_WORD_BITS` (16 by
+    /// default; set it with [`ArrayConfig::with_word_bits`], which sets `acc_bits` too).
     pub word_bits: u32,
-    /// Width of each processing element's accumulator in bits (48).
+    /// Width of each processing element's accumulator in bits: `numeric::acc_bits(word_bits)`
+    /// (48 at `W = 16`).
     pub acc_bits: u32,
     /// Default fractional bits of a tensor when the host has no better choice.
     pub frac_bits: u32,
@@ -44,12 +50,25 @@ pub struct ArrayConfig {
 pub enum ConfigError {
     /// `size` is outside `MIN_SIZE..=MAX_SIZE`.
     Size(usize),
-    /// `word_bits` is not `numeric::WORD_BITS` (the only width the hardware multiplier supports).
+    /// `word_bits` is outside `MIN_WORD_BITS..=MAX_WORD_BITS`.
     WordBits(u32),
-    /// `acc_bits` is not 48.
-    AccBits(u32),
-    /// `frac_bits` is not below `word_bits` (above `MAX_FRAC`).
-    FracBits(u32),
+    /// `word_bits` is a width of the contract the hardware is not built for yet
+    /// ([`BUILT_WORD_BITS`]).
+    WordBitsNotBuilt(u32),
+    /// `acc_bits` is not `numeric::acc_bits(word_bits)`.
+    AccBits {
+        /// The accumulator width asked for.
+        acc_bits: u32,
+        /// The word width it was asked with.
+        word_bits: u32,
+    },
+    /// `frac_bits` is not below `word_bits`.
+    FracBits {
+        /// The fractional bits asked for.
+        frac_bits: u32,
+        /// The word width they must stay below.
+        word_bits: u32,
+    },
     /// `buffer_depth` is not a power of two in `MIN_BUFFER_DEPTH..=MAX_BUFFER_DEPTH`.
     BufferDepth(usize),
     /// `fm_depth` is neither 0 (no conv unit) nor a power of two in `MIN_FM_DEPTH..=MAX_FM_DEPTH`.
@@ -62,9 +81,10 @@ impl core::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             ConfigError::Size(n) => write!(f, "array size {n} is not supported: choose {MIN_SIZE} to {MAX_SIZE} (4, 8, 16 and 32 are tested)"),
-            ConfigError::WordBits(w) => write!(f, "word width {w} bits is not supported: the processing element multiplies {}-bit words", numeric::WORD_BITS),
-            ConfigError::AccBits(a) => write!(f, "accumulator width {a} bits is not supported: the contract fixes it at {ACC_BITS}"),
-            ConfigError::FracBits(b) => write!(f, "{b} fractional bits do not fit a {}-bit word: choose 0 to {MAX_FRAC}", numeric::WORD_BITS),
+            ConfigError::WordBits(w) => write!(f, "word width {w} bits is not supported: choose {MIN_WORD_BITS} to {MAX_WORD_BITS} bits"),
+            ConfigError::WordBitsNotBuilt(w) => write!(f, "word width {w} bits is in the numeric contract but the hardware is not built for it yet: build {BUILT_WORD_BITS:?}-bit words"),
+            ConfigError::AccBits { acc_bits, word_bits } => write!(f, "accumulator width {acc_bits} bits does not match {word_bits}-bit words: the contract derives it as 2W + 16 = {} bits (ArrayConfig::with_word_bits sets both)", numeric::acc_bits(*word_bits)),
+            ConfigError::FracBits { frac_bits, word_bits } => write!(f, "{frac_bits} fractional bits do not fit a {word_bits}-bit word: choose 0 to {}", word_bits.saturating_sub(1)),
             ConfigError::BufferDepth(d) => write!(f, "buffer depth {d} is not a power of two between {MIN_BUFFER_DEPTH} and {MAX_BUFFER_DEPTH}"),
             ConfigError::FmDepth(d) => write!(f, "feature-map buffer depth {d} is neither 0 (no conv unit) nor a power of two between {MIN_FM_DEPTH} and {MAX_FM_DEPTH}"),
         }
@@ -105,19 +125,42 @@ impl ArrayConfig {
         }
     }
 
-    /// Checks every field; the HDL generator and the devices call this before using a config.
+    /// The same configuration with `W`-bit words, the accumulator the contract derives for
+    /// them (`numeric::acc_bits`) and the default fractional bits of `W`-bit words, `W / 2` (8
+    /// at 16 bits, as [`Self::square`]); [`Self::validate`] checks `W`.
+    pub const fn with_word_bits(self, word_bits: u32) -> Self {
+        ArrayConfig {
+            word_bits,
+            frac_bits: word_bits / 2,
+            acc_bits: if word_bits <= MAX_WORD_BITS {
+                numeric::acc_bits(word_bits)
+            } else {
+                0
+            },
+            ..self
+        }
+    }
+
+    /// Checks every field against the numeric contract and the limits; the devices call this
+    /// before using a config (the HDL generator calls [`Self::validate_built`]).
     pub const fn validate(&self) -> Result<(), ConfigError> {
         if self.size < MIN_SIZE || self.size > MAX_SIZE {
             return Err(ConfigError::Size(self.size));
         }
-        if self.word_bits != numeric::WORD_BITS {
+        if self.word_bits < MIN_WORD_BITS || self.word_bits > MAX_WORD_BITS {
             return Err(ConfigError::WordBits(self.word_bits));
         }
-        if self.acc_bits != ACC_BITS {
-            return Err(ConfigError::AccBits(self.acc_bits));
+        if self.acc_bits != numeric::acc_bits(self.word_bits) {
+            return Err(ConfigError::AccBits {
+                acc_bits: self.acc_bits,
+                word_bits: self.word_bits,
+            });
         }
         if self.frac_bits >= self.word_bits {
-            return Err(ConfigError::FracBits(self.frac_bits));
+            return Err(ConfigError::FracBits {
+                frac_bits: self.frac_bits,
+                word_bits: self.word_bits,
+            });
         }
         if !self.buffer_depth.is_power_of_two()
             || self.buffer_depth < MIN_BUFFER_DEPTH
@@ -135,6 +178,22 @@ impl ArrayConfig {
         Ok(())
     }
 
+    /// [`Self::validate`], and the word width is one the hardware is built for
+    /// ([`BUILT_WORD_BITS`]): what the HDL generator and the Verilated models accept.
+    pub const fn validate_built(&self) -> Result<(), ConfigError> {
+        if let Err(e) = self.validate() {
+            return Err(e);
+        }
+        let mut i = 0;
+        while i < BUILT_WORD_BITS.len() {
+            if BUILT_WORD_BITS[i] == self.word_bits {
+                return Ok(());
+            }
+            i += 1;
+        }
+        Err(ConfigError::WordBitsNotBuilt(self.word_bits))
+    }
+
     /// Bits of a buffer row address within one bank (`log2(buffer_depth)`).
     pub const fn row_addr_bits(&self) -> u32 {
         self.buffer_depth.trailing_zeros()
@@ -145,7 +204,8 @@ impl ArrayConfig {
         usize::BITS - (self.size - 1).leading_zeros()
     }
 
-    /// Longest dot product the numeric contract accepts.
+    /// Longest dot product the numeric contract accepts (the same at every word width: the
+    /// accumulator is sized for it).
     pub const fn max_k(&self) -> usize {
         MAX_K
     }
@@ -232,6 +292,8 @@ impl core::fmt::Display for ConfigName {
 #[cfg(test)]
 mod tests {
     use super::*;
+    extern crate std;
+    use std::format;
 
     #[test]
     fn defaults_validate_and_round_trip() {
@@ -260,10 +322,74 @@ mod tests {
     #[test]
     fn bad_configs_are_named() {
         assert_eq!(ArrayConfig::new(1, 8, 512), Err(ConfigError::Size(1)));
-        assert_eq!(ArrayConfig::new(8, 16, 512), Err(ConfigError::FracBits(16)));
+        assert_eq!(
+            ArrayConfig::new(8, 16, 512),
+            Err(ConfigError::FracBits {
+                frac_bits: 16,
+                word_bits: 16
+            })
+        );
         assert_eq!(
             ArrayConfig::new(8, 8, 500),
             Err(ConfigError::BufferDepth(500))
         );
+    }
+
+    /// Every W of the contract validates with its derived accumulator and round-trips through
+    /// the CONFIG word; W outside 8..=16, a mismatched accumulator and frac bits not below W are
+    /// refused naming the value and the fix.
+    #[test]
+    fn word_widths_of_the_contract() {
+        for w in numeric::MIN_WORD_BITS..=numeric::MAX_WORD_BITS {
+            let c = ArrayConfig::square(4).with_word_bits(w);
+            assert_eq!(c.validate(), Ok(()), "W = {w}");
+            assert_eq!((c.acc_bits, c.frac_bits), (2 * w + 16, w / 2));
+            let back = ArrayConfig::from_config_word(c.config_word());
+            assert_eq!((back.word_bits, back.acc_bits), (w, 2 * w + 16));
+            let top = ArrayConfig {
+                frac_bits: w - 1,
+                ..c
+            };
+            assert_eq!(top.validate(), Ok(()));
+            let over = ArrayConfig { frac_bits: w, ..c };
+            let e = over.validate().unwrap_err();
+            assert_eq!(
+                e,
+                ConfigError::FracBits {
+                    frac_bits: w,
+                    word_bits: w
+                }
+            );
+            let text = format!("{e}");
+            let want = format!(
+                "{w} fractional bits do not fit a {w}-bit word: choose 0 to {}",
+                w - 1
+            );
+            assert_eq!(text, want);
+        }
+        for w in [0, 7, 17, 32, u32::MAX] {
+            let e = ArrayConfig::square(4).with_word_bits(w).validate();
+            assert_eq!(e, Err(ConfigError::WordBits(w)));
+            let text = format!("{}", e.unwrap_err());
+            assert!(text.contains("choose 8 to 16 bits"), "{text}");
+        }
+        let wrong_acc = ArrayConfig {
+            word_bits: 8,
+            ..ArrayConfig::square(4)
+        };
+        let e = wrong_acc.validate().unwrap_err();
+        assert_eq!(
+            e,
+            ConfigError::AccBits {
+                acc_bits: 48,
+                word_bits: 8
+            }
+        );
+        assert!(format!("{e}").contains("2W + 16 = 32 bits"), "{e}");
+        // The hardware is built for 16-bit words only (so far): the generator's check says so.
+        assert_eq!(ArrayConfig::square(4).validate_built(), Ok(()));
+        let e = ArrayConfig::square(4).with_word_bits(8).validate_built();
+        assert_eq!(e, Err(ConfigError::WordBitsNotBuilt(8)));
+        assert!(format!("{}", e.unwrap_err()).contains("not built for it yet"));
     }
 }

@@ -3,38 +3,68 @@
 //! The contract in words (the full text, with constants and check values, is section 6 of
 //! docs/HARDWARE.md):
 //!
-//! * Words are signed two's-complement, `word_bits` wide (16 by default); a tensor's value is
-//!   `word / 2^frac` where `frac` is chosen per tensor by the host (dynamic fixed point).
-//! * Products are exact (`16 x 16 -> 32` bits) and summed exactly in an accumulator of
-//!   [`ACC_BITS`] = 48 bits, like a DSP48's P register. A dot product of length
-//!   `K <= MAX_K` = 2^17 - 1 cannot overflow it: `|a*b| <= 2^30`, so `|sum| <= MAX_K * 2^30 < 2^47`
-//!   (at `K = 2^17` the all-`(-32768)^2` sum is exactly `2^47`, one past the largest value).
+//! * Words are signed two's-complement, `W = word_bits` wide, `W` in
+//!   [`MIN_WORD_BITS`]`..=`[`MAX_WORD_BITS`] (16 by default); a tensor's value is
+//!   `word / 2^frac` where `frac` (`0..=W - 1`, [`max_frac`]) is chosen per tensor by the host
+//!   (dynamic fixed point).
+//! * Products are exact (`W x W -> 2W` bits, largest magnitude [`product_max`]`(W) = 2^(2W-2)`)
+//!   and summed exactly in an accumulator of [`acc_bits`]`(W) = 2W + K_BITS - 1` bits
+//!   (48 at `W = 16`, like a DSP48's P register). The width follows from `W` and the one K
+//!   limit, [`MAX_K`] = `2^K_BITS - 1` = `2^17 - 1`, whatever `W`: `|sum| <= MAX_K * 2^(2W-2) <
+//!   2^(2W+15)`, the accumulator's largest value plus one (at `K = 2^17` the all-`(-2^(W-1))^2`
+//!   sum is exactly `2^(2W+15)`, one past the largest value).
 //! * Each output is converted once: shifted right by `shift = frac_a + frac_b - frac_out`
-//!   (`0..=MAX_SHIFT`) with one of three [`Rounding`] modes, then saturated to the word range.
+//!   (`0..=MAX_SHIFT`) with one of three [`Rounding`] modes, then saturated to the `W`-bit range.
 //! * Stochastic rounding adds the low `shift` bits of a [`Lfsr32`] state before the floor shift.
 //!   Which LFSR state each output uses is fixed by [`tile_seed`], [`lane_seed`] and the stepping
 //!   order documented on them, so hardware and golden model agree bit for bit.
 
-/// Width of a word, operand or result, in bits: the one width the hardware multiplies today
-/// (`ArrayConfig::word_bits`).
+/// Default width of a word, operand or result, in bits (`ArrayConfig::square`'s `word_bits`).
 pub const WORD_BITS: u32 = 16;
-/// Most fractional bits a tensor may have: `frac` is `0..=MAX_FRAC`, so a word keeps its sign
-/// bit and a tensor's largest magnitude is at least `1 - 2^-MAX_FRAC`.
-pub const MAX_FRAC: u32 = WORD_BITS - 1;
-/// Accumulator width in bits (a DSP48E1 P register is 48 bits).
-pub const ACC_BITS: u32 = 48;
+/// Narrowest word the contract accepts.
+pub const MIN_WORD_BITS: u32 = 8;
+/// Widest word the contract accepts (the words travel as 16-bit values everywhere).
+pub const MAX_WORD_BITS: u32 = 16;
+/// Most fractional bits a tensor of `W`-bit words may have: `frac` is `0..=W - 1`, so a word
+/// keeps its sign bit and a tensor's largest magnitude is at least `1 - 2^-(W-1)`.
+pub const fn max_frac(word_bits: u32) -> u32 {
+    word_bits - 1
+}
+/// [`max_frac`] of the default 16-bit words.
+pub const MAX_FRAC: u32 = max_frac(WORD_BITS);
+/// Bits of the K limit: [`MAX_K`] `= 2^K_BITS - 1`, the same at every word width.
+pub const K_BITS: u32 = 17;
+/// Longest dot product the contract accepts, at every word width: `2^17 - 1`, so no accepted
+/// sum can wrap the accumulator ([`acc_bits`]). Longer reductions are split on the host (see
+/// `systole_golden`).
+pub const MAX_K: usize = (1 << K_BITS) - 1;
+/// Accumulator width for `W`-bit words: `2W + K_BITS - 1` (32 at `W = 8`, 40 at 12, 48 at 16),
+/// the narrowest that holds [`MAX_K`] extreme products: `MAX_K * 2^(2W-2) <= 2^(2W+15) - 1`.
+pub const fn acc_bits(word_bits: u32) -> u32 {
+    2 * word_bits + K_BITS - 1
+}
+/// Largest magnitude of one exact product of two `W`-bit words: `(-2^(W-1))^2 = 2^(2W-2)`.
+pub const fn product_max(word_bits: u32) -> i64 {
+    1 << (2 * word_bits - 2)
+}
+/// Smallest value of the accumulator for `W`-bit words.
+pub const fn acc_min(word_bits: u32) -> i64 {
+    -(1i64 << (acc_bits(word_bits) - 1))
+}
+/// Largest value of the accumulator for `W`-bit words.
+pub const fn acc_max(word_bits: u32) -> i64 {
+    (1i64 << (acc_bits(word_bits) - 1)) - 1
+}
+/// Accumulator width of the default 16-bit words (a DSP48E1 P register is 48 bits).
+pub const ACC_BITS: u32 = acc_bits(WORD_BITS);
 /// Largest magnitude of one exact product of two 16-bit words: `(-32768)^2 = 2^30`.
-pub const PRODUCT_MAX: i64 = 1 << 30;
-/// Longest dot product the contract accepts: the largest `K` with `K * PRODUCT_MAX <= ACC_MAX`,
-/// i.e. `2^17 - 1` (`(2^17 - 1) * 2^30 = 2^47 - 2^30`), so no accepted sum can wrap the 48-bit
-/// accumulator. Longer reductions are split on the host (see `systole_golden`).
-pub const MAX_K: usize = (ACC_MAX / PRODUCT_MAX) as usize;
+pub const PRODUCT_MAX: i64 = product_max(WORD_BITS);
 /// Largest right shift an output conversion accepts (the LFSR supplies 32 random bits).
 pub const MAX_SHIFT: u32 = 32;
-/// Smallest value of the 48-bit accumulator.
-pub const ACC_MIN: i64 = -(1i64 << (ACC_BITS - 1));
-/// Largest value of the 48-bit accumulator.
-pub const ACC_MAX: i64 = (1i64 << (ACC_BITS - 1)) - 1;
+/// Smallest value of the 48-bit accumulator (16-bit words).
+pub const ACC_MIN: i64 = acc_min(WORD_BITS);
+/// Largest value of the 48-bit accumulator (16-bit words).
+pub const ACC_MAX: i64 = acc_max(WORD_BITS);
 
 /// How an accumulator is rounded when it is shifted down to the output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -205,8 +235,9 @@ pub const fn saturate(v: i64, word_bits: u32) -> i64 {
 /// Shifts `acc` right by `shift` bits with `rounding`, without saturating.
 ///
 /// `random` is the LFSR state for this output; only its low `shift` bits are used, and only by
-/// [`Rounding::Stochastic`]. `acc` must lie in the 48-bit accumulator range and
-/// `shift <= MAX_SHIFT`; the sum `acc + random_bits` is formed in 49 bits, so it never wraps.
+/// [`Rounding::Stochastic`]. `acc` must lie in an accumulator's range (at most 48 bits) and
+/// `shift <= MAX_SHIFT`; the sum `acc + random_bits` is formed one bit wider than the
+/// accumulator or the 32 random bits, so it never wraps.
 #[inline]
 pub const fn round_shift(acc: i64, shift: u32, rounding: Rounding, random: u32) -> i64 {
     if shift == 0 {
@@ -243,10 +274,27 @@ mod tests {
     fn longest_dot_product_fits_the_accumulator_strictly() {
         assert_eq!(MAX_K, (1 << 17) - 1);
         assert_eq!(PRODUCT_MAX, (-32768i64) * (-32768i64));
-        // The largest accepted sum fits; one more extreme product would be 2^47 and wrap.
-        assert!(MAX_K as i64 * PRODUCT_MAX <= ACC_MAX);
-        assert!((MAX_K as i64 + 1) * PRODUCT_MAX > ACC_MAX);
-        assert!(-(MAX_K as i64) * PRODUCT_MAX >= ACC_MIN);
+        assert_eq!(
+            (ACC_BITS, ACC_MIN, ACC_MAX),
+            (48, -(1 << 47), (1 << 47) - 1)
+        );
+        // At every width the largest accepted sum fits and one more extreme product wraps:
+        // the accumulator is the narrowest that holds MAX_K products, not just a wide one.
+        for w in MIN_WORD_BITS..=MAX_WORD_BITS {
+            let most_negative = word_min(w);
+            assert_eq!(product_max(w), most_negative * most_negative, "W = {w}");
+            let k = MAX_K as i64;
+            assert!(k * product_max(w) <= acc_max(w), "W = {w}");
+            assert!(-k * product_max(w) >= acc_min(w), "W = {w}");
+            assert!((k + 1) * product_max(w) > acc_max(w), "W = {w}");
+            assert!(
+                k * product_max(w) > acc_max(w) / 2,
+                "W = {w}: one bit too wide"
+            );
+        }
+        // Worked by hand: W = 8 words reach -128, products 2^14, sums 2^31 - 2^14: 32 bits.
+        assert_eq!((acc_bits(8), acc_bits(12), acc_bits(16)), (32, 40, 48));
+        assert_eq!((max_frac(8), max_frac(12), MAX_FRAC), (7, 11, 15));
     }
 
     #[test]

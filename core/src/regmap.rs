@@ -90,9 +90,19 @@ pub mod config {
     /// Array size `n`.
     pub const SIZE: Field = Field::new("size", 0, 8, "array size n (n x n PEs)");
     /// Word width.
-    pub const WORD_BITS: Field = Field::new("word_bits", 8, 8, "word width in bits (16)");
+    pub const WORD_BITS: Field = Field::new(
+        "word_bits",
+        8,
+        8,
+        "word width W in bits (8..=16; 16 by default)",
+    );
     /// Accumulator width.
-    pub const ACC_BITS: Field = Field::new("acc_bits", 16, 8, "accumulator width in bits (48)");
+    pub const ACC_BITS: Field = Field::new(
+        "acc_bits",
+        16,
+        8,
+        "accumulator width in bits (2W + 16: 48 at W = 16)",
+    );
     /// log2 of the buffer depth.
     pub const LOG2_DEPTH: Field =
         Field::new("log2_depth", 24, 5, "log2(buffer_depth): rows per A/B bank");

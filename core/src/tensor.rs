@@ -136,6 +136,27 @@ pub enum NumericError {
     /// Fractional bits outside `0..=MAX_FRAC`.
     #[error("{0} fractional bits do not fit a {WORD_BITS}-bit word: choose 0 to {MAX_FRAC}", WORD_BITS = crate::numeric::WORD_BITS, MAX_FRAC = crate::numeric::MAX_FRAC)]
     FracBits(u32),
+    /// A word width outside the contract's `MIN_WORD_BITS..=MAX_WORD_BITS`.
+    #[error("word width {0} bits is not supported: choose {min} to {max} bits", min = crate::numeric::MIN_WORD_BITS, max = crate::numeric::MAX_WORD_BITS)]
+    WordBits(u32),
+    /// A tensor's fractional bits are not below the word width it is used at.
+    #[error("{frac} fractional bits do not fit a {word_bits}-bit word: choose 0 to {}", word_bits - 1)]
+    FracBitsAt {
+        /// The tensor's (or the output's) fractional bits.
+        frac: u32,
+        /// The word width.
+        word_bits: u32,
+    },
+    /// An operand word outside the `word_bits`-wide range.
+    #[error("operand {operand} holds the word {word}, outside the {word_bits}-bit range {}..={}: quantise it to W bits first", crate::numeric::word_min(*word_bits), crate::numeric::word_max(*word_bits))]
+    WordRange {
+        /// Which operand (`"a"` or `"b"`).
+        operand: &'static str,
+        /// The offending word.
+        word: i16,
+        /// The word width.
+        word_bits: u32,
+    },
     /// The tile size is zero.
     #[error("tile size must be at least 1")]
     Tile,

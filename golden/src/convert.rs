@@ -7,7 +7,7 @@
 //! [`systole_core::numeric::convert`] for every input (checked in the tests below).
 
 use super::NumericError;
-use systole_core::numeric::{lane_seed, tile_seed};
+use systole_core::numeric::{lane_seed, tile_seed, word_max, word_min, WORD_BITS};
 use systole_core::Rounding;
 
 /// Converts a row-major `rows x cols` grid of exact accumulators to words, following the
@@ -45,6 +45,9 @@ pub struct TiledConverter {
     seed: u32,
     tile: usize,
     row_fn: RowFn,
+    /// The word range outputs saturate to (`W`-bit words).
+    lo: i64,
+    hi: i64,
     /// The LFSR state of every column in the current tile row (only used in stochastic mode).
     lanes: Vec<u32>,
     next: usize,
@@ -59,6 +62,20 @@ impl TiledConverter {
         seed: u32,
         tile: usize,
     ) -> Result<Self, NumericError> {
+        Self::new_at(cols, shift, rounding, seed, tile, WORD_BITS)
+    }
+
+    /// [`Self::new`] for `word_bits`-wide output words: the same rounding, saturated to
+    /// `-2^(W-1)..=2^(W-1)-1` (the words still travel as `i16`).
+    pub fn new_at(
+        cols: usize,
+        shift: u32,
+        rounding: Rounding,
+        seed: u32,
+        tile: usize,
+        word_bits: u32,
+    ) -> Result<Self, NumericError> {
+        check_word_bits(word_bits)?;
         if tile == 0 {
             return Err(NumericError::Tile);
         }
@@ -78,6 +95,8 @@ impl TiledConverter {
             rounding,
             seed,
             tile,
+            lo: word_min(word_bits),
+            hi: word_max(word_bits),
             row_fn: row_converter(),
             lanes: vec![0; cols],
             next: 0,
@@ -103,13 +122,25 @@ impl TiledConverter {
                 }
             }
         }
-        (self.row_fn)(acc, out, &mut self.lanes, self.shift, self.rounding);
+        let range = (self.lo, self.hi);
+        (self.row_fn)(acc, out, &mut self.lanes, self.shift, self.rounding, range);
     }
 }
 
 /// Converts one row: `out[j] = convert(acc[j], shift, rounding, u_j)` where `u_j` is the next
-/// state of `lanes[j]` (stepped only in stochastic mode; `shift == 0` only with `Truncate`).
-type RowFn = fn(&[i64], &mut [i16], &mut [u32], u32, Rounding);
+/// state of `lanes[j]` (stepped only in stochastic mode; `shift == 0` only with `Truncate`),
+/// saturated to the word range `(lo, hi)`.
+type RowFn = fn(&[i64], &mut [i16], &mut [u32], u32, Rounding, (i64, i64));
+
+/// Refuses a word width outside the contract's `MIN_WORD_BITS..=MAX_WORD_BITS`.
+pub(crate) fn check_word_bits(word_bits: u32) -> Result<(), NumericError> {
+    use systole_core::numeric::{MAX_WORD_BITS, MIN_WORD_BITS};
+    if (MIN_WORD_BITS..=MAX_WORD_BITS).contains(&word_bits) {
+        Ok(())
+    } else {
+        Err(NumericError::WordBits(word_bits))
+    }
+}
 
 fn row_converter() -> RowFn {
     #[cfg(target_arch = "x86_64")]
@@ -117,29 +148,50 @@ fn row_converter() -> RowFn {
         if std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512bw")
         {
-            return |acc, out, lanes, shift, rounding| {
+            return |acc, out, lanes, shift, rounding, range| {
                 // SAFETY: the CPU features this function is compiled for were detected above.
-                unsafe { convert_row_avx512(acc, out, lanes, shift, rounding) }
+                unsafe { convert_row_avx512(acc, out, lanes, shift, rounding, range) }
             };
         }
     }
     convert_row_portable
 }
 
-fn convert_row_portable(acc: &[i64], out: &mut [i16], lanes: &mut [u32], shift: u32, r: Rounding) {
-    convert_row(acc, out, lanes, shift, r)
+fn convert_row_portable(
+    acc: &[i64],
+    out: &mut [i16],
+    lanes: &mut [u32],
+    shift: u32,
+    r: Rounding,
+    range: (i64, i64),
+) {
+    convert_row(acc, out, lanes, shift, r, range)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw")]
-fn convert_row_avx512(acc: &[i64], out: &mut [i16], lanes: &mut [u32], shift: u32, r: Rounding) {
-    convert_row(acc, out, lanes, shift, r)
+fn convert_row_avx512(
+    acc: &[i64],
+    out: &mut [i16],
+    lanes: &mut [u32],
+    shift: u32,
+    r: Rounding,
+    range: (i64, i64),
+) {
+    convert_row(acc, out, lanes, shift, r, range)
 }
 
 /// The row loop, one loop per mode so each is branch-free and vectorises.
 #[inline(always)]
-fn convert_row(acc: &[i64], out: &mut [i16], lanes: &mut [u32], shift: u32, rounding: Rounding) {
-    let sat = |v: i64| v.clamp(i16::MIN as i64, i16::MAX as i64) as i16;
+fn convert_row(
+    acc: &[i64],
+    out: &mut [i16],
+    lanes: &mut [u32],
+    shift: u32,
+    rounding: Rounding,
+    (lo, hi): (i64, i64),
+) {
+    let sat = |v: i64| v.clamp(lo, hi) as i16;
     let (acc, lanes) = (&acc[..out.len()], &mut lanes[..out.len()]);
     let mask = (1i64 << shift) - 1;
     match rounding {
@@ -240,7 +292,7 @@ mod tests {
                         .collect();
                     let mut lanes = seeds.clone();
                     let mut out = vec![0i16; acc.len()];
-                    f(&acc, &mut out, &mut lanes, shift, r);
+                    f(&acc, &mut out, &mut lanes, shift, r, (-32768, 32767));
                     for (j, &a) in acc.iter().enumerate() {
                         let u = Lfsr32::new(seeds[j]).step();
                         assert_eq!(

@@ -1,8 +1,9 @@
 //! Matrix products in the numeric contract: `A·B`, `A·Bᵀ` and `Aᵀ·B`.
 
 use super::{output_shift, NumericError, OutputSpec, TiledConverter};
+use crate::convert::check_word_bits;
 use crate::tensor::QMatrix;
-use systole_core::numeric::MAX_K;
+use systole_core::numeric::{word_max, word_min, MAX_K, WORD_BITS};
 
 /// Exact accumulators of `A·B`: `a.rows x b.cols`, row-major, `a.frac + b.frac` fractional bits.
 ///
@@ -36,10 +37,42 @@ pub fn matmul(
     out: &OutputSpec,
     tile: usize,
 ) -> Result<QMatrix, NumericError> {
+    matmul_at(a, b, out, tile, WORD_BITS)
+}
+
+/// [`matmul`] at `word_bits`-wide words (`W`, 8 to 16): the operands' words must lie in the
+/// `W`-bit range and every `frac` below `W`; the output saturates to `W` bits. The products
+/// and sums are exact, as at 16 bits (the contract's accumulator, `acc_bits(W)`, holds any
+/// accepted sum).
+pub fn matmul_at(
+    a: &QMatrix,
+    b: &QMatrix,
+    out: &OutputSpec,
+    tile: usize,
+    word_bits: u32,
+) -> Result<QMatrix, NumericError> {
+    check_word_bits(word_bits)?;
+    for frac in [a.frac, b.frac, out.frac] {
+        if frac >= word_bits {
+            return Err(NumericError::FracBitsAt { frac, word_bits });
+        }
+    }
     let shift = output_shift(a.frac + b.frac, out.frac)?;
     check_operands(a, b)?;
+    if word_bits < WORD_BITS {
+        let (lo, hi) = (word_min(word_bits), word_max(word_bits));
+        for (operand, m) in [("a", a), ("b", b)] {
+            if let Some(&word) = m.data.iter().find(|&&w| !(lo..=hi).contains(&i64::from(w))) {
+                return Err(NumericError::WordRange {
+                    operand,
+                    word,
+                    word_bits,
+                });
+            }
+        }
+    }
     let n = b.cols;
-    let mut converter = TiledConverter::new(n, shift, out.rounding, out.seed, tile)?;
+    let mut converter = TiledConverter::new_at(n, shift, out.rounding, out.seed, tile, word_bits)?;
     let mut data = vec![0i16; a.rows * n];
     // Each row is converted as soon as the kernel hands it over (the same result as
     // `convert_tiled(&matmul_acc(a, b)?, ..)`, without storing every accumulator).

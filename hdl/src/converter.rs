@@ -180,7 +180,7 @@ impl Logic for ColumnConverter {
     /// submodules, which nothing instantiates: `generate_verilog` drops them.
     fn hdl(&self) -> Verilog {
         Verilog::Wrapper(Wrapper {
-            code: include_str!("converter.v").into(),
+            code: crate::converter_width::CONVERTER_16.into(),
             cores: String::new(),
         })
     }

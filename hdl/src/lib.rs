@@ -19,6 +19,7 @@ pub mod cocotb;
 mod comb_split;
 pub mod controller;
 pub mod converter;
+pub mod converter_width;
 #[cfg(test)]
 mod differential;
 pub mod fm_ram;

@@ -10,7 +10,7 @@
 //! form an upward shift chain: with `shift_en` each takes the value of the PE below
 //! (`res_in`), delivering row 0 first to the column's converter.
 //!
-//! The Verilog of the PE is written by hand (`PE_VERILOG`) rather than generated from
+//! The Verilog of the PE is written by hand (`pe_verilog`) rather than generated from
 //! `update`: rust-hdl makes every register a submodule whose `d` input is computed by
 //! combinational logic, so Verilator evaluated each PE's multiply-add after every clock edge
 //! into a stored `d` and copied it into `q` at the next one. With the registers assigned in
@@ -20,7 +20,7 @@
 //! rust-hdl simulates (the unit test below), the Verilog is what Verilator and the board flows
 //! see (systole-sim's and systole-tests' bit-exact tests against the golden model). The
 //! differential test (`crate::differential`) simulates the Verilog rust-hdl generates from
-//! `kernel` beside `PE_VERILOG` under Icarus and compares every output in every cycle.
+//! `kernel` beside `pe_verilog` under Icarus and compares every output in every cycle.
 
 use rust_hdl_core::prelude::*;
 use rust_hdl_widgets::prelude::*;
@@ -80,13 +80,63 @@ impl Pe {
     }
 }
 
-/// The PE's Verilog body (ports as rust-hdl declares them, outputs as `wire`s). All operands of
-/// the multiply-add are signed, so the 32-bit product is the exact 16 x 16 product and is sign
-/// extended into the 48-bit sum, as in `update`. For Verilator's sake: the `valid`, `first` and
-/// `last` flags share one register `ctl_q` (bits 0, 1, 2), which it then passes to the next PE
-/// in one operation instead of three (about 15% of the 8x8 simulation); and `acc` is assigned
-/// after its last read, so it needs no copy of the old value.
-const PE_VERILOG: &str = "\
+/// The PE's Verilog body for `W`-bit words (ports as rust-hdl declares them, outputs as
+/// `wire`s): a signed `W x W -> 2W`-bit multiply, the real hardware width, sign extended into
+/// the contract's `acc_bits(W) = 2W + 16`-bit accumulator, as in `update` (which is the
+/// `W = 16` PE the array instantiates today; the narrower bodies are checked on their own,
+/// `pe_width_tests`). For Verilator's sake: the `valid`, `first` and `last` flags share one
+/// register `ctl_q` (bits 0, 1, 2), which it then passes to the next PE in one operation
+/// instead of three (about 15% of the 8x8 simulation); and `acc` is assigned after its last
+/// read, so it needs no copy of the old value.
+pub fn pe_verilog(word_bits: u32) -> String {
+    let w = word_bits;
+    let p = 2 * w;
+    let a = systole_core::numeric::acc_bits(w);
+    let ext = a - p;
+    format!(
+        "\
+reg signed [{wm}:0] a_q;
+reg signed [{wm}:0] b_q;
+reg [2:0] ctl_q;
+reg signed [{am}:0] acc;
+reg signed [{am}:0] res_q;
+reg cap_q;
+wire signed [{pm}:0] prod = a_in * b_in;
+initial begin
+    a_q = {w}'h0;
+    b_q = {w}'h0;
+    ctl_q = 3'h0;
+    acc = {a}'h0;
+    res_q = {a}'h0;
+    cap_q = 1'b0;
+end
+always @(posedge clock) begin
+    a_q <= a_in;
+    b_q <= b_in;
+    ctl_q <= {{last_in, first_in, valid_in}} & {{3{{~reset}}}};
+    cap_q <= valid_in & last_in & ~reset;
+    if (valid_in & last_in) res_q <= (first_in ? {a}'sh0 : acc) + {{{{{ext}{{prod[{pm}]}}}}, prod}};
+    else if (shift_en) res_q <= res_in;
+        if (valid_in) acc <= (first_in ? {a}'sh0 : acc) + {{{{{ext}{{prod[{pm}]}}}}, prod}};
+end
+assign a_out = a_q;
+assign b_out = b_q;
+assign valid_out = ctl_q[0];
+assign first_out = ctl_q[1];
+assign last_out = ctl_q[2];
+assign res = res_q;
+assign captured = cap_q;
+",
+        wm = w - 1,
+        pm = p - 1,
+        am = a - 1,
+    )
+}
+
+/// The body of the 16-bit PE the array instantiates, as it was written before `W` became a
+/// parameter (the test below holds [`pe_verilog`]`(16)` to it, so the array is unchanged).
+#[cfg(test)]
+const PE_VERILOG_16: &str = "\
 reg signed [15:0] a_q;
 reg signed [15:0] b_q;
 reg [2:0] ctl_q;
@@ -133,7 +183,7 @@ impl Logic for Pe {
     /// submodules, which nothing instantiates: `generate_verilog` drops them.
     fn hdl(&self) -> Verilog {
         Verilog::Wrapper(Wrapper {
-            code: PE_VERILOG.into(),
+            code: pe_verilog(systole_core::numeric::WORD_BITS),
             cores: String::new(),
         })
     }
@@ -148,7 +198,7 @@ impl crate::differential::Model for Pe {
 
 /// The PE's logic as rust-hdl simulates it. `#[hdl_gen]` derives `connect` (used above) and a
 /// `hdl` of its own: the model's Verilog, which the differential test (`crate::differential`)
-/// simulates beside `PE_VERILOG`.
+/// simulates beside `pe_verilog`.
 impl Pe {
     #[hdl_gen]
     fn kernel(&mut self) {
@@ -186,8 +236,17 @@ impl Pe {
 }
 
 #[cfg(test)]
+#[path = "pe_width_tests.rs"]
+mod width_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_16_bit_body_is_the_arrays() {
+        assert_eq!(pe_verilog(16), PE_VERILOG_16);
+    }
 
     /// One K step as (a, b, valid, first, last).
     type Step = (i16, i16, bool, bool, bool);

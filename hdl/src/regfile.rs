@@ -103,7 +103,7 @@ pub struct RegFile {
 impl RegFile {
     /// The register file of the accelerator described by `cfg`.
     pub fn new(cfg: &ArrayConfig) -> Result<Self, HdlError> {
-        cfg.validate().map_err(HdlError::Config)?;
+        cfg.validate_built().map_err(HdlError::Config)?;
         let a = |x: u8| Constant::new(bits(x as u64));
         Ok(Self {
             clock: Default::default(),

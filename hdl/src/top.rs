@@ -77,7 +77,7 @@ pub struct Core {
 impl Core {
     /// The core of the accelerator described by `cfg` (checked first).
     pub fn new(cfg: &ArrayConfig) -> Result<Self, HdlError> {
-        cfg.validate().map_err(HdlError::Config)?;
+        cfg.validate_built().map_err(HdlError::Config)?;
         let n = cfg.size;
         let aw = cfg.row_addr_bits() as usize;
         let tw = (cfg.tile_row_bits() as usize).max(1);

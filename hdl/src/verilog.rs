@@ -36,7 +36,7 @@ pub fn top_module_name() -> &'static str {
 
 /// The ports of `top` for `cfg`, in declaration order.
 pub fn ports(cfg: &ArrayConfig) -> Result<Vec<PortInfo>, HdlError> {
-    cfg.validate().map_err(HdlError::Config)?;
+    cfg.validate_built().map_err(HdlError::Config)?;
     let aw = cfg.row_addr_bits();
     let tw = cfg.tile_row_bits().max(1);
     let mut v = Vec::new();

@@ -130,7 +130,7 @@ impl VerilatedArray {
     /// Creates and resets a model of `cfg` (only `frac_bits` may differ from
     /// `ArrayConfig::square(cfg.size)`: it is not a hardware parameter).
     pub fn new(cfg: &ArrayConfig) -> Result<VerilatedArray, SimError> {
-        cfg.validate()?;
+        cfg.validate_built()?;
         if cfg!(systole_no_verilator) {
             return Err(SimError::NotBuilt);
         }

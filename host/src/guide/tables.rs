@@ -311,19 +311,30 @@ pub(super) fn limits() -> String {
             "config::MIN_SIZE, MAX_SIZE",
         ),
         row(
-            "word width",
-            format!("{} bits", d.word_bits),
-            "numeric::WORD_BITS",
+            "word width W",
+            format!(
+                "{}..={} bits in the contract (default {}); hardware built for {:?}",
+                numeric::MIN_WORD_BITS,
+                numeric::MAX_WORD_BITS,
+                d.word_bits,
+                config::BUILT_WORD_BITS
+            ),
+            "numeric::MIN_WORD_BITS, MAX_WORD_BITS; config::BUILT_WORD_BITS",
         ),
         row(
             "fractional bits of a tensor (frac)",
-            format!("0..={}", numeric::MAX_FRAC),
-            "numeric::MAX_FRAC",
+            format!("0..=W-1 (0..={} at W = {})", numeric::MAX_FRAC, d.word_bits),
+            "numeric::max_frac",
         ),
         row(
             "accumulator width",
-            format!("{} bits", numeric::ACC_BITS),
-            "numeric::ACC_BITS",
+            format!(
+                "2W + {} bits ({} at W = {})",
+                numeric::K_BITS - 1,
+                numeric::ACC_BITS,
+                d.word_bits
+            ),
+            "numeric::acc_bits",
         ),
         row(
             "longest dot product K (MAX_K)",

@@ -74,12 +74,16 @@ fn hand_written_limits_follow_the_constants() {
     let p = PRODUCT_MAX.trailing_zeros();
     for phrase in [
         format!("a feature-map buffer of `F` words (default {DEFAULT_FM_DEPTH})"),
-        format!("`(-32768)^2 = 2^{p}`"),
+        format!("`2^{p}` at 16 bits"),
         format!("`MAX_K` (table Limits) = `2^{e} - 1` long"),
-        format!("`|sum| <= (2^{e} - 1)·2^{p} <"),
-        format!("(at `2^{e}` the all-`(-32768)^2` sum"),
+        format!("(2^{e} - 1)·2^(2W-2) < 2^(2W+{})`", e - 2),
+        format!("(at `2^{e}` the all-`(-2^(W-1))^2`"),
+        format!(
+            "`acc_bits(W) = 2W + {}` bits",
+            systole_core::numeric::K_BITS - 1
+        ),
         format!("must be in `0..={MAX_SHIFT}`"),
-        format!("where `frac` (0 to {MAX_FRAC}) is chosen per tensor"),
+        format!("where `frac` (0 to `W - 1`: 0 to {MAX_FRAC} at 16 bits) is chosen"),
         format!("converted to the largest `F <= {MAX_FRAC}` at which"),
         format!("to the largest fractional bits `F <= {MAX_FRAC}` at"),
         format!("the exact integer `w·2^({SUM_FRAC} - f_j)`"),
