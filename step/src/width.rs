@@ -18,8 +18,8 @@ use crate::StepError;
 use systole_core::numeric::{saturate, word_max, word_min, MAX_SHIFT, WORD_BITS};
 use systole_core::tensor::QMatrix;
 
-/// Narrowest word the step trains with.
-pub const MIN_WORD_BITS: u32 = 8;
+/// Narrowest word the step trains with: the contract's (`systole_core::numeric`).
+pub use systole_core::numeric::MIN_WORD_BITS;
 
 /// The widths of a fixed-point run: `word` (W) for everything the array computes with, `master`
 /// for the weights and momentum the update keeps (at least W).
