@@ -61,11 +61,11 @@ fn bad_input_is_one_clear_error() {
                 "--array",
                 "4",
                 "--word-bits",
-                "8",
+                "7",
                 "--out",
                 "no-sweep",
             ],
-            "--word-bits 8: the word width W is fixed at 16 bits in this version",
+            "--word-bits 7: the word width W must be 8 to 16 bits",
         ),
         (
             vec!["explore", "--array", "", "--out", "no-sweep"],

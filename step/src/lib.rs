@@ -72,11 +72,11 @@ pub enum StepError {
     /// A checkpoint's tensor cannot be used.
     #[error("checkpoint: {0}")]
     Checkpoint(String),
-    /// A word width outside `MIN_WORD_BITS..=WORD_BITS`.
-    #[error("a word width of {0} bits is outside {min}..={max}: choose --word-bits from {min} to {max}", min = width::MIN_WORD_BITS, max = systole_core::numeric::WORD_BITS)]
+    /// A word width outside `MIN_WORD_BITS..=MAX_WORD_BITS`.
+    #[error("a word width of {0} bits is outside {min}..={max}: choose --word-bits from {min} to {max}", min = width::MIN_WORD_BITS, max = systole_core::numeric::MAX_WORD_BITS)]
     WordBits(u32),
     /// Master weights narrower than the words or wider than 16 bits.
-    #[error("master weights of {master} bits with {word}-bit words: choose --master-bits from {word} to {max} (at least --word-bits)", max = systole_core::numeric::WORD_BITS)]
+    #[error("master weights of {master} bits with {word}-bit words: choose --master-bits from {word} to {max} (at least --word-bits)", max = systole_core::numeric::MAX_WORD_BITS)]
     MasterBits {
         /// W.
         word: u32,

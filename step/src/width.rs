@@ -15,7 +15,9 @@
 //! W` (the default) nothing is ever narrowed.
 
 use crate::StepError;
-use systole_core::numeric::{saturate, word_max, word_min, MAX_SHIFT, WORD_BITS};
+use systole_core::numeric::{
+    max_frac, saturate, word_max, word_min, MAX_SHIFT, MAX_WORD_BITS, WORD_BITS,
+};
 use systole_core::tensor::QMatrix;
 
 /// Narrowest word the step trains with: the contract's (`systole_core::numeric`).
@@ -36,12 +38,12 @@ impl Widths {
         master: WORD_BITS,
     };
 
-    /// Checked widths: `MIN_WORD_BITS <= word <= master <= WORD_BITS`.
+    /// Checked widths: `MIN_WORD_BITS <= word <= master <= MAX_WORD_BITS`.
     pub fn new(word: u32, master: u32) -> Result<Widths, StepError> {
-        if !(MIN_WORD_BITS..=WORD_BITS).contains(&word) {
+        if !(MIN_WORD_BITS..=MAX_WORD_BITS).contains(&word) {
             return Err(StepError::WordBits(word));
         }
-        if !(word..=WORD_BITS).contains(&master) {
+        if !(word..=MAX_WORD_BITS).contains(&master) {
             return Err(StepError::MasterBits { word, master });
         }
         Ok(Widths { word, master })
@@ -63,7 +65,7 @@ impl Widths {
 pub fn frac_for_max_at(max_abs: f64, w: u32) -> u32 {
     let limit = (word_max(w) - 1) as f64;
     // Exact: a power of two times a double, compared with an integer.
-    (0..w)
+    (0..=max_frac(w))
         .rev()
         .find(|&f| max_abs * (1u64 << f) as f64 <= limit)
         .unwrap_or(0)
@@ -74,7 +76,7 @@ pub fn frac_for_max_at(max_abs: f64, w: u32) -> u32 {
 /// `0..=MAX_SHIFT`.
 pub fn frac_for_exact_at(max_abs: i64, frac_in: u32, w: u32) -> u32 {
     let lo = frac_in.saturating_sub(MAX_SHIFT);
-    let hi = frac_in.min(w - 1);
+    let hi = frac_in.min(max_frac(w));
     (lo..=hi)
         .rev()
         .find(|&f| (max_abs >> (frac_in - f)) < word_max(w))

@@ -353,7 +353,7 @@ pub struct ExploreArgs {
     /// Feature-map words of the conv unit (0: none), e.g. 0,4096.
     #[arg(long, default_value = "0")]
     pub fm_depth: String,
-    /// Word widths W in bits (fixed at 16 in this version).
+    /// Word widths W in bits, 8 to 16, e.g. 8,12,16 (each trains at W on the golden model; resources only at 16).
     #[arg(long, default_value = "16")]
     pub word_bits: String,
     /// Roundings: stochastic, nearest, truncate.

@@ -54,7 +54,9 @@ pub enum ExploreError {
     },
     /// A word width the trainer does not take (outside 8..=16).
     #[error(
-        "--word-bits {value}: the word width W must be 8 to 16 bits, e.g. --word-bits 8,12,16"
+        "--word-bits {value}: the word width W must be {} to {} bits, e.g. --word-bits 8,12,16",
+        systole_core::numeric::MIN_WORD_BITS,
+        systole_core::numeric::MAX_WORD_BITS
     )]
     WordBits {
         /// The width.
