@@ -38,13 +38,20 @@ fn two_mpi_ranks_match_one_process_bit_for_bit() {
         .arg(one.path())
         .output()
         .unwrap());
-    ok(Command::new("mpirun")
+    let out = Command::new("mpirun")
         .args(["--allow-run-as-root", "--oversubscribe", "-np", "2", bin])
         .args(ARGS)
         .arg("--out")
         .arg(two.path())
         .output()
-        .unwrap());
+        .unwrap();
+    // Rank 0's counts are not the job's: the summary says whose they are.
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        said.contains("counts below are rank 0's of 2"),
+        "no note on whose counts: {said}"
+    );
+    ok(out);
     let (a, b) = (checkpoint(one.path()), checkpoint(two.path()));
     for k in ["params", "velocity", "fracs", "step", "epoch", "config"] {
         assert_eq!(a[k], b[k], "{k} differs");

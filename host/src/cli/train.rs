@@ -273,16 +273,21 @@ fn train_on(a: &TrainArgs, dist: &dyn systole_train::dist::Collective) -> anyhow
     if !lead {
         return Ok(());
     }
-    finish(&summary, a, t0.elapsed().as_secs_f64())
+    finish(&summary, a, t0.elapsed().as_secs_f64(), dist.size())
 }
 
-fn finish(s: &RunSummary, a: &TrainArgs, secs: f64) -> anyhow::Result<()> {
+fn finish(s: &RunSummary, a: &TrainArgs, secs: f64, ranks: usize) -> anyhow::Result<()> {
     if let Some(last) = s.history.last() {
         outln!(
             "final test accuracy {:.2}% after {} epochs ({secs:.1} s)",
             last.test_acc,
             last.epoch
         );
+    }
+    // Under MPI the counts below are rank 0's own (its shards, or its pipeline stage): they are
+    // not summed over the ranks, and the line says so rather than pass them off as the job's.
+    if ranks > 1 && (s.device.is_some() || !s.saturation.is_empty()) {
+        outln!("the saturation counts of the epoch lines and the device and saturation counts below are rank 0's of {ranks} (its own shards or stage)");
     }
     if let Some((name, st)) = &s.device {
         for line in report::device_lines(name, st) {
