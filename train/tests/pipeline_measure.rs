@@ -1,9 +1,11 @@
 //! The pipeline's numbers for the README (`cargo test --release -p systole-train --test
 //! pipeline_measure -- --ignored --nocapture`; needs Fashion-MNIST and Verilator): the first
-//! training step of the Fashion-MNIST CNN 8-16 (batch 32) on the Verilated 8x8 array, as 2
-//! pipeline stages with M = 1, 4, 8 micro-batches and as 2 data-parallel replicas: each
-//! stage's measured device cycles per unit, the GPipe bubble, the bytes between the stages and
-//! in the all-reduce, and the projected step time on boards at 100 MHz over a 3 Mbaud link.
+//! training step (batch 32) of two Fashion-MNIST networks on the Verilated 8x8 array, the CNN
+//! 8-16 (small weights, large activations) and the MLP 784-512-512-10 (large weights, small
+//! activations), each as 2 pipeline stages with M = 1, 4, 8 micro-batches and as 2 data-parallel
+//! replicas: each stage's measured device cycles per unit, the GPipe bubble, the bytes between
+//! the stages and in the all-reduce, and the projected step time on boards at the Arty's clock
+//! over a 3 Mbaud serial link and over 1 Gb/s Ethernet.
 
 use systole_core::{ArrayConfig, Rounding};
 use systole_train::data;
@@ -11,16 +13,26 @@ use systole_train::model::ModelSpec;
 use systole_train::pipeline::{StagePlan, StepMeasure};
 use systole_train::{on_device, Precision, TrainConfig, Trainer};
 
-const CLOCK_HZ: f64 = 100e6;
 /// 3 Mbaud, 10 bits a byte: the SoC's serial link.
-const LINK_BYTES_PER_S: f64 = 300e3;
+const SERIAL_BYTES_PER_S: f64 = 300e3;
+/// 1 Gb/s Ethernet, payload only.
+const GBE_BYTES_PER_S: f64 = 125e6;
 
-fn measure(stages: usize, shards: usize, micro: usize) -> (StagePlan, StepMeasure) {
+/// The logic clock of the boards the projection assumes: the Arty A7-35T's 100 MHz, which the
+/// Arty A7-100T, Basys 3 and Nexys A7-100T share (the iCEBreaker runs at 6 MHz).
+fn clock_hz() -> f64 {
+    f64::from(systole_boards::find("arty-a7-35").unwrap().logic_clock_hz())
+}
+
+fn measure(
+    model: &ModelSpec,
+    stages: usize,
+    shards: usize,
+    micro: usize,
+) -> (StagePlan, StepMeasure) {
     let d = data::load("fashion-mnist").expect("Fashion-MNIST (dataset-fashion-mnist)");
     let cfg = TrainConfig {
-        model: ModelSpec::Cnn {
-            channels: vec![8, 16],
-        },
+        model: model.clone(),
         dataset: "fashion-mnist".into(),
         train_limit: Some(64),
         epochs: 1,
@@ -44,28 +56,44 @@ fn measure(stages: usize, shards: usize, micro: usize) -> (StagePlan, StepMeasur
     (plan, m.into_iter().next().unwrap())
 }
 
-#[test]
-#[ignore]
-fn pipeline_numbers_for_the_readme() {
-    println!("| strategy | stage cycles (busy) | makespan | ideal | bubble | GPipe (S-1)/(M+S-1) | bytes between stages | all-reduce bytes per rank | step at 100 MHz, 3 Mbaud |");
+/// `| 3 Mbaud | 1 GbE |` cells: the cycles at the board clock plus the bytes over each link.
+fn link_cells(cycles: u64, bytes: u64) -> String {
+    let compute = cycles as f64 / clock_hz();
+    let ms = |rate: f64| 1e3 * (compute + bytes as f64 / rate);
+    format!(
+        "{:.2} ms | {:.2} ms |",
+        ms(SERIAL_BYTES_PER_S),
+        ms(GBE_BYTES_PER_S)
+    )
+}
+
+/// Prints the README's table rows for `model`, then each stage's parameters.
+fn print_rows(model: &ModelSpec) {
+    println!("| strategy (2 boards unless said) | cycles per stage | step (makespan) | bubble (GPipe ideal) | bytes between stages / all-reduce per rank | step, 3 Mbaud | step, 1 GbE |");
+    let (_, one) = measure(model, 1, 1, 1);
+    let whole = one.forward[0][0] + one.backward[0][0];
+    println!(
+        "| 1 board | {whole} | {whole} | - | 0 / 0 | {}",
+        link_cells(whole, 0)
+    );
     for micro in [1, 4, 8] {
-        let (plan, m) = measure(2, 1, micro);
+        let (plan, m) = measure(model, 2, 1, micro);
         let t = m.timeline();
         let between: u64 = m.boundary_bytes.iter().sum();
-        let secs = t.makespan as f64 / CLOCK_HZ + between as f64 / LINK_BYTES_PER_S;
         println!(
-            "| 2 stages (cut {}), M = {micro} | {:?} | {} | {} | {:.1}% | {:.1}% | {between} | 0 | {:.2} ms |",
+            "| 2 stages (cut {}), M = {micro} | {:?} | {} | {:.1}% ({:.1}%) | {between} / 0 | {}",
             plan.cut_text(),
             t.busy,
             t.makespan,
-            t.ideal(),
             100.0 * t.bubble(),
             100.0 / (micro + 1) as f64,
-            1e3 * secs
+            link_cells(t.makespan, between)
         );
+        if micro == 1 {
+            println!("parameters per stage: {:?}", m.reduce_words);
+        }
     }
-    let (_, one) = measure(1, 1, 1);
-    let (_, dp) = measure(1, 2, 1);
+    let (_, dp) = measure(model, 1, 2, 1);
     let words: u64 = dp.reduce_words.iter().sum();
     // Ring all-reduce of i64 words over 2 ranks: each sends and receives half the vector twice.
     let reduce = 8 * words;
@@ -73,13 +101,23 @@ fn pipeline_numbers_for_the_readme() {
     let other: u64 = dp.forward[0][1] + dp.backward[0][1];
     let busy = replica.max(other);
     println!(
-        "| 1 board | [{}] | {} | | | | 0 | 0 | {:.2} ms |",
-        one.forward[0][0] + one.backward[0][0],
-        one.forward[0][0] + one.backward[0][0],
-        1e3 * (one.forward[0][0] + one.backward[0][0]) as f64 / CLOCK_HZ
+        "| 2 replicas (data parallel) | [{replica}, {other}] | {busy} | - | 0 / {reduce} | {}",
+        link_cells(busy, reduce)
     );
-    println!(
-        "| 2 replicas (data parallel) | [{replica}, {other}] | {busy} | | | | 0 | {reduce} | {:.2} ms |",
-        1e3 * (busy as f64 / CLOCK_HZ + reduce as f64 / LINK_BYTES_PER_S)
-    );
+}
+
+#[test]
+#[ignore]
+fn cnn_pipeline_numbers_for_the_readme() {
+    print_rows(&ModelSpec::Cnn {
+        channels: vec![8, 16],
+    });
+}
+
+#[test]
+#[ignore]
+fn mlp_pipeline_numbers_for_the_readme() {
+    print_rows(&ModelSpec::Mlp {
+        hidden: vec![512, 512],
+    });
 }
