@@ -1,10 +1,10 @@
 //! The training image's additions (feature `training`): the global allocator over the RAM
 //! between the statics and the stack reserve, and the training step on the board's drivers.
 
-use systole_core::soc::{RAM_BASE, TRAINING_RAM_BYTES};
+use systole_core::soc::{SYS_RAM_BYTES, TRAINING_RAM_BYTES};
 use systole_core::{ArrayConfig, Rounding};
-use systole_firmware::mmio::heap::Heap;
-use systole_firmware::mmio::Volatile;
+use systole_firmware::mmio::heap::{heap_region, Heap};
+use systole_firmware::mmio::{Regs, Volatile};
 use systole_firmware::products::BoardProducts;
 use systole_firmware::soc::{MmioBus, STACK_RESERVE_BYTES};
 use systole_step::step::{train_step, Batch};
@@ -15,16 +15,26 @@ static HEAP: Heap = Heap::empty();
 
 /// Gives the allocator riscv-rt's heap: from the end of the statics (`heap_start`) to the
 /// stack reserve below the top of `TRAINING_RAM_BYTES`. Called once, first thing in `main`.
+/// On a SoC with less RAM it panics (the host gets the panic report saying so): the heap would
+/// alias the code.
 pub fn init_heap() {
     let start = riscv_rt::heap_start().cast::<u8>();
-    let end = (RAM_BASE + TRAINING_RAM_BYTES - STACK_RESERVE_BYTES) as usize;
-    let len = end.saturating_sub(start as usize);
-    // SAFETY: `start..end` is RAM no static and no stack frame uses (the linker placed every
-    // static below `heap_start`, build.rs keeps the stack above `end`); it is given once,
-    // before any allocation.
+    let board = Volatile::new().read32(SYS_RAM_BYTES);
+    let region = match heap_region(
+        start as usize,
+        TRAINING_RAM_BYTES,
+        board,
+        STACK_RESERVE_BYTES,
+    ) {
+        Ok(region) => region,
+        Err(e) => panic!("{e}"),
+    };
+    // SAFETY: `region` is RAM of this SoC that no static and no stack frame uses (the linker
+    // placed every static below `heap_start`, build.rs keeps the stack above its end); it is
+    // given once, before any allocation.
     #[allow(unsafe_code)]
     unsafe {
-        HEAP.init(start, len)
+        HEAP.init(start, region.len())
     }
 }
 

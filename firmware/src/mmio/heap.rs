@@ -12,7 +12,69 @@
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::cell::UnsafeCell;
+use core::fmt;
+use core::ops::Range;
 use core::ptr;
+use systole_core::soc::RAM_BASE;
+
+/// Why the training image cannot have its heap on this SoC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeapRegionError {
+    /// The SoC's RAM (`SYS_RAM_BYTES`) is smaller than the RAM the image was linked for: its
+    /// heap would alias the code (the RAM decoder wraps addresses).
+    BoardRamTooSmall {
+        /// The SoC's RAM.
+        board: u32,
+        /// The RAM the image was linked for.
+        linked: u32,
+    },
+    /// The statics end at or above the stack reserve: no room for a heap.
+    NoRoom {
+        /// First byte after the statics.
+        heap_start: usize,
+        /// The stack reserve's first byte.
+        stack: usize,
+    },
+}
+
+impl fmt::Display for HeapRegionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HeapRegionError::BoardRamTooSmall { board, linked } => write!(
+                f,
+                "the training image needs {linked} B of SoC RAM and this SoC has {board} B: \
+                 load the standard image (soc-image without features) or use a board with \
+                 {linked} B of SoC RAM (systole boards)"
+            ),
+            HeapRegionError::NoRoom { heap_start, stack } => write!(
+                f,
+                "no heap: the statics end at {heap_start:#x}, the stack reserve starts at \
+                 {stack:#x}"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for HeapRegionError {}
+
+/// The training image's heap: from `heap_start` (riscv-rt's `__sheap`, the end of the
+/// statics) up to `stack_reserve` bytes below the top of the `linked` bytes of RAM the image
+/// was linked for, on a SoC of `board` bytes of RAM (`SYS_RAM_BYTES`).
+pub fn heap_region(
+    heap_start: usize,
+    linked: u32,
+    board: u32,
+    stack_reserve: u32,
+) -> Result<Range<usize>, HeapRegionError> {
+    if board < linked {
+        return Err(HeapRegionError::BoardRamTooSmall { board, linked });
+    }
+    let stack = (RAM_BASE as usize + linked as usize).saturating_sub(stack_reserve as usize);
+    if heap_start >= stack {
+        return Err(HeapRegionError::NoRoom { heap_start, stack });
+    }
+    Ok(heap_start..stack)
+}
 
 /// The header of a free block: its size in bytes (a multiple of [`UNIT`]) and the next free
 /// block at a higher address (null at the end).

@@ -176,3 +176,33 @@ fn random_allocations_never_overlap_and_keep_their_bytes() {
     }
     assert_eq!(heap.usage(), (ARENA, 1, ARENA));
 }
+
+#[test]
+fn the_heap_region_ends_at_the_stack_reserve_and_needs_the_linked_ram() {
+    let k = 1024;
+    assert_eq!(
+        heap_region(90_000, 256 * k, 256 * k, 8 * k),
+        Ok(90_000..(248 * 1024))
+    );
+    assert_eq!(
+        heap_region(90_000, 256 * k, 512 * k, 8 * k),
+        Ok(90_000..(248 * 1024))
+    );
+    let small = heap_region(90_000, 256 * k, 64 * k, 8 * k).unwrap_err();
+    assert_eq!(
+        small,
+        HeapRegionError::BoardRamTooSmall {
+            board: 64 * k,
+            linked: 256 * k
+        }
+    );
+    let text = std::format!("{small}");
+    assert!(
+        text.contains("needs 262144 B of SoC RAM and this SoC has 65536 B"),
+        "{text}"
+    );
+    assert!(text.contains("load the standard image"), "{text}");
+    let full = heap_region(248 * 1024, 256 * k, 256 * k, 8 * k).unwrap_err();
+    assert!(matches!(full, HeapRegionError::NoRoom { .. }), "{full:?}");
+    assert!(std::format!("{full}").contains("no heap"));
+}
