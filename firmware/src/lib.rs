@@ -12,8 +12,9 @@
 //!   gathered on chip).
 //! * `products` (feature `step`) — `BoardProducts`: the training step's products
 //!   (`systole_step::Products`) on these drivers, so the whole step runs on the board's CPU.
-//! * [`mmio`] and [`soc`] — the SoC build: register access (the crate's only `unsafe`) and the
-//!   drivers for its accelerator windows, UART and timer.
+//! * [`mmio`] and [`soc`] — the SoC build: register access and the training image's heap
+//!   allocator (the crate's only `unsafe`), and the drivers for its accelerator windows, UART
+//!   and timer.
 #![no_std]
 #![deny(unsafe_code, missing_docs)]
 

@@ -7,7 +7,11 @@
 //! unmapped MMIO addresses. So safe code using it can never write RAM behind the compiler's
 //! back. It exists only when compiling for the SoC (`riscv32`, no OS): on any other target
 //! those addresses are not device registers.
+//!
+//! [`heap`] is the other raw-memory code: the training image's allocator.
 #![allow(unsafe_code)]
+
+pub mod heap;
 
 use systole_core::soc::MMIO_BASE;
 

@@ -7,16 +7,20 @@
 
 use core::fmt::Write as _;
 use embedded_io::Write as _;
-use systole_firmware::server::{FrameServer, ServerError};
 use systole_firmware::mmio::Volatile;
 use systole_firmware::protocol::panic::{PanicMessage, PANIC_FRAME_CAPACITY};
+use systole_firmware::server::{FrameServer, ServerError};
 use systole_firmware::soc::{cycles, reset, MmioBus, Uart, UartError};
 
 #[cfg(feature = "panic-test")]
 mod panic_test;
+#[cfg(feature = "training")]
+mod training;
 
 #[riscv_rt::entry]
 fn main() -> ! {
+    #[cfg(feature = "training")]
+    training::init_heap();
     let uart = Uart::new(Volatile::new());
     let bus = match MmioBus::probe(Volatile::new()) {
         Ok(bus) => bus,

@@ -5,7 +5,7 @@ use crate::Budget;
 use object::elf::{EM_RISCV, PT_LOAD, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS};
 use object::read::elf::{ElfFile32, FileHeader, ProgramHeader, SectionHeader};
 use object::Endianness;
-use systole_core::soc::{BASE_RAM_BYTES, RAM_BASE};
+use systole_core::soc::RAM_BASE;
 use systole_firmware::soc::STACK_RESERVE_BYTES;
 
 /// Why an ELF is not a loadable SoC image.
@@ -22,10 +22,14 @@ pub enum ElfError {
     #[error("the firmware ELF is for machine {0}, not RISC-V")]
     NotRiscv(u16),
     /// A loadable part lies outside the SoC's RAM.
-    #[error("{what} at {addr:#x}..{end:#x} lies outside the SoC's RAM ({RAM_BASE:#x}..{:#x})", RAM_BASE + BASE_RAM_BYTES)]
+    #[error(
+        "{what} at {addr:#x}..{end:#x} lies outside the SoC's RAM ({RAM_BASE:#x}..{ram_end:#x})"
+    )]
     OutsideRam {
         /// Segment or section.
         what: String,
+        /// One past the RAM's last byte.
+        ram_end: u64,
         /// First address.
         addr: u64,
         /// One past the last.
@@ -53,24 +57,26 @@ pub struct Flat {
     pub budget: Budget,
 }
 
-fn outside(what: &str, addr: u64, size: u64) -> ElfError {
+fn outside(what: &str, ram_end: u64, addr: u64, size: u64) -> ElfError {
     ElfError::OutsideRam {
         what: what.to_owned(),
+        ram_end,
         addr,
         end: addr + size,
     }
 }
 
 /// Lays out the loadable segments of `elf` by load address, sizes its sections and checks
-/// its instructions.
-pub fn flatten(elf: &[u8]) -> Result<Flat, ElfError> {
+/// its instructions, for a SoC of `ram_bytes` of RAM (`BASE_RAM_BYTES`, or
+/// `TRAINING_RAM_BYTES` for the training image).
+pub fn flatten(elf: &[u8], ram_bytes: u32) -> Result<Flat, ElfError> {
     let file = ElfFile32::<Endianness>::parse(elf).map_err(ElfError::Parse)?;
     let e = file.endian();
     let machine = file.elf_header().e_machine(e).0;
     if machine != EM_RISCV.0 {
         return Err(ElfError::NotRiscv(machine));
     }
-    let ram = u64::from(RAM_BASE)..u64::from(RAM_BASE) + u64::from(BASE_RAM_BYTES);
+    let ram = u64::from(RAM_BASE)..u64::from(RAM_BASE) + u64::from(ram_bytes);
     let mut bytes = Vec::new();
     for ph in file.elf_program_headers() {
         let size = u64::from(ph.p_filesz(e));
@@ -79,7 +85,7 @@ pub fn flatten(elf: &[u8]) -> Result<Flat, ElfError> {
         }
         let addr = u64::from(ph.p_paddr(e));
         if addr < ram.start || addr + size > ram.end {
-            return Err(outside("loadable segment", addr, size));
+            return Err(outside("loadable segment", ram.end, addr, size));
         }
         let data = ph.data(e, elf).map_err(|()| ElfError::Truncated)?;
         let at = (addr - ram.start) as usize;
@@ -91,7 +97,7 @@ pub fn flatten(elf: &[u8]) -> Result<Flat, ElfError> {
     let mut budget = Budget {
         stack_reserve: STACK_RESERVE_BYTES,
         tensor_store: systole_core::soc::TENSOR_STORE_BYTES,
-        ram: BASE_RAM_BYTES,
+        ram: ram_bytes,
         image: bytes.len() as u32,
         ..Budget::default()
     };
@@ -112,7 +118,7 @@ pub fn flatten(elf: &[u8]) -> Result<Flat, ElfError> {
         let addr = u64::from(sh.sh_addr(e));
         let size = u64::from(size);
         if addr < ram.start || addr + size > ram.end {
-            return Err(outside(&String::from_utf8_lossy(name), addr, size));
+            return Err(outside(&String::from_utf8_lossy(name), ram.end, addr, size));
         }
         static_end = static_end.max(addr + size);
         let slot = if flags & SHF_EXECINSTR.0 != 0 {
@@ -196,7 +202,7 @@ mod tests {
     #[test]
     fn not_an_elf_is_refused() {
         assert!(matches!(
-            flatten(b"\x7fELF nonsense"),
+            flatten(b"\x7fELF nonsense", systole_core::soc::BASE_RAM_BYTES),
             Err(ElfError::Parse(_))
         ));
     }

@@ -34,6 +34,18 @@ use std::process::Command;
 pub const TARGET: &str = "riscv32imac-unknown-none-elf";
 /// The firmware's package (and binary) name.
 pub const PACKAGE: &str = "systole-soc-firmware";
+/// The firmware's feature of the training image: RAM of `TRAINING_RAM_BYTES`, a heap, and the
+/// training step.
+pub const TRAINING: &str = "training";
+
+/// The RAM an image with `features` is linked for.
+pub fn ram_bytes(features: &[&str]) -> u32 {
+    if features.contains(&TRAINING) {
+        systole_core::soc::TRAINING_RAM_BYTES
+    } else {
+        systole_core::soc::BASE_RAM_BYTES
+    }
+}
 
 /// Why the image could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -114,7 +126,9 @@ pub fn target_dir() -> PathBuf {
     target.join("soc-firmware")
 }
 
-/// Files and folders the image is built from (for `cargo:rerun-if-changed`).
+/// Files and folders the image is built from (for `cargo:rerun-if-changed`). The training
+/// image also needs `step/`; no build script builds it, so the step's changes do not rerun
+/// the SoC simulation's.
 pub fn source_paths() -> Vec<PathBuf> {
     let root = workspace_root();
     [
@@ -180,7 +194,7 @@ pub fn build(features: &[&str]) -> Result<Image, ImageError> {
         path: elf_path.clone(),
         source,
     })?;
-    let flat = flatten(&data)?;
+    let flat = flatten(&data, ram_bytes(features))?;
     let budget = flat.budget;
     if !budget.fits() {
         return Err(ImageError::TooBig(budget));

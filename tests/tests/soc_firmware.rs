@@ -1,7 +1,7 @@
 //! The firmware image (`soc-firmware/`, built by `systole-soc-image`) on the Verilated SoC,
 //! spoken to only through the UART pins: it boots and answers `PING`, reports a panic and comes
 //! back after its reset, runs a matmul through the host's serial link bit for bit equal to the
-//! golden model; and the CPU cycles each request costs. Skipped
+//! golden model; and the CPU cycles each request costs. The training image boots too. Skipped
 //! with a note when this build has no SoC model (no Verilator or no VexRiscv in `.venv`).
 
 use std::io::{Read, Write};
@@ -104,6 +104,27 @@ fn boots_and_answers_ping() {
     assert_eq!(word(4), soc.config().config_word());
     assert_eq!(r.payload[8], VERSION);
     println!("PING answered {booted} cycles after reset");
+    assert!(booted <= BOOT_CYCLES, "{booted} cycles");
+}
+
+/// The training image (`soc-firmware` feature `training`: linked for the simulated SoC's
+/// 256 KiB, its heap set up first thing) boots and serves like the standard one.
+#[test]
+#[ignore = "builds the training image (a second firmware build with the step)"]
+fn the_training_image_boots_and_answers_ping() {
+    let Some(mut soc) = soc(&[systole_soc_image::TRAINING]) else {
+        return;
+    };
+    assert_eq!(
+        systole_core::soc::TRAINING_RAM_BYTES,
+        systole_core::soc::SIM_RAM_BYTES
+    );
+    send(&mut soc, 1, &Request::Ping);
+    let r = await_frame(&mut soc).unwrap();
+    let booted = soc.cycles();
+    assert_eq!((r.cmd, r.seq), (cmd::PING | RESPONSE, 1));
+    assert_eq!(r.payload[8], VERSION);
+    println!("training image: PING answered {booted} cycles after reset");
     assert!(booted <= BOOT_CYCLES, "{booted} cycles");
 }
 
