@@ -24,6 +24,7 @@ impl From<SimError> for DeviceError {
             }
             SimError::Config(c) => DeviceError::Config(c),
             e @ (SimError::TraceSetup(_)
+            | SimError::TraceImage(_)
             | SimError::TraceFile { .. }
             | SimError::Traced(_)
             | SimError::TraceTooLate) => DeviceError::Trace(Box::new(e)),

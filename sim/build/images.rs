@@ -20,12 +20,59 @@ pub const SOC_BAUD: u32 = 1_000_000;
 /// The clock input of every image's `top`.
 pub const CLOCK: &str = "clock";
 
+/// Why an image's Verilog or port list could not be made (shared with `build.rs`, so written
+/// by hand: the build script has no `thiserror`).
+#[derive(Debug)]
+pub enum ImageError {
+    /// systole-hdl refused the image (`image` names which, e.g. "4x4 array").
+    Hdl {
+        /// The image asked for.
+        image: String,
+        /// systole-hdl's reason.
+        cause: systole_hdl::HdlError,
+    },
+    /// The SoC's CPU Verilog could not be read.
+    CpuText {
+        /// The CPU's Verilog file.
+        path: std::path::PathBuf,
+        /// Why it could not be read.
+        cause: std::io::Error,
+    },
+}
+
+impl std::fmt::Display for ImageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ImageError::Hdl { image, cause } => write!(f, "the {image}: {cause}"),
+            ImageError::CpuText { path, cause } => {
+                write!(f, "cannot read the SoC's CPU {}: {cause}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for ImageError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ImageError::Hdl { cause, .. } => Some(cause),
+            ImageError::CpuText { cause, .. } => Some(cause),
+        }
+    }
+}
+
+/// Names the image a systole-hdl error belongs to.
+fn hdl(image: impl Into<String>) -> impl FnOnce(systole_hdl::HdlError) -> ImageError {
+    let image = image.into();
+    move |cause| ImageError::Hdl { image, cause }
+}
+
 /// The array's `top` for `cfg`: its Verilog and its ports as `systole_hdl::ports` defines them
 /// (the definition the Verilog's wrapper is written from).
-pub fn array(cfg: &ArrayConfig) -> Result<(String, Vec<PortInfo>), String> {
-    let verilog = systole_hdl::generate_verilog(cfg).map_err(|e| e.to_string())?;
+pub fn array(cfg: &ArrayConfig) -> Result<(String, Vec<PortInfo>), ImageError> {
+    let image = || format!("{}x{} array", cfg.size, cfg.size);
+    let verilog = systole_hdl::generate_verilog(cfg).map_err(hdl(image()))?;
     let ports = systole_hdl::ports(cfg)
-        .map_err(|e| e.to_string())?
+        .map_err(hdl(image()))?
         .into_iter()
         .map(|p| PortInfo {
             clock: p.name == CLOCK,
@@ -55,14 +102,14 @@ fn bridge_options() -> systole_hdl::bridge_top::BridgeTopOptions {
 
 /// The bridge image (`systole_hdl::bridge_top`: UART, byte bridge and an `n x n` array): its
 /// Verilog and its ports, walked from the rust-hdl block the Verilog is generated from.
-pub fn bridge(n: usize) -> Result<(String, Vec<PortInfo>), String> {
+pub fn bridge(n: usize) -> Result<(String, Vec<PortInfo>), ImageError> {
     use rust_hdl_core::prelude::Block;
     let cfg = ArrayConfig::square(n);
     let opts = bridge_options();
-    let verilog = systole_hdl::bridge_top::generate_bridge_verilog_with(&cfg, &opts)
-        .map_err(|e| e.to_string())?;
-    let mut top =
-        systole_hdl::bridge_top::BridgeTop::new(&cfg, &opts).map_err(|e| e.to_string())?;
+    let image = || format!("{n}x{n} bridge image");
+    let verilog =
+        systole_hdl::bridge_top::generate_bridge_verilog_with(&cfg, &opts).map_err(hdl(image()))?;
+    let mut top = systole_hdl::bridge_top::BridgeTop::new(&cfg, &opts).map_err(hdl(image()))?;
     top.connect_all();
     Ok((verilog, systole_testbench::block_ports(&top)))
 }
@@ -85,11 +132,13 @@ pub fn soc_options() -> systole_hdl::soc::SocOptions {
 /// The SoC image's Verilog with an `n x n` array, the CPU's module appended (one text, so the
 /// model's cache key covers the CPU too). Its ports are as Verilator declares them: the SoC's
 /// `top` is written as text, with no port list of its own.
-pub fn soc(n: usize) -> Result<String, String> {
-    let cpu = systole_hdl::soc::vexriscv_verilog().map_err(|e| e.to_string())?;
+pub fn soc(n: usize) -> Result<String, ImageError> {
+    let cpu = systole_hdl::soc::vexriscv_verilog().map_err(hdl("SoC's CPU"))?;
     let verilog = systole_hdl::soc::generate_soc_verilog(&ArrayConfig::square(n), &soc_options())
-        .map_err(|e| format!("the {n}x{n} SoC: {e}"))?;
-    let cpu_text = std::fs::read_to_string(&cpu)
-        .map_err(|e| format!("cannot read the SoC's CPU {}: {e}", cpu.display()))?;
+        .map_err(hdl(format!("{n}x{n} SoC")))?;
+    let cpu_text = std::fs::read_to_string(&cpu).map_err(|cause| ImageError::CpuText {
+        path: cpu.clone(),
+        cause,
+    })?;
     Ok(format!("{verilog}\n{cpu_text}"))
 }

@@ -28,6 +28,7 @@ pub mod soc;
 mod top;
 pub mod trace;
 
+pub use images::ImageError;
 pub use pins::ImagePins;
 pub use soc::VerilatedSoc;
 pub use trace::{TraceFormat, TraceState, TraceWindow};
@@ -75,6 +76,9 @@ pub enum SimError {
     /// A trace asked for in a way that cannot work (the message says what to change).
     #[error("{0}")]
     TraceSetup(String),
+    /// The Verilog of the model to trace could not be generated.
+    #[error("cannot generate the Verilog to trace: {0}")]
+    TraceImage(#[source] ImageError),
     /// The trace file could not be created.
     #[error("cannot create the trace file {path}")]
     TraceFile {

@@ -66,9 +66,8 @@ impl ImagePins {
         let tb = match &window {
             None => Self::linked_model(image),
             Some(w) => {
-                let (verilog, ports) = crate::images::bridge(image.size).map_err(|e| {
-                    SimError::TraceSetup(format!("cannot generate the bridge image's Verilog: {e}"))
-                })?;
+                let (verilog, ports) =
+                    crate::images::bridge(image.size).map_err(SimError::TraceImage)?;
                 crate::trace::traced_model(&verilog, Some(ports), w.format)?
             }
         };

@@ -53,9 +53,7 @@ impl VerilatedSoc {
         let tb = match &window {
             None => ImagePins::linked_model(model),
             Some(w) => {
-                let verilog = crate::images::soc(model.size).map_err(|e| {
-                    SimError::TraceSetup(format!("cannot generate the SoC's Verilog: {e}"))
-                })?;
+                let verilog = crate::images::soc(model.size).map_err(SimError::TraceImage)?;
                 crate::trace::traced_model(&verilog, None, w.format)?
             }
         };

@@ -198,8 +198,7 @@ pub(crate) fn traced_model(
 /// The traced model of the array `cfg`, reset as [`crate::VerilatedArray::new`] resets the fast
 /// one.
 pub(crate) fn traced_array(cfg: &ArrayConfig, window: TraceWindow) -> Result<Top, SimError> {
-    let (verilog, ports) = crate::images::array(cfg)
-        .map_err(|e| SimError::TraceSetup(format!("cannot generate the array's Verilog: {e}")))?;
+    let (verilog, ports) = crate::images::array(cfg).map_err(SimError::TraceImage)?;
     let tb = traced_model(&verilog, Some(ports), window.format)?;
     let mut top = Top::new(tb, cfg.size, cfg.fm_row_words(), Some(Window::new(window)))?;
     top.reset(crate::RESET_CYCLES)?;

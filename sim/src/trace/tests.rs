@@ -269,3 +269,28 @@ fn bad_trace_requests_are_clear_errors() {
     let w = TraceWindow::new(&dir.path().join("late.vcd"), None, 0, None).unwrap();
     assert!(matches!(sim.open_trace(w), Err(SimError::TraceTooLate)));
 }
+
+/// An array systole-hdl refuses keeps its reason as the error's cause chain: SimError ->
+/// ImageError -> HdlError (the config it names), not a string.
+#[test]
+fn an_image_that_cannot_be_generated_keeps_its_cause() {
+    use std::error::Error;
+    let dir = tempfile::tempdir().unwrap();
+    let w = TraceWindow::new(&dir.path().join("t.vcd"), None, 0, None).unwrap();
+    let bad = ArrayConfig::square(systole_core::config::MAX_SIZE + 1);
+    let Err(e) = traced_array(&bad, w) else {
+        panic!("a {0}x{0} array was traced", bad.size)
+    };
+    assert!(matches!(e, SimError::TraceImage(_)), "{e}");
+    let image = e.source().expect("the image error as the source");
+    let image = image
+        .downcast_ref::<crate::ImageError>()
+        .expect("an ImageError");
+    let hdl = image.source().expect("systole-hdl's error as the source");
+    assert_eq!(
+        hdl.downcast_ref::<systole_hdl::HdlError>(),
+        Some(&systole_hdl::HdlError::Config(
+            systole_core::ConfigError::Size(bad.size)
+        ))
+    );
+}
