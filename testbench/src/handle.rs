@@ -5,7 +5,7 @@ pub(crate) mod io;
 
 use crate::ports::{block_ports, Dir, PortInfo};
 use crate::verilate::{Design, Package, Ports};
-use crate::{Options, TestbenchError};
+use crate::{DesignCheck, Options, TestbenchError};
 use core::ffi::{c_char, c_int, c_void};
 use rust_hdl_core::prelude::*;
 use std::ffi::CString;
@@ -87,7 +87,7 @@ impl Testbench {
         opts: &Options,
     ) -> Result<Testbench, TestbenchError> {
         block.connect_all();
-        check_all(block).map_err(|e| TestbenchError::Check(format!("{e:?}")))?;
+        check_all(block).map_err(|e| TestbenchError::Check(DesignCheck(e)))?;
         let mut defines = ModuleDefines::default();
         block.accept("top", &mut defines);
         Testbench::from_verilog(&defines.defines(), block_ports(block), opts)

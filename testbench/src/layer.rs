@@ -55,9 +55,9 @@ pub fn build_archive(
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_');
     if !ident {
-        return Err(TestbenchError::Check(format!(
-            "model prefix {prefix:?}: use letters, digits and '_', starting with a letter"
-        )));
+        return Err(TestbenchError::BadPrefix {
+            prefix: prefix.into(),
+        });
     }
     let design = Design {
         verilog,

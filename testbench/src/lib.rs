@@ -41,6 +41,7 @@ pub use handle::{IntoPort, Port, Testbench};
 pub use ports::{block_ports, Dir, PortInfo};
 pub use verilate::default_cache_dir;
 
+use rust_hdl_core::check_error::CheckError;
 use rust_hdl_core::prelude::Block;
 use std::path::PathBuf;
 
@@ -78,6 +79,34 @@ pub struct Options {
     pub rebuild: bool,
 }
 
+/// rust-hdl's design-check failure as an error (rust-hdl's `CheckError` is not one), kept
+/// whole so a caller can see which signals are at fault.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DesignCheck(pub CheckError);
+
+impl std::fmt::Display for DesignCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names = |v: &mut dyn Iterator<Item = &rust_hdl_core::check_error::PathedName>| {
+            let mut v: Vec<String> = v.map(|p| format!("{}:{}", p.path, p.name)).collect();
+            v.sort();
+            v.join(", ")
+        };
+        match &self.0 {
+            CheckError::OpenSignal(m) => {
+                write!(f, "unconnected signals {}", names(&mut m.values()))
+            }
+            CheckError::LogicLoops(l) => {
+                write!(f, "combinational loops through {}", names(&mut l.iter()))
+            }
+            CheckError::WritesToInputs(l) => {
+                write!(f, "inputs written to: {}", names(&mut l.iter()))
+            }
+        }
+    }
+}
+
+impl std::error::Error for DesignCheck {}
+
 /// Why a testbench could not be built or driven.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -91,7 +120,13 @@ pub enum TestbenchError {
     },
     /// rust-hdl's design check refused the block (unconnected signals, loops, ...).
     #[error("the block fails rust-hdl's design check: {0}")]
-    Check(String),
+    Check(#[source] DesignCheck),
+    /// A compiled model's symbol prefix that is not a C identifier.
+    #[error("model prefix {prefix:?}: use letters, digits and '_', starting with a letter")]
+    BadPrefix {
+        /// The prefix given.
+        prefix: String,
+    },
     /// Verilator refused the generated Verilog.
     #[error("verilator failed on the block's Verilog (kept in {dir}):\n{log}")]
     Verilate {

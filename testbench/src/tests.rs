@@ -241,3 +241,36 @@ fn fst_traces_are_written_when_built_for_them() {
     assert_eq!(bytes.first(), Some(&0), "not an FST header");
     assert!(bytes.len() > 100, "an empty trace: {} bytes", bytes.len());
 }
+
+/// A block that writes its own input.
+#[derive(LogicBlock, Default)]
+struct WritesItsInput {
+    pub a: Signal<In, Bit>,
+    pub y: Signal<Out, Bit>,
+}
+
+impl Logic for WritesItsInput {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.a.next = true;
+        self.y.next = self.a.val();
+    }
+}
+
+/// rust-hdl's design-check failure stays the error's source, naming the signal at fault.
+#[test]
+fn a_failed_design_check_keeps_rust_hdls_error_as_its_source() {
+    use rust_hdl_core::check_error::CheckError;
+    use std::error::Error;
+    let Err(e) = Testbench::new(&mut WritesItsInput::default()) else {
+        panic!("a block writing its input was Verilated")
+    };
+    assert!(matches!(e, TestbenchError::Check(_)), "{e}");
+    let cause = e.source().expect("the design check as the source");
+    let check = cause.downcast_ref::<DesignCheck>().expect("a DesignCheck");
+    assert!(
+        matches!(&check.0, CheckError::WritesToInputs(l) if l.iter().any(|p| p.name == "a")),
+        "{check:?}"
+    );
+    assert!(e.to_string().contains("inputs written to"), "{e}");
+}
