@@ -384,3 +384,41 @@ fn open_checks_id_and_config() {
     .unwrap();
     assert_eq!(dev.config().fm_depth, 4096);
 }
+
+/// A stream that accepts every write and fails every read as an unplugged port does.
+struct Unplugged;
+
+impl Read for Unplugged {
+    fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+        Err(std::io::Error::new(
+            ErrorKind::BrokenPipe,
+            "the port was unplugged",
+        ))
+    }
+}
+
+impl Write for Unplugged {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The port's own error stays the source of the bridge's and the device's: a caller reads
+/// its kind through `std::error::Error::source`, not from a message.
+#[test]
+fn a_failing_port_stays_the_errors_source() {
+    use std::error::Error;
+    let e = BridgeDevice::over(Box::new(Unplugged), "unplugged", cfg(4))
+        .err()
+        .unwrap();
+    let bridge = e
+        .cause::<BridgeError>()
+        .expect("the bridge's error in the chain");
+    assert!(matches!(bridge, BridgeError::Io(_)), "{bridge}");
+    let port = bridge.source().expect("the port's error as the source");
+    let port = port.downcast_ref::<std::io::Error>().expect("an io::Error");
+    assert_eq!(port.kind(), ErrorKind::BrokenPipe);
+}
