@@ -193,7 +193,7 @@ impl VerilatedArray {
         if self.clocked || self.top.trace_state().is_some() {
             return Err(SimError::TraceTooLate);
         }
-        self.top = trace::traced_array(&self.cfg, window)?;
+        self.top = top::traced_array(&self.cfg, window)?;
         Ok(())
     }
 

@@ -4,8 +4,9 @@
 //! timing"): every input of a beat is written in place in the model, then one call runs the
 //! clock cycle.
 
-use crate::trace::{tb_error, Window};
+use crate::trace::{tb_error, traced_model, TraceWindow, Window};
 use crate::SimError;
+use systole_core::ArrayConfig;
 use systole_testbench::{Input, Narrow, Testbench};
 
 /// Handles of the ports of `top` the bus drives (checked once: a beat writes them without
@@ -165,4 +166,14 @@ impl Top {
         self.idle_inputs();
         self.clock(cycles.into())
     }
+}
+
+/// The traced model of the array `cfg`, reset as [`crate::VerilatedArray::new`] resets the fast
+/// one. It lives here, beside the `Top` it builds, so `top` uses `trace` and not the reverse.
+pub(crate) fn traced_array(cfg: &ArrayConfig, window: TraceWindow) -> Result<Top, SimError> {
+    let (verilog, ports) = crate::images::array(cfg).map_err(SimError::TraceImage)?;
+    let tb = traced_model(&verilog, Some(ports), window.format)?;
+    let mut top = Top::new(tb, cfg.size, cfg.fm_row_words(), Some(Window::new(window)))?;
+    top.reset(crate::RESET_CYCLES)?;
+    Ok(top)
 }

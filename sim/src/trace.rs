@@ -8,10 +8,8 @@
 //! the window opens and closes, so the trace holds exactly the window's cycles. The array,
 //! the board (bridge) image and the SoC image can each be traced.
 
-use crate::top::Top;
 use crate::SimError;
 use std::path::{Path, PathBuf};
-use systole_core::ArrayConfig;
 use systole_testbench::{Options, Testbench};
 
 pub use systole_testbench::TraceFormat;
@@ -193,16 +191,6 @@ pub(crate) fn traced_model(
         None => Testbench::from_verilog_declared_ports(verilog, crate::images::CLOCK, &opts),
     }
     .map_err(tb_error)
-}
-
-/// The traced model of the array `cfg`, reset as [`crate::VerilatedArray::new`] resets the fast
-/// one.
-pub(crate) fn traced_array(cfg: &ArrayConfig, window: TraceWindow) -> Result<Top, SimError> {
-    let (verilog, ports) = crate::images::array(cfg).map_err(SimError::TraceImage)?;
-    let tb = traced_model(&verilog, Some(ports), window.format)?;
-    let mut top = Top::new(tb, cfg.size, cfg.fm_row_words(), Some(Window::new(window)))?;
-    top.reset(crate::RESET_CYCLES)?;
-    Ok(top)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use crate::{built_sizes, VerilatedArray};
 use std::collections::HashMap;
 use systole_core::numeric::convert;
 use systole_core::regmap::{self, cmd};
-use systole_core::{AcceleratorBus, Rounding};
+use systole_core::{AcceleratorBus, ArrayConfig, Rounding};
 
 /// The smallest compiled size, or `None` (and a note) without Verilator.
 fn smallest() -> Option<ArrayConfig> {
@@ -278,7 +278,7 @@ fn an_image_that_cannot_be_generated_keeps_its_cause() {
     let dir = tempfile::tempdir().unwrap();
     let w = TraceWindow::new(&dir.path().join("t.vcd"), None, 0, None).unwrap();
     let bad = ArrayConfig::square(systole_core::config::MAX_SIZE + 1);
-    let Err(e) = traced_array(&bad, w) else {
+    let Err(e) = crate::top::traced_array(&bad, w) else {
         panic!("a {0}x{0} array was traced", bad.size)
     };
     assert!(matches!(e, SimError::TraceImage(_)), "{e}");
