@@ -76,7 +76,9 @@ impl DesignPoint {
 
     /// What the training results depend on: the array size (it fixes the tiles and so the
     /// stochastic-rounding seeds), W and the rounding. The feature-map depth does not: a
-    /// convolution gives the same words on the conv unit as lowered on the host.
+    /// convolution gives the same words on the conv unit as lowered on the host. (Its cycles
+    /// do depend on the depth: the run records convolutions as such, and each point's cycle
+    /// count decides where they run, `cycles::CycleTable::total`.)
     pub(crate) fn training_key(&self) -> (usize, u32, Rounding) {
         (self.array, self.word_bits, self.rounding)
     }

@@ -61,13 +61,42 @@ pub(crate) struct Log {
 /// the operation to `inner`. Transposed products go through its own `matmul`, as on the
 /// device backends, so they are counted as the product the array runs.
 ///
-/// A convolution runs where the point's hardware (`unit`) would run it: on its conv unit when
-/// the unit's buffer holds the maps (`systole_firmware::conv::sends_maps_once`, the backends'
-/// rule), else lowered on the host to a product, counted as that product.
+/// A convolution is counted as the convolution it is, whatever runs it: where it runs is a
+/// property of the design point, not of the training run (one golden run serves every
+/// feature-map depth), so [`super::cycles::CycleTable::total`] decides per point. It is run
+/// where the point's hardware (`unit`) would run it: on `inner`'s conv unit when the unit's
+/// buffer holds the maps ([`runs_on_unit`], the backends' rule), else lowered on the host to
+/// one product on `inner` (not counted again).
 pub struct Recorder<D> {
     inner: D,
     unit: ArrayConfig,
     log: Arc<Mutex<Log>>,
+}
+
+/// Whether `unit`'s conv unit runs convolution `kind` of geometry `g` (the maps fit its
+/// buffer: `systole_firmware::conv::sends_maps_once`, the rule every backend applies); if not,
+/// the backends lower it on the host to one matrix product.
+pub fn runs_on_unit(unit: &ArrayConfig, g: &Conv2dGeom, kind: ConvKind) -> bool {
+    if g.validate().is_err() {
+        return unit.has_conv_unit();
+    }
+    let op = match kind {
+        ConvKind::Forward => ConvOp::Forward,
+        ConvKind::BackwardInput => ConvOp::BackwardInput,
+        ConvKind::BackwardWeights => ConvOp::BackwardWeights,
+    };
+    let job = ConvJob {
+        op,
+        geom: g.shape,
+        batch: g.batch,
+        x: &[],
+        dy: &[],
+        w: &[],
+        shift: 0,
+        rounding: systole_core::Rounding::Truncate,
+        seed: 0,
+    };
+    sends_maps_once(unit, &job)
 }
 
 impl<D: Device> Recorder<D> {
@@ -81,25 +110,6 @@ impl<D: Device> Recorder<D> {
         (me, log)
     }
 
-    /// Whether the point's conv unit runs `op` of geometry `g`.
-    fn on_unit(&self, g: &Conv2dGeom, op: ConvOp) -> bool {
-        if g.validate().is_err() {
-            return self.unit.has_conv_unit();
-        }
-        let job = ConvJob {
-            op,
-            geom: g.shape,
-            batch: g.batch,
-            x: &[],
-            dy: &[],
-            w: &[],
-            shift: 0,
-            rounding: systole_core::Rounding::Truncate,
-            seed: 0,
-        };
-        sends_maps_once(&self.unit, &job)
-    }
-
     fn note(&self, shape: OpShape) {
         let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
         if log.on {
@@ -107,13 +117,15 @@ impl<D: Device> Recorder<D> {
         }
     }
 
-    fn conv(&self, kind: ConvKind, g: &Conv2dGeom, a: &QMatrix, b: &QMatrix) {
+    /// Counts the convolution; whether the point's unit runs it.
+    fn conv(&self, kind: ConvKind, g: &Conv2dGeom, a: &QMatrix, b: &QMatrix) -> bool {
         self.note(OpShape::Conv {
             kind,
             geom: *g,
             a: (a.rows, a.cols),
             b: (b.rows, b.cols),
         });
+        runs_on_unit(&self.unit, g, kind)
     }
 }
 
@@ -139,10 +151,9 @@ impl<D: Device> Device for Recorder<D> {
         g: &Conv2dGeom,
         o: &OutputSpec,
     ) -> Result<QMatrix, DeviceError> {
-        if !self.on_unit(g, ConvOp::Forward) {
-            return systole_device::lowered_forward(self, x, w, g, o);
+        if !self.conv(ConvKind::Forward, g, x, w) {
+            return systole_device::lowered_forward(&mut self.inner, x, w, g, o);
         }
-        self.conv(ConvKind::Forward, g, x, w);
         self.inner.conv2d_forward(x, w, g, o)
     }
     fn conv2d_backward_input(
@@ -152,10 +163,9 @@ impl<D: Device> Device for Recorder<D> {
         g: &Conv2dGeom,
         o: &OutputSpec,
     ) -> Result<QMatrix, DeviceError> {
-        if !self.on_unit(g, ConvOp::BackwardInput) {
-            return systole_device::lowered_backward_input(self, dy, w, g, o);
+        if !self.conv(ConvKind::BackwardInput, g, dy, w) {
+            return systole_device::lowered_backward_input(&mut self.inner, dy, w, g, o);
         }
-        self.conv(ConvKind::BackwardInput, g, dy, w);
         self.inner.conv2d_backward_input(dy, w, g, o)
     }
     fn conv2d_backward_weights(
@@ -165,10 +175,9 @@ impl<D: Device> Device for Recorder<D> {
         g: &Conv2dGeom,
         o: &OutputSpec,
     ) -> Result<QMatrix, DeviceError> {
-        if !self.on_unit(g, ConvOp::BackwardWeights) {
-            return systole_device::lowered_backward_weights(self, x, dy, g, o);
+        if !self.conv(ConvKind::BackwardWeights, g, x, dy) {
+            return systole_device::lowered_backward_weights(&mut self.inner, x, dy, g, o);
         }
-        self.conv(ConvKind::BackwardWeights, g, x, dy);
         self.inner.conv2d_backward_weights(x, dy, g, o)
     }
     fn stats(&self) -> DeviceStats {

@@ -16,7 +16,7 @@ pub const CSV: &str = "explore.csv";
 pub const PLOT: &str = "pareto.png";
 
 /// What the cycles per epoch are (stated in `explore.json`).
-pub const CYCLE_METHOD: &str = "sum over the epoch's training-step device operations (recorded in the golden-model run, evaluation excluded) of each operation shape's CYCLES count, each shape timed once on the Verilated ArrayConfig::square(n) array (512-row buffers, 32768-word conv unit); checked per point: the first sample_steps training steps run on the Verilated array and its count must equal this model's prediction";
+pub const CYCLE_METHOD: &str = "sum over the epoch's training-step device operations (recorded in the golden-model run, evaluation excluded) of each operation shape's CYCLES count, each shape timed once on the Verilated ArrayConfig::square(n) array (512-row buffers, 32768-word conv unit); a convolution counts as its own shape where the point's conv unit holds its maps, else (no unit, or maps too large for the point's depth) as the one product the host lowers it to; checked per point: the first sample_steps training steps run on the Verilated array and its count must equal this model's prediction";
 
 /// Everything that changes a point's results: a sweep resumes only into a folder whose
 /// settings are these.

@@ -345,7 +345,7 @@ impl Ctx<'_> {
         )?;
         let mut total = 0u64;
         for r in &runs {
-            total = total.saturating_add(table.total(&r.ops)?);
+            total = total.saturating_add(table.total(&r.ops, &cycles::device_config(p))?);
         }
         drop(table);
         let epochs = (sw.base.epochs as u64)

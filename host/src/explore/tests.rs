@@ -465,3 +465,52 @@ fn evaluation_passes_are_not_counted_as_epoch_cycles() {
     let eval = 2 * data.test.len().div_ceil(256) as u64;
     assert_eq!(recorded + eval, s.device.unwrap().1.ops);
 }
+
+/// One golden run serves every feature-map depth of a (array, W, rounding), but where a
+/// convolution runs is the point's: with the maps in its conv unit a point's cycles are the
+/// unit's, without a unit the lowered products'. A point's cycles must not depend on which
+/// depth trained first (they did: the depth-0 point's lowered products were reused).
+#[test]
+fn a_points_cycles_are_its_own_conv_units_whatever_trained_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = data();
+    let fake = FakeYosys {
+        calls: 0.into(),
+        fail_array: None,
+    };
+    let cnn = Recipe {
+        model: "cnn".into(),
+        hidden: vec![],
+        channels: vec![4],
+        limit: Some(32),
+        ..recipe_args()
+    }
+    .config()
+    .unwrap();
+    let axes = |fm: &str| {
+        Axes {
+            arrays: "4".into(),
+            fm_depths: fm.into(),
+            word_bits: "16".into(),
+            roundings: "nearest".into(),
+        }
+        .points(&systole_sim::built_sizes())
+        .unwrap()
+    };
+    let run = |dir: &std::path::Path, fm: &str| {
+        let mut s = sweep(dir, axes(fm), &fake);
+        s.base = cnn.clone();
+        s.seeds = vec![1];
+        s.run(&data, &Log::default()).unwrap()
+    };
+    let both = run(&dir.path().join("both"), "0,32768");
+    let alone = run(&dir.path().join("alone"), "32768");
+    let (lowered, on_unit) = (&both.points[0], &both.points[1]);
+    assert_eq!((lowered.point.fm_depth, on_unit.point.fm_depth), (0, 32768));
+    assert_eq!(lowered.acc_per_seed, on_unit.acc_per_seed, "same words");
+    assert_ne!(lowered.cycles_per_epoch, on_unit.cycles_per_epoch);
+    assert_eq!(on_unit.cycles_per_epoch, alone.points[0].cycles_per_epoch);
+    for r in both.points.iter().chain(&alone.points) {
+        assert_eq!(r.sample.verilated, r.sample.model, "{}", r.point.label());
+    }
+}
