@@ -44,6 +44,14 @@ impl BusDevice<VerilatedArray> {
         Ok(BusDevice::with_bus(config, sim, None))
     }
 
+    /// A device of `config` whose conv unit is smaller than the build's (see
+    /// [`VerilatedArray::with_conv_unit_of`]): the built model presenting `config`, for
+    /// counting the cycles of a design with that feature-map depth.
+    pub fn with_conv_unit_of(config: ArrayConfig) -> Result<Self, DeviceError> {
+        let sim = VerilatedArray::with_conv_unit_of(&config)?;
+        Ok(BusDevice::with_bus(config, sim, None))
+    }
+
     /// Writes the cycles of `window` (every signal, rust-hdl's names) to its file; call it
     /// before the first product (see [`VerilatedArray::open_trace`]).
     pub fn open_trace(&mut self, window: TraceWindow) -> Result<(), DeviceError> {

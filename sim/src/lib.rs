@@ -125,6 +125,8 @@ pub struct VerilatedArray {
     cycles: u64,
     /// Clocked since creation: the state can no longer move to the traced model.
     clocked: bool,
+    /// The `CONFIG` word reads return instead of the model's ([`Self::with_conv_unit_of`]).
+    config_shown: Option<u32>,
 }
 
 /// Cycles `reset` holds the reset input high.
@@ -156,9 +158,41 @@ impl VerilatedArray {
             cfg: *cfg,
             cycles: 0,
             clocked: false,
+            config_shown: None,
         };
         sim.reset();
         sim.clocked = false;
+        Ok(sim)
+    }
+
+    /// A model of `cfg` whose conv unit is smaller than the built model's (`cfg.fm_depth`
+    /// below `ArrayConfig::square(cfg.size).fm_depth`, 0 for no unit; nothing else may
+    /// differ): the built model, its `CONFIG` register reading `cfg`'s word. A driver reads
+    /// the depth from `CONFIG` and lays out and schedules its work exactly as on a design of
+    /// that depth, and the hardware's timing does not depend on the depth (the feature-map
+    /// buffer answers one read per clock at any depth; only the address width changes), so
+    /// the cycle counts are that design's. `systole explore` times every depth with it.
+    pub fn with_conv_unit_of(cfg: &ArrayConfig) -> Result<VerilatedArray, SimError> {
+        let built = ArrayConfig {
+            frac_bits: cfg.frac_bits,
+            ..ArrayConfig::square(cfg.size)
+        };
+        cfg.validate()?;
+        let rest_equal = ArrayConfig {
+            fm_depth: built.fm_depth,
+            ..*cfg
+        }
+        .config_word()
+            == built.config_word();
+        if cfg.fm_depth > built.fm_depth || !rest_equal {
+            return Err(SimError::SizeNotBuilt {
+                size: cfg.size,
+                depth: cfg.buffer_depth,
+                built: built_sizes(),
+            });
+        }
+        let mut sim = VerilatedArray::new(&built)?;
+        sim.config_shown = Some(cfg.config_word());
         Ok(sim)
     }
 
@@ -232,6 +266,9 @@ impl AcceleratorBus for VerilatedArray {
     type Error = SimError;
 
     fn read_reg(&mut self, addr: u8) -> Result<u32, SimError> {
+        if let (systole_core::regmap::CONFIG, Some(word)) = (addr, self.config_shown) {
+            return Ok(word);
+        }
         self.top.read_reg(addr.into())
     }
 

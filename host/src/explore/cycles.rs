@@ -11,7 +11,7 @@
 //! Verilated array, and the table's prediction for the operations they issued must equal the
 //! array's own count, or the point fails instead of reporting a wrong figure.
 
-pub use super::recorder::{runs_on_unit, ConvKind, OpCounts, OpShape};
+pub use super::recorder::{ConvKind, OpCounts, OpShape};
 use super::recorder::{Recorder, TrainingStepsOnly};
 use super::{DesignPoint, ExploreError};
 use std::collections::HashMap;
@@ -20,8 +20,6 @@ use systole_core::ArrayConfig;
 use systole_device::golden::GoldenDevice;
 use systole_device::verilator::VerilatorDevice;
 use systole_device::{Device, DeviceError};
-use systole_golden::conv::{self, Conv2dGeom};
-use systole_golden::tensor::QMatrix;
 use systole_golden::OutputSpec;
 use systole_train::data::Dataset;
 use systole_train::{MaybeDevice, Precision, TrainConfig, Trainer};
@@ -53,7 +51,7 @@ pub fn point_config(base: &TrainConfig, point: &DesignPoint, seed: u64) -> Train
 /// The device a point trains on: its hardware at 16 bits. At W < 16 the step saturates the
 /// device's words to W (the W-bit conversion bit for bit, `systole_step::width`), so the same
 /// 16-bit golden model and Verilated array serve every W until the hardware takes W.
-pub(crate) fn device_config(point: &DesignPoint) -> ArrayConfig {
+fn device_config(point: &DesignPoint) -> ArrayConfig {
     ArrayConfig {
         word_bits: systole_core::numeric::WORD_BITS,
         ..point.config()
@@ -91,7 +89,7 @@ pub fn train_point(
         "{}: opening the golden model",
         point.label()
     )))?;
-    let (dev, log) = Recorder::new(golden, device_config(point));
+    let (dev, log) = Recorder::new(golden);
     let arith = on_device(dev, &cfg)?;
     let mut t = Trainer::new(cfg.clone(), data, arith)?;
     let mut obs = TrainingStepsOnly {
@@ -118,14 +116,24 @@ pub fn simulated_config(array: usize) -> ArrayConfig {
     ArrayConfig::square(array)
 }
 
+/// The device a point's cycles are counted on: the build's `n x n` model presenting the
+/// point's conv unit (`VerilatorDevice::with_conv_unit_of`), so its driver runs or lowers each
+/// convolution and schedules it exactly as on the point's design.
+fn timing_device(point: &DesignPoint) -> Result<VerilatorDevice, ExploreError> {
+    VerilatorDevice::with_conv_unit_of(device_config(point)).map_err(device_err(format!(
+        "{}: opening the Verilated {n}x{n} array with a {d}-word conv unit",
+        point.label(),
+        n = point.array,
+        d = point.fm_depth
+    )))
+}
+
 impl CycleTable {
-    /// An empty table on a fresh Verilated `array x array` model.
-    pub fn new(array: usize) -> Result<Self, ExploreError> {
-        let dev = VerilatorDevice::new(simulated_config(array)).map_err(device_err(format!(
-            "opening the Verilated {array}x{array} array"
-        )))?;
+    /// An empty table on a fresh Verilated model of `point`'s hardware (its array size and
+    /// conv unit; W and rounding do not change a shape's cycles).
+    pub fn new(point: &DesignPoint) -> Result<Self, ExploreError> {
         Ok(CycleTable {
-            dev,
+            dev: timing_device(point)?,
             cycles: HashMap::new(),
         })
     }
@@ -142,45 +150,15 @@ impl CycleTable {
         Ok(c)
     }
 
-    /// Total cycles of `ops` on the design `unit` (the point's hardware): a convolution its
-    /// conv unit does not run ([`runs_on_unit`]) costs the one product the backends lower it
-    /// to ([`lowered_shape`]).
-    pub fn total(&mut self, ops: &OpCounts, unit: &ArrayConfig) -> Result<u64, ExploreError> {
+    /// Total cycles of `ops` (a convolution the table's conv unit cannot hold is timed as the
+    /// product the device lowers it to, as on that design).
+    pub fn total(&mut self, ops: &OpCounts) -> Result<u64, ExploreError> {
         let mut sum = 0u64;
         for (shape, &count) in ops {
-            let runs = match *shape {
-                OpShape::Conv { kind, geom, a, b } if !runs_on_unit(unit, &geom, kind) => {
-                    lowered_shape(kind, &geom, a, b)?
-                }
-                _ => *shape,
-            };
-            sum = sum.saturating_add(self.cycles(&runs)?.saturating_mul(count));
+            sum = sum.saturating_add(self.cycles(shape)?.saturating_mul(count));
         }
         Ok(sum)
     }
-}
-
-/// The matrix product convolution `kind` of `geom` (operands of shapes `a` and `b`) is lowered
-/// to on the host: the shapes of the operands `systole_device::lowered_*` hand to `matmul`,
-/// found by building them (from zero words) with the same golden functions.
-pub fn lowered_shape(
-    kind: ConvKind,
-    geom: &Conv2dGeom,
-    a: (usize, usize),
-    b: (usize, usize),
-) -> Result<OpShape, ExploreError> {
-    let (a, b) = (QMatrix::zeros(a.0, a.1, 0), QMatrix::zeros(b.0, b.1, 0));
-    let (p, q) = match kind {
-        ConvKind::Forward => conv::forward_operands(&a, &b, geom),
-        ConvKind::BackwardInput => conv::backward_input_operands(&a, &b, geom),
-        ConvKind::BackwardWeights => conv::backward_weights_operands(&a, &b, geom),
-    }
-    .map_err(|e| ExploreError::Worker(format!("lowering {kind:?} of {geom:?}: {e}")))?;
-    Ok(OpShape::Matmul {
-        m: p.rows,
-        k: p.cols,
-        n: q.cols,
-    })
 }
 
 /// Runs one operation of `shape` on `dev` with arbitrary words and returns its cycles.
@@ -231,11 +209,7 @@ pub fn sample_check(
     table: &mut CycleTable,
 ) -> Result<Sample, ExploreError> {
     let cfg = point_config(base, point, seed);
-    let sim = VerilatorDevice::new(simulated_config(point.array)).map_err(device_err(format!(
-        "{}: opening the Verilated array",
-        point.label()
-    )))?;
-    let (dev, log) = Recorder::new(sim, device_config(point));
+    let (dev, log) = Recorder::new(timing_device(point)?);
     let arith = on_device(dev, &cfg)?;
     let mut t = Trainer::new(cfg, data, arith)?;
     log.lock().unwrap_or_else(PoisonError::into_inner).on = true;
@@ -244,7 +218,7 @@ pub fn sample_check(
     t.train_steps(data, steps, &mut |_| {})?;
     let verilated = t.arith.device_stats().map_or(0, |(_, s)| s.cycles) - start;
     let ops = std::mem::take(&mut log.lock().unwrap_or_else(PoisonError::into_inner).ops);
-    let model = table.total(&ops, &device_config(point))?;
+    let model = table.total(&ops)?;
     if model != verilated {
         return Err(ExploreError::CycleMismatch {
             point: point.label(),

@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use systole_core::ArrayConfig;
 use systole_device::{Device, DeviceError, DeviceStats};
-use systole_firmware::conv::{sends_maps_once, ConvJob, ConvOp};
 use systole_golden::conv::Conv2dGeom;
 use systole_golden::tensor::QMatrix;
 use systole_golden::OutputSpec;
@@ -61,50 +60,20 @@ pub(crate) struct Log {
 /// the operation to `inner`. Transposed products go through its own `matmul`, as on the
 /// device backends, so they are counted as the product the array runs.
 ///
-/// A convolution is counted as the convolution it is, whatever runs it: where it runs is a
-/// property of the design point, not of the training run (one golden run serves every
-/// feature-map depth), so [`super::cycles::CycleTable::total`] decides per point. It is run
-/// where the point's hardware (`unit`) would run it: on `inner`'s conv unit when the unit's
-/// buffer holds the maps ([`runs_on_unit`], the backends' rule), else lowered on the host to
-/// one product on `inner` (not counted again).
+/// A convolution is counted as the convolution it is, whoever runs it: where it runs (on a
+/// conv unit that holds its maps, else lowered on the host to one product) is a property of
+/// the design point, not of the training run, which serves every feature-map depth. The
+/// point's timing device decides it as the point's design does (see [`super::cycles`]).
 pub struct Recorder<D> {
     inner: D,
-    unit: ArrayConfig,
     log: Arc<Mutex<Log>>,
 }
 
-/// Whether `unit`'s conv unit runs convolution `kind` of geometry `g` (the maps fit its
-/// buffer: `systole_firmware::conv::sends_maps_once`, the rule every backend applies); if not,
-/// the backends lower it on the host to one matrix product.
-pub fn runs_on_unit(unit: &ArrayConfig, g: &Conv2dGeom, kind: ConvKind) -> bool {
-    if g.validate().is_err() {
-        return unit.has_conv_unit();
-    }
-    let op = match kind {
-        ConvKind::Forward => ConvOp::Forward,
-        ConvKind::BackwardInput => ConvOp::BackwardInput,
-        ConvKind::BackwardWeights => ConvOp::BackwardWeights,
-    };
-    let job = ConvJob {
-        op,
-        geom: g.shape,
-        batch: g.batch,
-        x: &[],
-        dy: &[],
-        w: &[],
-        shift: 0,
-        rounding: systole_core::Rounding::Truncate,
-        seed: 0,
-    };
-    sends_maps_once(unit, &job)
-}
-
 impl<D: Device> Recorder<D> {
-    pub(crate) fn new(inner: D, unit: ArrayConfig) -> (Self, Arc<Mutex<Log>>) {
+    pub(crate) fn new(inner: D) -> (Self, Arc<Mutex<Log>>) {
         let log = Arc::new(Mutex::new(Log::default()));
         let me = Recorder {
             inner,
-            unit,
             log: log.clone(),
         };
         (me, log)
@@ -117,15 +86,13 @@ impl<D: Device> Recorder<D> {
         }
     }
 
-    /// Counts the convolution; whether the point's unit runs it.
-    fn conv(&self, kind: ConvKind, g: &Conv2dGeom, a: &QMatrix, b: &QMatrix) -> bool {
+    fn conv(&self, kind: ConvKind, g: &Conv2dGeom, a: &QMatrix, b: &QMatrix) {
         self.note(OpShape::Conv {
             kind,
             geom: *g,
             a: (a.rows, a.cols),
             b: (b.rows, b.cols),
         });
-        runs_on_unit(&self.unit, g, kind)
     }
 }
 
@@ -151,9 +118,7 @@ impl<D: Device> Device for Recorder<D> {
         g: &Conv2dGeom,
         o: &OutputSpec,
     ) -> Result<QMatrix, DeviceError> {
-        if !self.conv(ConvKind::Forward, g, x, w) {
-            return systole_device::lowered_forward(&mut self.inner, x, w, g, o);
-        }
+        self.conv(ConvKind::Forward, g, x, w);
         self.inner.conv2d_forward(x, w, g, o)
     }
     fn conv2d_backward_input(
@@ -163,9 +128,7 @@ impl<D: Device> Device for Recorder<D> {
         g: &Conv2dGeom,
         o: &OutputSpec,
     ) -> Result<QMatrix, DeviceError> {
-        if !self.conv(ConvKind::BackwardInput, g, dy, w) {
-            return systole_device::lowered_backward_input(&mut self.inner, dy, w, g, o);
-        }
+        self.conv(ConvKind::BackwardInput, g, dy, w);
         self.inner.conv2d_backward_input(dy, w, g, o)
     }
     fn conv2d_backward_weights(
@@ -175,9 +138,7 @@ impl<D: Device> Device for Recorder<D> {
         g: &Conv2dGeom,
         o: &OutputSpec,
     ) -> Result<QMatrix, DeviceError> {
-        if !self.conv(ConvKind::BackwardWeights, g, x, dy) {
-            return systole_device::lowered_backward_weights(&mut self.inner, x, dy, g, o);
-        }
+        self.conv(ConvKind::BackwardWeights, g, x, dy);
         self.inner.conv2d_backward_weights(x, dy, g, o)
     }
     fn stats(&self) -> DeviceStats {

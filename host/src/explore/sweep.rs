@@ -156,7 +156,7 @@ impl Sweep<'_> {
             .len();
         progress.begin(tasks as u64, resumed);
         let wake = Condvar::new();
-        let tables: Mutex<HashMap<usize, Arc<Mutex<CycleTable>>>> = Mutex::default();
+        let tables: Mutex<HashMap<(usize, usize), Arc<Mutex<CycleTable>>>> = Mutex::default();
         let cached = Cached {
             inner: self.synth,
             dir: self.cache.clone(),
@@ -221,7 +221,7 @@ struct Ctx<'a> {
     data: &'a Dataset,
     state: &'a Mutex<State>,
     wake: &'a Condvar,
-    tables: &'a Mutex<HashMap<usize, Arc<Mutex<CycleTable>>>>,
+    tables: &'a Mutex<HashMap<(usize, usize), Arc<Mutex<CycleTable>>>>,
     cached: &'a Cached<'a>,
     progress: &'a dyn Progress,
 }
@@ -325,11 +325,11 @@ impl Ctx<'_> {
         let no_hardware = Resources::default();
         let table = {
             let mut t = self.tables.lock().unwrap_or_else(PoisonError::into_inner);
-            match t.get(&p.array) {
+            match t.get(&(p.array, p.fm_depth)) {
                 Some(x) => x.clone(),
                 None => {
-                    let x = Arc::new(Mutex::new(CycleTable::new(p.array)?));
-                    t.insert(p.array, x.clone());
+                    let x = Arc::new(Mutex::new(CycleTable::new(p)?));
+                    t.insert((p.array, p.fm_depth), x.clone());
                     x
                 }
             }
@@ -345,7 +345,7 @@ impl Ctx<'_> {
         )?;
         let mut total = 0u64;
         for r in &runs {
-            total = total.saturating_add(table.total(&r.ops, &cycles::device_config(p))?);
+            total = total.saturating_add(table.total(&r.ops)?);
         }
         drop(table);
         let epochs = (sw.base.epochs as u64)

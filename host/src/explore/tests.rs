@@ -279,7 +279,7 @@ use super::sweep::Silent;
 fn the_cycle_model_equals_the_verilated_count_on_sampled_steps() {
     let data = data();
     let p = points("4", "stochastic")[0];
-    let mut table = CycleTable::new(4).unwrap();
+    let mut table = CycleTable::new(&p).unwrap();
     let s = cycles::sample_check(&recipe(), &data, &p, 3, 2, &mut table).unwrap();
     assert!(s.verilated > 1000, "{s:?}");
     assert_eq!(s.model, s.verilated);
@@ -513,4 +513,51 @@ fn a_points_cycles_are_its_own_conv_units_whatever_trained_first() {
     for r in both.points.iter().chain(&alone.points) {
         assert_eq!(r.sample.verilated, r.sample.model, "{}", r.point.label());
     }
+}
+
+/// A smaller conv unit is the built model presenting its `CONFIG`: a weight gradient whose
+/// batch of maps (16 x 512 words) fits 32768 words but not 4096 runs on the unit at 32768
+/// and is lowered at 4096 exactly as with no unit (same cycles as depth 0), the same words
+/// on all three; a unit larger than the build's is refused.
+#[test]
+fn a_smaller_conv_unit_lowers_what_its_buffer_cannot_hold() {
+    use systole_device::verilator::VerilatorDevice;
+    use systole_device::Device;
+    let g = systole_golden::conv::Conv2dGeom {
+        batch: 16,
+        shape: systole_golden::conv::ConvGeom {
+            in_ch: 8,
+            in_h: 8,
+            in_w: 8,
+            out_ch: 4,
+            kernel: 3,
+            stride: 1,
+            pad: 1,
+        },
+    };
+    let x = crate::bench::operand(16, 8 * 64, 5, 8, 2);
+    let dy = crate::bench::operand(16, 4 * 64, 6, 8, 2);
+    let spec = systole_golden::OutputSpec {
+        frac: 8,
+        rounding: systole_core::Rounding::Stochastic,
+        seed: 3,
+    };
+    let run = |fm_depth: usize| {
+        let cfg = systole_core::ArrayConfig {
+            fm_depth,
+            ..cycles::simulated_config(4)
+        };
+        let mut dev = VerilatorDevice::with_conv_unit_of(cfg).unwrap();
+        let c = dev.conv2d_backward_weights(&x, &dy, &g, &spec).unwrap();
+        (c.data, dev.stats().cycles)
+    };
+    let (none, small, built) = (run(0), run(4096), run(32768));
+    assert_eq!(small, none, "4096 words lowers it as no unit does");
+    assert_eq!(built.0, none.0, "same words on the unit");
+    assert_ne!(built.1, none.1, "the unit runs it at 32768");
+    let too_big = systole_core::ArrayConfig {
+        fm_depth: 65536,
+        ..cycles::simulated_config(4)
+    };
+    assert!(VerilatorDevice::with_conv_unit_of(too_big).is_err());
 }
