@@ -56,6 +56,8 @@ pub struct Sweep<'a> {
 
 type TrainKey = (usize, u32, Rounding);
 type HwKey = (usize, usize, u32);
+/// The cycle tables, one per (array size, feature-map depth).
+type Tables = Mutex<HashMap<(usize, usize), Arc<Mutex<CycleTable>>>>;
 
 #[derive(Clone, Copy, Debug)]
 enum Task {
@@ -156,7 +158,7 @@ impl Sweep<'_> {
             .len();
         progress.begin(tasks as u64, resumed);
         let wake = Condvar::new();
-        let tables: Mutex<HashMap<(usize, usize), Arc<Mutex<CycleTable>>>> = Mutex::default();
+        let tables: Tables = Mutex::default();
         let cached = Cached {
             inner: self.synth,
             dir: self.cache.clone(),
@@ -221,7 +223,7 @@ struct Ctx<'a> {
     data: &'a Dataset,
     state: &'a Mutex<State>,
     wake: &'a Condvar,
-    tables: &'a Mutex<HashMap<(usize, usize), Arc<Mutex<CycleTable>>>>,
+    tables: &'a Tables,
     cached: &'a Cached<'a>,
     progress: &'a dyn Progress,
 }
