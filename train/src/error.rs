@@ -79,6 +79,9 @@ pub enum TrainError {
     /// An output could not be written, or the run folder is another run's.
     #[error(transparent)]
     Output(#[from] crate::outfile::OutputError),
+    /// A pipeline stage received words that make no message.
+    #[error("pipeline message")]
+    Message(#[source] crate::pipeline::MessageError),
     /// The training step stopped on its own (a diverged loss, a word or master width it cannot
     /// keep, a missing gradient): its error, whole.
     #[error(transparent)]
