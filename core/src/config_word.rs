@@ -1,6 +1,5 @@
-//! The check of the `CONFIG` word a device reports against the array a host asked for,
-//! written once for every host backend. (The firmware compares the word itself: it has no use
-//! for the decoded difference.)
+//! The check of the `CONFIG` word a device reports against the array asked for, written once:
+//! the firmware's tile and conv drivers and every host backend call it.
 
 use crate::ArrayConfig;
 use core::fmt;

@@ -438,8 +438,10 @@ pub const fn command(a_bank: u8, b_bank: u8, c_bank: u8, clear: bool, emit: bool
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
     use super::*;
     use crate::field::disjoint;
+    use std::format;
 
     #[test]
     fn layouts_do_not_overlap_and_registers_are_unique() {
@@ -452,6 +454,19 @@ mod tests {
                 .iter()
                 .all(|b| b.addr != a.addr && b.name != a.name));
         }
+    }
+
+    #[test]
+    fn shift_field_states_the_contracts_shift_range() {
+        // The guide's register table prints this text: it must name `numeric::MAX_SHIFT`, and
+        // the field must hold it.
+        let range = format!("0..={}", crate::numeric::MAX_SHIFT);
+        assert!(
+            value::SHIFT.meaning.contains(&range),
+            "{}",
+            value::SHIFT.meaning
+        );
+        assert!(value::SHIFT.max() >= crate::numeric::MAX_SHIFT);
     }
 
     #[test]

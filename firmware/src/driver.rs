@@ -249,13 +249,12 @@ pub(crate) fn check_config<B: AcceleratorBus>(
 ) -> Res<(), B::Error> {
     let found = bus.read_reg(regmap::CONFIG).map_err(DriverError::Bus)?;
     stats.reg_reads += 1;
-    if found != cfg.config_word() {
-        return Err(DriverError::ConfigMismatch {
+    // Core's one check; the driver's error keeps both words, not the decoded arrays.
+    cfg.check_config_word(found)
+        .map_err(|_| DriverError::ConfigMismatch {
             expected: cfg.config_word(),
             found,
-        });
-    }
-    Ok(())
+        })
 }
 
 fn validate<E>(cfg: &ArrayConfig, job: &MatmulJob<'_>, out: &[i16]) -> Res<(), E> {

@@ -137,7 +137,7 @@ fn wrapper(cfg: &ArrayConfig, name: &str) -> Result<String, HdlError> {
 }
 
 /// Verilator waivers for the generated Verilog (the content of a `lint.vlt` file passed to
-/// `verilator --lint-only -Wall lint.vlt top.v`). Each rule is explained in hdl/PORTS.md.
+/// `verilator --lint-only -Wall lint.vlt top.v`). Each rule is explained in hdl/VERILOG.md.
 pub fn lint_waivers() -> String {
     let mut s = String::from(
         "`verilator_config\n\

@@ -23,6 +23,7 @@ extern crate alloc;
 
 pub mod arith;
 pub mod fixed;
+mod fixed_arith;
 pub mod loss;
 pub mod model;
 mod offload;

@@ -90,7 +90,7 @@ pub fn init() -> Result<Box<dyn Collective>, DistError> {
 #[cfg(feature = "mpi")]
 mod mpi_impl {
     use super::{Collective, DistError, StageLinks};
-    use crate::pipeline::Message;
+    use crate::pipeline::{Message, MessageError};
     use mpi::collective::SystemOperation;
     use mpi::point_to_point::{Destination, Source};
     use mpi::topology::{Color, Communicator, SimpleCommunicator};
@@ -163,7 +163,7 @@ mod mpi_impl {
             p.send(&msg.header()[..]);
             p.send(&msg.tensor.data[..]);
         }
-        fn recv(&self, from: usize) -> Result<Message, String> {
+        fn recv(&self, from: usize) -> Result<Message, MessageError> {
             let p = self.world.process_at_rank(from as i32);
             let (header, _) = p.receive_vec::<i64>();
             let (data, _) = p.receive_vec::<i16>();

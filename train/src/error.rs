@@ -79,6 +79,13 @@ pub enum TrainError {
     /// An output could not be written, or the run folder is another run's.
     #[error(transparent)]
     Output(#[from] crate::outfile::OutputError),
+    /// A pipeline stage received words that make no message.
+    #[error("pipeline message")]
+    Message(#[source] crate::pipeline::MessageError),
+    /// The training step stopped on its own (a diverged loss, a word or master width it cannot
+    /// keep, a missing gradient): its error, whole.
+    #[error(transparent)]
+    Step(StepError),
 }
 
 /// The step's own errors keep their variants and sentences.
@@ -88,7 +95,28 @@ impl From<StepError> for TrainError {
             StepError::Numeric { op, source } => TrainError::Numeric { op, source },
             StepError::Shape { op, msg } => TrainError::Shape { op, msg },
             StepError::Checkpoint(m) => TrainError::Checkpoint(m),
-            other => TrainError::Config(other.to_string()),
+            other => TrainError::Step(other),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_steps_own_errors_stay_typed() {
+        let e = TrainError::from(StepError::Diverged {
+            step: 7,
+            loss: f32::NAN,
+        });
+        assert!(
+            matches!(e, TrainError::Step(StepError::Diverged { step: 7, .. })),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "training diverged at step 7 (loss NaN): lower --lr"
+        );
     }
 }

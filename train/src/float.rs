@@ -326,7 +326,10 @@ impl Arith for FloatArith {
         w: &FMat,
         g: &Conv2dGeom,
     ) -> Result<FMat, TrainError> {
-        g.validate().map_err(|e| shape_err(op, e.to_string()))?;
+        g.validate().map_err(|source| TrainError::Numeric {
+            op: op.to_string(),
+            source,
+        })?;
         let cols = im2col(&self.operand(&x.data), g);
         let p = g.out_h() * g.out_w();
         // (batch·p x in_ch·k·k) · Wᵀ -> (batch·p) x out_ch
@@ -356,7 +359,10 @@ impl Arith for FloatArith {
         w: &FMat,
         g: &Conv2dGeom,
     ) -> Result<FMat, TrainError> {
-        g.validate().map_err(|e| shape_err(op, e.to_string()))?;
+        g.validate().map_err(|source| TrainError::Numeric {
+            op: op.to_string(),
+            source,
+        })?;
         let p = g.out_h() * g.out_w();
         let dyr = nchw_to_rows(&self.operand(&dy.data), g.batch, g.out_ch, p);
         let dcols = self.gemm(
@@ -380,7 +386,10 @@ impl Arith for FloatArith {
         dy: &FMat,
         g: &Conv2dGeom,
     ) -> Result<FMat, TrainError> {
-        g.validate().map_err(|e| shape_err(op, e.to_string()))?;
+        g.validate().map_err(|source| TrainError::Numeric {
+            op: op.to_string(),
+            source,
+        })?;
         let p = g.out_h() * g.out_w();
         let dyr = nchw_to_rows(&self.operand(&dy.data), g.batch, g.out_ch, p);
         let cols = im2col(&self.operand(&x.data), g);

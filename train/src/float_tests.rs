@@ -1,6 +1,6 @@
 //! Tests of `train::float`.
 use super::*;
-use systole_golden::ConvGeom;
+use systole_golden::{ConvGeom, NumericError};
 
 fn m(rows: usize, cols: usize, d: &[f32]) -> FMat {
     FMat {
@@ -131,5 +131,31 @@ fn master_weights_keep_updates_that_low_precision_weights_would_lose() {
             a.matmul("t", &w, &m(1, 1, &[1.0])).unwrap().data,
             vec![1.0 - ulp]
         );
+    }
+}
+
+#[test]
+fn a_bad_convolution_geometry_keeps_the_numeric_error_as_its_source() {
+    let g = Conv2dGeom {
+        batch: 0,
+        shape: ConvGeom {
+            in_ch: 1,
+            in_h: 4,
+            in_w: 4,
+            out_ch: 1,
+            kernel: 3,
+            stride: 1,
+            pad: 0,
+        },
+    };
+    let mut a = FloatArith::new(FloatFormat::F32);
+    let t = m(1, 1, &[0.]);
+    for e in [
+        a.conv_forward("conv", &t, &t, &g).unwrap_err(),
+        a.conv_backward_input("conv", &t, &t, &g).unwrap_err(),
+        a.conv_backward_weights("conv", &t, &t, &g).unwrap_err(),
+    ] {
+        let source = std::error::Error::source(&e).expect("the geometry's error as source");
+        assert!(source.downcast_ref::<NumericError>().is_some(), "{e:?}");
     }
 }

@@ -55,23 +55,36 @@ fn emit_verilog_options_change_the_top() {
 #[test]
 fn help_texts_state_the_limits_of_core() {
     use clap::CommandFactory;
-    use systole_core::config::{MAX_FM_DEPTH, MIN_FM_DEPTH};
+    use systole_core::config::{MAX_BUFFER_DEPTH, MAX_FM_DEPTH, MIN_BUFFER_DEPTH, MIN_FM_DEPTH};
+    use systole_core::numeric::{MAX_WORD_BITS, MIN_WORD_BITS};
     let fm_range = format!("{MIN_FM_DEPTH}..={MAX_FM_DEPTH}");
+    let buffer_range = format!("{MIN_BUFFER_DEPTH}..={MAX_BUFFER_DEPTH}");
+    let word_range = format!("{MIN_WORD_BITS} to {MAX_WORD_BITS}");
+    let master_range = format!("W to {MAX_WORD_BITS}");
+    let stated = [
+        ("bitstream", "--fm-depth", &fm_range),
+        ("emit-verilog", "--fm-depth", &fm_range),
+        ("emit-verilog", "--buffer-depth", &buffer_range),
+        ("train", "--word-bits", &word_range),
+        ("compare", "--word-bits", &word_range),
+        ("explore", "--word-bits", &word_range),
+        ("train", "--master-bits", &master_range),
+    ];
     let mut cli = Cli::command();
-    for sub in ["bitstream", "emit-verilog"] {
+    for (sub, option, range) in stated {
         let help = cli
             .find_subcommand_mut(sub)
             .unwrap()
             .render_long_help()
             .to_string();
-        let line = help
-            .split("--fm-depth <")
+        let text = help
+            .split(&format!("{option} <"))
             .nth(1)
-            .unwrap_or_else(|| panic!("`systole {sub} --help` has no --fm-depth"));
-        let line = &line[..line.find("\n\n").unwrap_or(line.len())];
+            .unwrap_or_else(|| panic!("`systole {sub} --help` has no {option}"));
+        let text = &text[..text.find("\n\n").unwrap_or(text.len())];
         assert!(
-            line.contains(&fm_range),
-            "`systole {sub} --help` states another --fm-depth range than {fm_range}:{line}"
+            text.contains(range.as_str()),
+            "`systole {sub} --help` states another {option} range than {range}:{text}"
         );
     }
 }

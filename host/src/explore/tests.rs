@@ -302,6 +302,7 @@ fn the_cycle_model_equals_the_verilated_count_on_sampled_steps() {
 /// Bad axes are one sentence naming the value and the fix.
 #[test]
 fn bad_axes_are_clear_errors() {
+    use systole_core::config::{MAX_SIZE, MIN_SIZE};
     let built = systole_sim::built_sizes();
     let err = |arrays: &str, fm: &str, w: &str, r: &str| {
         Axes {
@@ -353,7 +354,7 @@ fn bad_axes_are_clear_errors() {
     ] {
         assert!(got.contains(want), "{got:?} should contain {want:?}");
     }
-    let unbuilt = (2..=64).find(|n| !built.contains(n)).unwrap();
+    let unbuilt = (MIN_SIZE..=MAX_SIZE).find(|n| !built.contains(n)).unwrap();
     let e = err(&unbuilt.to_string(), "0", "16", "nearest");
     assert!(
         e.contains("no Verilated") && e.contains("SYSTOLE_VERILATOR_SIZES"),

@@ -25,7 +25,7 @@ mod schedule;
 mod stage;
 mod timeline;
 
-pub use links::{Message, StageLinks};
+pub use links::{Message, MessageError, StageLinks};
 pub use local::{pipeline_step_local, StepMeasure};
 pub use plan::{layer_macs, Placement, StagePlan};
 pub use schedule::{placement_setting, run_pipelined};

@@ -74,10 +74,6 @@ pub fn run_pipelined(
     )
 }
 
-fn link_error(e: String) -> TrainError {
-    TrainError::Config(format!("pipeline message: {e}"))
-}
-
 impl Trainer<FixedArith> {
     /// One epoch as `place`'s stage: returns the epoch's record (the same on every rank).
     pub fn train_epoch_pipelined(
@@ -115,7 +111,7 @@ impl Trainer<FixedArith> {
                     };
                     let input = match place.first() {
                         true => None,
-                        false => Some(links.recv(prev).map_err(link_error)?),
+                        false => Some(links.recv(prev).map_err(TrainError::Message)?),
                     };
                     let (p, out, (l, c)) = self.stage_forward(plan, s, data, &u, input)?;
                     if let Some(o) = out {
@@ -128,7 +124,7 @@ impl Trainer<FixedArith> {
             for p in pending.into_iter().rev() {
                 let grad = match place.last() {
                     true => None,
-                    false => Some(links.recv(next).map_err(link_error)?),
+                    false => Some(links.recv(next).map_err(TrainError::Message)?),
                 };
                 if let Some(o) = self.stage_backward(plan, s, p, grad, &mut sums)? {
                     links.send(prev, &o);
