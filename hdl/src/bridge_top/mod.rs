@@ -112,7 +112,7 @@ pub struct BridgeTop {
 impl BridgeTop {
     /// The bridge top for `cfg` (checked) with the UART timing of `opts`.
     pub fn new(cfg: &ArrayConfig, opts: &BridgeTopOptions) -> Result<Self, HdlError> {
-        cfg.validate_built().map_err(HdlError::Config)?;
+        cfg.validate_image().map_err(HdlError::Config)?;
         let sys_hz = u64::from(opts.clock_hz) / if opts.halve_clock { 2 } else { 1 };
         let cpb = clocks_per_bit(sys_hz, u64::from(opts.baud)).map_err(HdlError::Block)?;
         Ok(Self {
