@@ -313,13 +313,13 @@ pub(super) fn limits() -> String {
         row(
             "word width W",
             format!(
-                "{}..={} bits in the contract (default {}); hardware built for {:?}",
+                "{0}..={1} bits (default {2}): the array's top at every W, its conv unit and the bridge and SoC images at {3:?}",
                 numeric::MIN_WORD_BITS,
                 numeric::MAX_WORD_BITS,
                 d.word_bits,
-                config::BUILT_WORD_BITS
+                config::IMAGE_WORD_BITS
             ),
-            "numeric::MIN_WORD_BITS, MAX_WORD_BITS; config::BUILT_WORD_BITS",
+            "numeric::MIN_WORD_BITS, MAX_WORD_BITS; config::IMAGE_WORD_BITS",
         ),
         row(
             "fractional bits of a tensor (frac)",
