@@ -15,6 +15,8 @@ pub mod listing;
 pub mod model;
 pub mod soc;
 mod table;
+#[cfg(test)]
+mod width_resources;
 pub mod tools;
 
 use std::path::PathBuf;

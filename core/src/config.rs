@@ -16,10 +16,11 @@ pub const MAX_BUFFER_DEPTH: usize = 65536;
 pub const MIN_FM_DEPTH: usize = 512;
 /// Largest feature-map buffer (words).
 pub const MAX_FM_DEPTH: usize = 32768;
-/// Word widths the bridge and SoC images (and so the serial protocol and the boards) are built
-/// for ([`ArrayConfig::validate_image`]). The array's `top` and its Verilator model are built at
-/// every `W` of the contract, `MIN_WORD_BITS..=MAX_WORD_BITS` ([`ArrayConfig::validate_built`];
-/// its conv unit at 16 bits only so far).
+/// Word widths the board images are built for ([`ArrayConfig::validate_image`]): the SoC image,
+/// the simulated bridge image and `systole bitstream`, and so the serial protocol and the boards.
+/// The array's `top`, its Verilator model and the bridge top's Verilog are built at every `W` of
+/// the contract, `MIN_WORD_BITS..=MAX_WORD_BITS` ([`ArrayConfig::validate_built`]; the conv unit
+/// at 16 bits only so far).
 pub const IMAGE_WORD_BITS: &[u32] = &[numeric::WORD_BITS];
 
 /// Size and formats of one systolic-array accelerator. The HDL generator, the register map
@@ -53,7 +54,7 @@ pub enum ConfigError {
     Size(usize),
     /// `word_bits` is outside `MIN_WORD_BITS..=MAX_WORD_BITS`.
     WordBits(u32),
-    /// `word_bits` is a width of the contract the bridge and SoC images are not built for yet
+    /// `word_bits` is a width of the contract the board images are not built for yet
     /// ([`IMAGE_WORD_BITS`]).
     WordBitsNotBuilt(u32),
     /// A conv unit (`fm_depth` not 0) asked for at a word width it is not built for yet (16
@@ -86,7 +87,7 @@ impl core::fmt::Display for ConfigError {
         match self {
             ConfigError::Size(n) => write!(f, "array size {n} is not supported: choose {MIN_SIZE} to {MAX_SIZE} (4, 8, 16 and 32 are tested)"),
             ConfigError::WordBits(w) => write!(f, "word width {w} bits is not supported: choose {MIN_WORD_BITS} to {MAX_WORD_BITS} bits"),
-            ConfigError::WordBitsNotBuilt(w) => write!(f, "word width {w} bits is in the numeric contract but the bridge and SoC images are not built for it yet: build them with {IMAGE_WORD_BITS:?}-bit words (the array alone, its Verilator model and `systole emit-verilog` take {MIN_WORD_BITS} to {MAX_WORD_BITS} bits)"),
+            ConfigError::WordBitsNotBuilt(w) => write!(f, "word width {w} bits is in the numeric contract but the board images (SoC, bitstreams) are not built for it yet: build them with {IMAGE_WORD_BITS:?}-bit words (the array alone and its Verilator model take {MIN_WORD_BITS} to {MAX_WORD_BITS} bits)"),
             ConfigError::ConvUnitWordBits(w) => write!(f, "the conv unit is built for 16-bit words only so far: a {w}-bit array takes feature-map depth 0 (--fm-depth 0: no conv unit; convolutions then run lowered on the array)"),
             ConfigError::AccBits { acc_bits, word_bits } => write!(f, "accumulator width {acc_bits} bits does not match {word_bits}-bit words: the contract derives it as 2W + 16 = {} bits (ArrayConfig::with_word_bits sets both)", numeric::acc_bits(*word_bits)),
             ConfigError::FracBits { frac_bits, word_bits } => write!(f, "{frac_bits} fractional bits do not fit a {word_bits}-bit word: choose 0 to {}", word_bits.saturating_sub(1)),
@@ -196,8 +197,8 @@ impl ArrayConfig {
         Ok(())
     }
 
-    /// [`Self::validate_built`], and the word width is one the bridge and SoC images are built
-    /// for ([`IMAGE_WORD_BITS`]).
+    /// [`Self::validate_built`], and the word width is one the board images (the SoC image,
+    /// bitstreams, the simulated bridge image) are built for ([`IMAGE_WORD_BITS`]).
     pub const fn validate_image(&self) -> Result<(), ConfigError> {
         if let Err(e) = self.validate_built() {
             return Err(e);

@@ -266,18 +266,18 @@ impl Ctx<'_> {
     fn run(&self, task: Task) -> Result<(), ExploreError> {
         match task {
             Task::Synth(p) => {
-                // No W-bit hardware yet: its resources are not available (never estimated
-                // from the 16-bit design).
-                let (r, how) = if p.word_bits == systole_core::numeric::WORD_BITS {
+                // A design not built (a conv unit below 16 bits) has no resources: never
+                // estimated from another design.
+                let (r, how) = if p.unbuilt().is_none() {
                     let (r, was_cached) = self.cached.get(&p)?;
                     (Some(r), if was_cached { " (cached)" } else { "" })
                 } else {
-                    (None, " (not available at this W)")
+                    (None, " (not built at this W)")
                 };
                 self.lock().synth.insert(p.hardware_key(), r);
                 self.progress.task_done(&format!(
-                    "synthesis {0}x{0} fm{1}{how}",
-                    p.array, p.fm_depth
+                    "synthesis {0}x{0} fm{1} w{2}{how}",
+                    p.array, p.fm_depth, p.word_bits
                 ));
             }
             Task::Train(p, seed) => {
@@ -360,10 +360,10 @@ impl Ctx<'_> {
             .map(|b| match &resources {
                 Some(r) => synth::fit(b, p, r, cycles_per_epoch),
                 None => synth::BoardFit {
-                    note: format!(
-                        "not available: no {}-bit hardware yet (issue 18)",
-                        p.word_bits
-                    ),
+                    note: match p.unbuilt() {
+                        Some(e) => format!("not available: {e}"),
+                        None => "not available".into(),
+                    },
                     fits: false,
                     ..synth::fit(b, p, &no_hardware, cycles_per_epoch)
                 },

@@ -70,7 +70,7 @@ fn synth_err(point: &DesignPoint) -> impl FnOnce(BoardError) -> ExploreError {
     move |source| ExploreError::Synth { point, source }
 }
 
-fn board_verilog(point: &DesignPoint) -> Result<String, ExploreError> {
+pub(crate) fn board_verilog(point: &DesignPoint) -> Result<String, ExploreError> {
     let board = reference_board();
     let opts = BridgeTopOptions {
         clock_hz: board.clock_hz,
