@@ -226,7 +226,8 @@ pub struct RecipeArgs {
     #[arg(long)]
     pub check: bool,
     /// Fixed point: word width W in bits (8 to 16) of every word the array computes with;
-    /// other than 16 on --device golden only, until the hardware takes W.
+    /// other than 16 on --device golden or verilator (the array built at W, without the conv
+    /// unit), not yet on the boards behind serial: and bridge:.
     #[arg(long, value_parser = whole_u32, default_value_t = 16)]
     pub word_bits: u32,
     /// Fixed point: width in bits (W to 16) of the weights and momentum the SGD update keeps,

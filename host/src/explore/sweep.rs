@@ -266,13 +266,13 @@ impl Ctx<'_> {
     fn run(&self, task: Task) -> Result<(), ExploreError> {
         match task {
             Task::Synth(p) => {
-                // A design not built (a conv unit below 16 bits) has no resources: never
-                // estimated from another design.
-                let (r, how) = if p.unbuilt().is_none() {
+                // A design not built (a conv unit below 16 bits), or one the synthesiser has
+                // no figures for, has no resources: never those of another design.
+                let (r, how) = if self.no_resources(&p).is_none() {
                     let (r, was_cached) = self.cached.get(&p)?;
                     (Some(r), if was_cached { " (cached)" } else { "" })
                 } else {
-                    (None, " (not built at this W)")
+                    (None, " (n/a)")
                 };
                 self.lock().synth.insert(p.hardware_key(), r);
                 self.progress.task_done(&format!(
@@ -306,6 +306,15 @@ impl Ctx<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Why `p` has no resources: its design is not built (a conv unit below 16 bits), or the
+    /// synthesiser has no figures for it; `None` when it is synthesised.
+    fn no_resources(&self, p: &DesignPoint) -> Option<String> {
+        match p.unbuilt() {
+            Some(e) => Some(e.to_string()),
+            None => self.cached.inner.cannot(p),
+        }
     }
 
     /// Cycles (with the check on the Verilated array), accuracy and fits of a point whose
@@ -360,10 +369,10 @@ impl Ctx<'_> {
             .map(|b| match &resources {
                 Some(r) => synth::fit(b, p, r, cycles_per_epoch),
                 None => synth::BoardFit {
-                    note: match p.unbuilt() {
-                        Some(e) => format!("not available: {e}"),
-                        None => "not available".into(),
-                    },
+                    note: format!(
+                        "not available: {}",
+                        self.no_resources(p).unwrap_or_default()
+                    ),
                     fits: false,
                     ..synth::fit(b, p, &no_hardware, cycles_per_epoch)
                 },

@@ -492,3 +492,32 @@ fn the_synthesised_design_is_built_at_the_points_w() {
     );
     assert!(!v16.contains("prod = a_w"));
 }
+
+/// The resource model is fitted to 16-bit designs: with `--resources estimate` a point at
+/// another W has no figures and says why, rather than the 16-bit design's.
+#[test]
+fn the_estimate_gives_no_figures_below_16_bits() {
+    let dir = tempfile::tempdir().unwrap();
+    let pts = Axes {
+        arrays: "4".into(),
+        fm_depths: "0".into(),
+        word_bits: "8".into(),
+        roundings: "stochastic".into(),
+    }
+    .points(&systole_sim::built_sizes())
+    .unwrap();
+    let file = sweep(dir.path(), pts, &Estimated)
+        .run(&data(), &Log::default())
+        .unwrap();
+    let [w8] = &file.points[..] else {
+        panic!("one point: {:?}", file.points)
+    };
+    assert!(w8.resources.is_none());
+    assert!(
+        w8.boards
+            .iter()
+            .all(|b| !b.fits && b.note.contains("fitted to 16-bit words")),
+        "{:?}",
+        w8.boards
+    );
+}
