@@ -114,6 +114,11 @@ pub struct EmitArgs {
     /// top without the conv unit (its gather commands are then refused).
     #[arg(long, value_parser = whole, default_value_t = systole_core::config::DEFAULT_FM_DEPTH)]
     pub fm_depth: usize,
+    /// Word width W in bits (8 to 16): the word ports, multipliers (W x W), accumulators
+    /// (2W + 16 bits) and converters of the array; below 16 without the conv unit
+    /// (--fm-depth 0).
+    #[arg(long, value_parser = whole_u32, default_value_t = 16)]
+    pub word_bits: u32,
     /// Output file (default: standard output).
     #[arg(long)]
     pub out: Option<PathBuf>,

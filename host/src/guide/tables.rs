@@ -75,13 +75,13 @@ fn port_text(name: &str) -> Option<PortText> {
             "row = K index within the bank",
         ),
         "a_wr_data" => (
-            "16 each, n ports",
+            "W each (16 by default), n ports",
             word,
             "edge",
             "lane `r` = `A[i0 + r][k]` (two's complement)",
         ),
         "b_wr_data" => (
-            "16 each, n ports",
+            "W each (16 by default), n ports",
             word,
             "edge",
             "lane `c` = `B[k][j0 + c]`",
@@ -94,7 +94,7 @@ fn port_text(name: &str) -> Option<PortText> {
             "tile row `r` read",
         ),
         "c_rd_data" => (
-            "16 each, n ports",
+            "W each (16 by default), n ports",
             word,
             "after the edge",
             "lane `c` = `C[i0 + r][j0 + c]` of the row sampled at the last edge",
@@ -112,7 +112,7 @@ fn port_text(name: &str) -> Option<PortText> {
             "feature-map row; log2(fm_depth) counts as 9 without a conv unit",
         ),
         "fm_wr_data" => (
-            "16 each, R ports",
+            "W each (16 by default), R ports",
             word,
             "edge",
             "word `i` goes to feature-map address `row * R + i`",
