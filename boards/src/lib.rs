@@ -15,9 +15,9 @@ pub mod listing;
 pub mod model;
 pub mod soc;
 mod table;
+pub mod tools;
 #[cfg(test)]
 mod width_resources;
-pub mod tools;
 
 use std::path::PathBuf;
 

@@ -17,10 +17,8 @@ fn synthesise(w: u32) -> (ResourceReport, ResourceReport) {
     let verilog = systole_hdl::generate_verilog(&cfg).unwrap();
     let mut out = Vec::new();
     for board in ["arty-a7-35", "icebreaker"] {
-        let dir = std::env::temp_dir().join(format!(
-            "systole-width-{w}-{board}-{}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("systole-width-{w}-{board}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("top.v"), &verilog).unwrap();
         let r = yosys_synth(find(board).unwrap(), &["top.v"], &dir).unwrap();
@@ -39,7 +37,10 @@ fn synthesise(w: u32) -> (ResourceReport, ResourceReport) {
 
 /// What a narrower word saves, measured against the next wider one: fewer LUTs and flip-flops
 /// on both families (the words, accumulators and converters shrink with `W`).
-fn assert_narrower(narrow: (ResourceReport, ResourceReport), wide: (ResourceReport, ResourceReport)) {
+fn assert_narrower(
+    narrow: (ResourceReport, ResourceReport),
+    wide: (ResourceReport, ResourceReport),
+) {
     for (n, w) in [(narrow.0, wide.0), (narrow.1, wide.1)] {
         assert!(n.luts < w.luts && n.ffs < w.ffs, "{n:?} vs {w:?}");
     }

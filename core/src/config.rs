@@ -88,7 +88,7 @@ impl core::fmt::Display for ConfigError {
             ConfigError::Size(n) => write!(f, "array size {n} is not supported: choose {MIN_SIZE} to {MAX_SIZE} (4, 8, 16 and 32 are tested)"),
             ConfigError::WordBits(w) => write!(f, "word width {w} bits is not supported: choose {MIN_WORD_BITS} to {MAX_WORD_BITS} bits"),
             ConfigError::WordBitsNotBuilt(w) => write!(f, "word width {w} bits is in the numeric contract but the board images (SoC, bitstreams) are not built for it yet: build them with {IMAGE_WORD_BITS:?}-bit words (the array alone and its Verilator model take {MIN_WORD_BITS} to {MAX_WORD_BITS} bits)"),
-            ConfigError::ConvUnitWordBits(w) => write!(f, "the conv unit is built for 16-bit words only so far: a {w}-bit array takes feature-map depth 0 (--fm-depth 0: no conv unit; convolutions then run lowered on the array)"),
+            ConfigError::ConvUnitWordBits(w) => write!(f, "the conv unit is built for 16-bit words only so far: an array of {w}-bit words takes feature-map depth 0 (--fm-depth 0: no conv unit; convolutions then run lowered on the array)"),
             ConfigError::AccBits { acc_bits, word_bits } => write!(f, "accumulator width {acc_bits} bits does not match {word_bits}-bit words: the contract derives it as 2W + 16 = {} bits (ArrayConfig::with_word_bits sets both)", numeric::acc_bits(*word_bits)),
             ConfigError::FracBits { frac_bits, word_bits } => write!(f, "{frac_bits} fractional bits do not fit a {word_bits}-bit word: choose 0 to {}", word_bits.saturating_sub(1)),
             ConfigError::BufferDepth(d) => write!(f, "buffer depth {d} is not a power of two between {MIN_BUFFER_DEPTH} and {MAX_BUFFER_DEPTH}"),

@@ -145,12 +145,7 @@ fn wrapper(cfg: &ArrayConfig, name: &str) -> Result<String, HdlError> {
                 format!("{{{}'d0, {}}}", core_width - p.width, p.name)
             }
             PortDir::Output if core_width > p.width => {
-                let _ = writeln!(
-                    wires,
-                    "    wire [{}:0] {}_core;",
-                    core_width - 1,
-                    p.name
-                );
+                let _ = writeln!(wires, "    wire [{}:0] {}_core;", core_width - 1, p.name);
                 let _ = writeln!(
                     narrowed,
                     "    assign {0} = {0}_core[{1}:0];",
@@ -171,7 +166,11 @@ fn wrapper(cfg: &ArrayConfig, name: &str) -> Result<String, HdlError> {
     s.push_str(&narrowed);
     if !high.is_empty() {
         // The sign-extension bits of the core's output words, which carry nothing.
-        let _ = writeln!(s, "    wire unused_high_bits = &{{1'b0, {}}};", high.join(", "));
+        let _ = writeln!(
+            s,
+            "    wire unused_high_bits = &{{1'b0, {}}};",
+            high.join(", ")
+        );
     }
     s.push_str("endmodule\n\n");
     Ok(s)
@@ -290,7 +289,10 @@ mod tests {
             let saturate = format!("convert = s[{}] ?", crate::converter_width::sum_bits(w) - 1);
             assert_eq!(v.matches(&saturate).count(), 4, "W = {w}");
             if let Some((ok, text)) = lint(&format!("sa4_w{w}"), &v) {
-                assert!(ok, "verilator lint of the 4x4 top at W = {w} failed:\n{text}");
+                assert!(
+                    ok,
+                    "verilator lint of the 4x4 top at W = {w} failed:\n{text}"
+                );
             }
         }
     }

@@ -190,7 +190,14 @@ fn the_soc_refuses_words_below_16_bits() {
         ..ArrayConfig::square(4)
     }
     .with_word_bits(8);
-    let e = generate_soc_verilog(&cfg, &SocOptions { fm_depth: 0, ..sim_opts() }).unwrap_err();
+    let e = generate_soc_verilog(
+        &cfg,
+        &SocOptions {
+            fm_depth: 0,
+            ..sim_opts()
+        },
+    )
+    .unwrap_err();
     assert_eq!(
         e,
         HdlError::Config(systole_core::ConfigError::WordBitsNotBuilt(8))

@@ -54,7 +54,9 @@ pub fn point_config(base: &TrainConfig, point: &DesignPoint, seed: u64) -> Train
 /// shape's cycles do not depend on W, so the 16-bit golden model and the compiled-in Verilated
 /// array serve every W without Verilating each W.
 fn device_config(point: &DesignPoint) -> ArrayConfig {
-    point.config().with_word_bits(systole_core::numeric::WORD_BITS)
+    point
+        .config()
+        .with_word_bits(systole_core::numeric::WORD_BITS)
 }
 
 /// The trainer's fixed-point arithmetic at `cfg`'s widths on `dev`.

@@ -196,7 +196,8 @@ fn a_word_width_sweep_trains_and_synthesises_at_w() {
     assert!(w8_conv.resources.is_none());
     assert!(
         w8_conv.boards.iter().all(|b| !b.fits
-            && b.note.contains("not available: the conv unit is built for 16-bit words only")),
+            && b.note
+                .contains("not available: the conv unit is built for 16-bit words only")),
         "{:?}",
         w8_conv.boards
     );
@@ -487,7 +488,8 @@ fn the_synthesised_design_is_built_at_the_points_w() {
     );
     let v16 = synth::board_verilog(&at(16)).unwrap();
     assert_eq!(
-        v16.matches("wire signed [31:0] prod = a_in * b_in;").count(),
+        v16.matches("wire signed [31:0] prod = a_in * b_in;")
+            .count(),
         16
     );
     assert!(!v16.contains("prod = a_w"));
