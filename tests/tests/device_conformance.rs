@@ -225,7 +225,7 @@ fn verilator_4x4_at_8_bits() {
 }
 
 #[test]
-#[ignore = "Verilates the 8x8 array at 8 and 12 bits at run time (about a minute each, cold); run with --ignored"]
+#[ignore = "Verilates the 8x8 array at 8 and 12 bits at run time (23 s for both, cold); run with --ignored"]
 fn verilator_8x8_at_8_and_12_bits() {
     for (w, seed) in [(8, 0x5EED_0108), (12, 0x5EED_010C)] {
         let plan = Plan { seed, ..QUICK };

@@ -69,7 +69,7 @@ impl Rng {
     /// [`Self::matrix`] with `w`-bit words (the same draws: at 16 the same words; below, a
     /// full-range word keeps its top `w` bits and the extremes are those of `w` bits).
     pub fn matrix_at(&mut self, rows: usize, cols: usize, frac: u32, w: u32) -> QMatrix {
-        let (min, max) = (-(1i16 << (w - 1)) as i64, (1i64 << (w - 1)) - 1);
+        let (min, max) = (-(1i64 << (w - 1)), (1i64 << (w - 1)) - 1);
         let full = |x: u64| (x as i16) >> (16 - w);
         let flavour = self.below(3);
         let data = (0..rows * cols)
