@@ -16,6 +16,8 @@ pub mod model;
 pub mod soc;
 mod table;
 pub mod tools;
+#[cfg(test)]
+mod width_resources;
 
 use std::path::PathBuf;
 

@@ -16,10 +16,12 @@ pub const MAX_BUFFER_DEPTH: usize = 65536;
 pub const MIN_FM_DEPTH: usize = 512;
 /// Largest feature-map buffer (words).
 pub const MAX_FM_DEPTH: usize = 32768;
-/// Word widths the HDL generator builds and the Verilated models exist for (the contract,
-/// [`ArrayConfig::validate`], accepts `MIN_WORD_BITS..=MAX_WORD_BITS`; see
-/// [`ArrayConfig::validate_built`]).
-pub const BUILT_WORD_BITS: &[u32] = &[numeric::WORD_BITS];
+/// Word widths the board images are built for ([`ArrayConfig::validate_image`]): the SoC image,
+/// the simulated bridge image and `systole bitstream`, and so the serial protocol and the boards.
+/// The array's `top`, its Verilator model and the bridge top's Verilog are built at every `W` of
+/// the contract, `MIN_WORD_BITS..=MAX_WORD_BITS` ([`ArrayConfig::validate_built`]; the conv unit
+/// at 16 bits only so far).
+pub const IMAGE_WORD_BITS: &[u32] = &[numeric::WORD_BITS];
 
 /// Size and formats of one systolic-array accelerator. The HDL generator, the register map
 /// constants (read back from `regmap::CONFIG`) and the host's tiler are all derived from it.
@@ -52,9 +54,12 @@ pub enum ConfigError {
     Size(usize),
     /// `word_bits` is outside `MIN_WORD_BITS..=MAX_WORD_BITS`.
     WordBits(u32),
-    /// `word_bits` is a width of the contract the hardware is not built for yet
-    /// ([`BUILT_WORD_BITS`]).
+    /// `word_bits` is a width of the contract the board images are not built for yet
+    /// ([`IMAGE_WORD_BITS`]).
     WordBitsNotBuilt(u32),
+    /// A conv unit (`fm_depth` not 0) asked for at a word width it is not built for yet (16
+    /// bits only so far).
+    ConvUnitWordBits(u32),
     /// `acc_bits` is not `numeric::acc_bits(word_bits)`.
     AccBits {
         /// The accumulator width asked for.
@@ -82,7 +87,8 @@ impl core::fmt::Display for ConfigError {
         match self {
             ConfigError::Size(n) => write!(f, "array size {n} is not supported: choose {MIN_SIZE} to {MAX_SIZE} (4, 8, 16 and 32 are tested)"),
             ConfigError::WordBits(w) => write!(f, "word width {w} bits is not supported: choose {MIN_WORD_BITS} to {MAX_WORD_BITS} bits"),
-            ConfigError::WordBitsNotBuilt(w) => write!(f, "word width {w} bits is in the numeric contract but the hardware is not built for it yet: build {BUILT_WORD_BITS:?}-bit words"),
+            ConfigError::WordBitsNotBuilt(w) => write!(f, "word width {w} bits is in the numeric contract but the board images (SoC, bitstreams) are not built for it yet: build them with {IMAGE_WORD_BITS:?}-bit words (the array alone and its Verilator model take {MIN_WORD_BITS} to {MAX_WORD_BITS} bits)"),
+            ConfigError::ConvUnitWordBits(w) => write!(f, "the conv unit is built for 16-bit words only so far: an array of {w}-bit words takes feature-map depth 0 (--fm-depth 0: no conv unit; convolutions then run lowered on the array)"),
             ConfigError::AccBits { acc_bits, word_bits } => write!(f, "accumulator width {acc_bits} bits does not match {word_bits}-bit words: the contract derives it as 2W + 16 = {} bits (ArrayConfig::with_word_bits sets both)", numeric::acc_bits(*word_bits)),
             ConfigError::FracBits { frac_bits, word_bits } => write!(f, "{frac_bits} fractional bits do not fit a {word_bits}-bit word: choose 0 to {}", word_bits.saturating_sub(1)),
             ConfigError::BufferDepth(d) => write!(f, "buffer depth {d} is not a power of two between {MIN_BUFFER_DEPTH} and {MAX_BUFFER_DEPTH}"),
@@ -178,15 +184,28 @@ impl ArrayConfig {
         Ok(())
     }
 
-    /// [`Self::validate`], and the word width is one the hardware is built for
-    /// ([`BUILT_WORD_BITS`]): what the HDL generator and the Verilated models accept.
+    /// [`Self::validate`], and the array can be built: what the HDL generator of the array's
+    /// `top` and the Verilated models accept. Every `W` of the contract is built; the conv unit
+    /// only at 16 bits so far (below it `fm_depth` must be 0).
     pub const fn validate_built(&self) -> Result<(), ConfigError> {
         if let Err(e) = self.validate() {
             return Err(e);
         }
+        if self.fm_depth != 0 && self.word_bits != numeric::WORD_BITS {
+            return Err(ConfigError::ConvUnitWordBits(self.word_bits));
+        }
+        Ok(())
+    }
+
+    /// [`Self::validate_built`], and the word width is one the board images (the SoC image,
+    /// bitstreams, the simulated bridge image) are built for ([`IMAGE_WORD_BITS`]).
+    pub const fn validate_image(&self) -> Result<(), ConfigError> {
+        if let Err(e) = self.validate_built() {
+            return Err(e);
+        }
         let mut i = 0;
-        while i < BUILT_WORD_BITS.len() {
-            if BUILT_WORD_BITS[i] == self.word_bits {
+        while i < IMAGE_WORD_BITS.len() {
+            if IMAGE_WORD_BITS[i] == self.word_bits {
                 return Ok(());
             }
             i += 1;
@@ -267,11 +286,13 @@ impl ArrayConfig {
         }
     }
 
-    /// A short name used for generated files and Verilator prefixes, e.g. `sa8x8_d512`.
+    /// A short name used for generated files and Verilator prefixes, e.g. `sa8x8_d512`, and
+    /// `sa8x8_d512_w8` for words other than 16 bits.
     pub fn name(&self) -> ConfigName {
         ConfigName {
             size: self.size,
             depth: self.buffer_depth,
+            word_bits: self.word_bits,
         }
     }
 }
@@ -281,11 +302,16 @@ impl ArrayConfig {
 pub struct ConfigName {
     size: usize,
     depth: usize,
+    word_bits: u32,
 }
 
 impl core::fmt::Display for ConfigName {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "sa{}x{}_d{}", self.size, self.size, self.depth)
+        write!(f, "sa{}x{}_d{}", self.size, self.size, self.depth)?;
+        if self.word_bits != numeric::WORD_BITS {
+            write!(f, "_w{}", self.word_bits)?;
+        }
+        Ok(())
     }
 }
 
@@ -386,10 +412,27 @@ mod tests {
             }
         );
         assert!(format!("{e}").contains("2W + 16 = 32 bits"), "{e}");
-        // The hardware is built for 16-bit words only (so far): the generator's check says so.
+        // The array is built at every W, its conv unit at 16 bits only; the bridge and SoC
+        // images at 16 bits only (so far): the checks say so.
+        let no_conv = ArrayConfig {
+            fm_depth: 0,
+            ..ArrayConfig::square(4)
+        };
         assert_eq!(ArrayConfig::square(4).validate_built(), Ok(()));
-        let e = ArrayConfig::square(4).with_word_bits(8).validate_built();
-        assert_eq!(e, Err(ConfigError::WordBitsNotBuilt(8)));
-        assert!(format!("{}", e.unwrap_err()).contains("not built for it yet"));
+        assert_eq!(ArrayConfig::square(4).validate_image(), Ok(()));
+        for w in [8, 12] {
+            assert_eq!(no_conv.with_word_bits(w).validate_built(), Ok(()));
+            let e = ArrayConfig::square(4).with_word_bits(w).validate_built();
+            assert_eq!(e, Err(ConfigError::ConvUnitWordBits(w)));
+            assert!(format!("{}", e.unwrap_err()).contains("--fm-depth 0"));
+            let e = no_conv.with_word_bits(w).validate_image();
+            assert_eq!(e, Err(ConfigError::WordBitsNotBuilt(w)));
+            assert!(format!("{}", e.unwrap_err()).contains("not built for it yet"));
+            assert_eq!(
+                format!("{}", no_conv.with_word_bits(w).name()),
+                format!("sa4x4_d512_w{w}")
+            );
+        }
+        assert_eq!(format!("{}", no_conv.name()), "sa4x4_d512");
     }
 }

@@ -164,6 +164,9 @@ where
         tr: Transposed,
         out: &OutputSpec,
     ) -> Result<QMatrix, DeviceError> {
+        // An array of W-bit words takes words and formats of W bits only (its ports would drop
+        // the bits above W): refused here, as the golden model at W refuses them.
+        systole_golden::check_at(a, b, out, self.config.word_bits)?;
         let job = driver_job(a, b, tr, out)?;
         let (m, n) = (job.m, job.n);
         let mut c = vec![0i16; m * n];

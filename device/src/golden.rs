@@ -5,7 +5,8 @@ use systole_core::ArrayConfig;
 use systole_golden::tensor::QMatrix;
 use systole_golden::{self as golden, OutputSpec};
 
-/// Runs every operation in the golden model on the host CPU.
+/// Runs every operation in the golden model on the host CPU, at the config's word width `W`
+/// (`systole_golden::matmul_at`).
 #[derive(Debug, Clone)]
 pub struct GoldenDevice {
     config: ArrayConfig,
@@ -38,7 +39,7 @@ impl Device for GoldenDevice {
         b: &QMatrix,
         out: &OutputSpec,
     ) -> Result<QMatrix, DeviceError> {
-        let c = golden::matmul(a, b, out, self.config.size)?;
+        let c = golden::matmul_at(a, b, out, self.config.size, self.config.word_bits)?;
         self.stats.ops += 1;
         self.stats.macs += (a.rows * a.cols * b.cols) as u64;
         Ok(c)

@@ -32,7 +32,7 @@ pub use conv::{
 };
 pub use convert::{convert_tiled, TiledConverter};
 pub use elementwise::{bias_add, convert_sequential, relu, relu_backward};
-pub use matmul::{matmul, matmul_acc, matmul_at, matmul_nt, matmul_tn};
+pub use matmul::{check_at, matmul, matmul_acc, matmul_at, matmul_nt, matmul_tn};
 pub use systole_core::tensor::{output_shift, NumericError, OutputSpec};
 pub use tensor::{FixedWords, QMatrix};
 

@@ -29,6 +29,36 @@ fn check_operands(a: &QMatrix, b: &QMatrix) -> Result<(), NumericError> {
     Ok(())
 }
 
+/// The checks of a product at `W`-bit words (`word_bits`, 8 to 16): every `frac` (of `a`, `b`
+/// and the output) below `W`, and every operand word in the `W`-bit range. [`matmul_at`] makes
+/// them, and so does a device built at `W` before its ports would drop the bits above `W`.
+pub fn check_at(
+    a: &QMatrix,
+    b: &QMatrix,
+    out: &OutputSpec,
+    word_bits: u32,
+) -> Result<(), NumericError> {
+    check_word_bits(word_bits)?;
+    for frac in [a.frac, b.frac, out.frac] {
+        if frac >= word_bits {
+            return Err(NumericError::FracBitsAt { frac, word_bits });
+        }
+    }
+    if word_bits < WORD_BITS {
+        let (lo, hi) = (word_min(word_bits), word_max(word_bits));
+        for (operand, m) in [("a", a), ("b", b)] {
+            if let Some(&word) = m.data.iter().find(|&&w| !(lo..=hi).contains(&i64::from(w))) {
+                return Err(NumericError::WordRange {
+                    operand,
+                    word,
+                    word_bits,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `C = A·B` in the numeric contract; `tile` is the array size that fixes the stochastic
 /// rounding order (it does not change results in the other modes).
 pub fn matmul(
@@ -51,26 +81,9 @@ pub fn matmul_at(
     tile: usize,
     word_bits: u32,
 ) -> Result<QMatrix, NumericError> {
-    check_word_bits(word_bits)?;
-    for frac in [a.frac, b.frac, out.frac] {
-        if frac >= word_bits {
-            return Err(NumericError::FracBitsAt { frac, word_bits });
-        }
-    }
+    check_at(a, b, out, word_bits)?;
     let shift = output_shift(a.frac + b.frac, out.frac)?;
     check_operands(a, b)?;
-    if word_bits < WORD_BITS {
-        let (lo, hi) = (word_min(word_bits), word_max(word_bits));
-        for (operand, m) in [("a", a), ("b", b)] {
-            if let Some(&word) = m.data.iter().find(|&&w| !(lo..=hi).contains(&i64::from(w))) {
-                return Err(NumericError::WordRange {
-                    operand,
-                    word,
-                    word_bits,
-                });
-            }
-        }
-    }
     let n = b.cols;
     let mut converter = TiledConverter::new_at(n, shift, out.rounding, out.seed, tile, word_bits)?;
     let mut data = vec![0i16; a.rows * n];

@@ -99,8 +99,13 @@ pub struct Array {
 }
 
 impl Array {
-    /// An `n x n` array, `MIN_SIZE <= n <= MAX_SIZE`.
+    /// An `n x n` array of 16-bit words, `MIN_SIZE <= n <= MAX_SIZE`.
     pub fn new(n: usize) -> Result<Self, HdlError> {
+        Self::at(n, systole_core::numeric::WORD_BITS)
+    }
+
+    /// An `n x n` array whose PEs compute with `W`-bit words ([`Pe::at`]).
+    pub fn at(n: usize, word_bits: u32) -> Result<Self, HdlError> {
         if !(MIN_SIZE..=MAX_SIZE).contains(&n) {
             return Err(HdlError::Block(format!(
                 "systolic array of size {n}: must be {MIN_SIZE}..={MAX_SIZE}"
@@ -123,7 +128,7 @@ impl Array {
             f_skew: (1..n).map(DelayLine::new).collect::<Result<_, _>>()?,
             l_skew: (1..n).map(DelayLine::new).collect::<Result<_, _>>()?,
             b_skew: (1..n).map(DelayLine::new).collect::<Result<_, _>>()?,
-            pes: (0..n * n).map(|_| Pe::new()).collect(),
+            pes: (0..n * n).map(|_| Pe::at(word_bits)).collect(),
             zero: Constant::new(Signed::default()),
             _n: n,
         })

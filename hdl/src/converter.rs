@@ -37,7 +37,7 @@ use crate::HdlError;
 use rust_hdl_core::prelude::*;
 use rust_hdl_widgets::prelude::*;
 use systole_core::config::{MAX_SIZE, MIN_SIZE};
-use systole_core::numeric::{LANE_SEED_MUL, LFSR_TAPS, MAX_SHIFT};
+use systole_core::numeric::{word_max, word_min, LANE_SEED_MUL, LFSR_TAPS, MAX_SHIFT, WORD_BITS};
 
 /// Converter and LFSR of one output column (see the module docs).
 #[derive(LogicBlock)]
@@ -103,11 +103,23 @@ pub struct ColumnConverter {
     rem: Signal<Local, Bits<64>>,
     half: Signal<Local, Bits<64>>,
     res: Signal<Local, Bits<64>>,
+    /// `W` of the words it writes (the ports stay 16 and 48 bits wide, values sign-extended).
+    _word_bits: u32,
 }
 
 impl ColumnConverter {
-    /// The converter of column `column` of a `rows`-row array.
+    /// The converter of column `column` of a `rows`-row array of 16-bit words.
     pub fn new(column: usize, rows: usize) -> Result<Self, HdlError> {
+        Self::at(column, rows, WORD_BITS)
+    }
+
+    /// The converter of column `column` of a `rows`-row array of `W`-bit words: it saturates
+    /// to the `W`-bit range (its model too: `sat_hi`/`sat_lo`), and its Verilog is
+    /// `converter_width::converter_verilog(W)`, reading the low `acc_bits(W)` bits of `acc` and
+    /// driving `wr_data` sign-extended.
+    pub fn at(column: usize, rows: usize, word_bits: u32) -> Result<Self, HdlError> {
+        // The Verilog is checked here, once, so `hdl` cannot fail.
+        crate::converter_width::converter_in_ports(word_bits)?;
         if !(MIN_SIZE..=MAX_SIZE).contains(&rows) || column >= rows {
             return Err(HdlError::Block(format!(
                 "converter for column {column} of a {rows}-row array: rows must be {MIN_SIZE}..={MAX_SIZE} and column < rows"
@@ -146,8 +158,8 @@ impl ColumnConverter {
             bias: Constant::new(bits(1u64 << 62)),
             one: Constant::new(bits(1)),
             sign_ext: Constant::new(bits(0xFFFF_0000_0000_0000)),
-            sat_hi: Constant::new(bits(i16::MAX as u64)),
-            sat_lo: Constant::new(bits(i16::MIN as i64 as u64)),
+            sat_hi: Constant::new(bits(word_max(word_bits) as u64)),
+            sat_lo: Constant::new(bits(word_min(word_bits) as u64)),
             lane_seed: Default::default(),
             pre: Default::default(),
             cur: Default::default(),
@@ -160,6 +172,7 @@ impl ColumnConverter {
             rem: Default::default(),
             half: Default::default(),
             res: Default::default(),
+            _word_bits: word_bits,
         })
     }
 }
@@ -179,8 +192,11 @@ impl Logic for ColumnConverter {
     /// The hand-written Verilog (see the module docs); rust-hdl still emits the register
     /// submodules, which nothing instantiates: `generate_verilog` drops them.
     fn hdl(&self) -> Verilog {
+        // `at` checked the width, so the fallback is never taken.
+        let code = crate::converter_width::converter_in_ports(self._word_bits)
+            .unwrap_or_else(|_| crate::converter_width::CONVERTER_16.into());
         Verilog::Wrapper(Wrapper {
-            code: crate::converter_width::CONVERTER_16.into(),
+            code,
             cores: String::new(),
         })
     }

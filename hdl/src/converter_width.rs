@@ -21,6 +21,8 @@ pub(crate) fn sum_bits(word_bits: u32) -> u32 {
 fn edits(w: u32) -> Vec<(String, String)> {
     let a = acc_bits(w);
     let t = sum_bits(w) - 1;
+    // The highest bit of `below` read: by the sticky bits (`a`) or the stochastic mask (31).
+    let b = a.max(31);
     // The accumulator sign-extended to the sum's width.
     let extended = if t == a {
         format!("{{a[{}], a}}", a - 1)
@@ -49,13 +51,13 @@ fn edits(w: u32) -> Vec<(String, String)> {
         (
             "    reg [48:0] below;\n    reg [48:0] s;\n    reg [16:0] w;\n    reg [15:0] q;",
             format!(
-                "    reg [{t}:0] below;\n    reg [{t}:0] s;\n    reg [{w}:0] w;\n    reg [{}:0] q;",
+                "    reg [{b}:0] below;\n    reg [{t}:0] s;\n    reg [{w}:0] w;\n    reg [{}:0] q;",
                 w - 1
             ),
         ),
         (
             "for (i = 0; i < 49; i = i + 1)",
-            format!("for (i = 0; i < {}; i = i + 1)", t + 1),
+            format!("for (i = 0; i < {}; i = i + 1)", b + 1),
         ),
         (
             "s = {a[47], a} + {17'h0,",
@@ -125,6 +127,23 @@ pub fn converter_verilog(word_bits: u32) -> Result<String, HdlError> {
         text = text.replace(&from, &to);
     }
     Ok(text)
+}
+
+/// The converter's Verilog for `W`-bit words inside the ports rust-hdl declares for the array's
+/// converter (a 48-bit `acc`, a 16-bit `wr_data`): [`CONVERTER_16`] at 16 bits; below, the
+/// body at `W` reads the low `acc_bits(W)` bits of `acc` (a sign-extended value) and its signed
+/// `wr_data_q` drives `wr_data` sign-extended.
+pub fn converter_in_ports(word_bits: u32) -> Result<String, HdlError> {
+    let body = converter_verilog(word_bits)?;
+    if word_bits == MAX_WORD_BITS {
+        return Ok(body);
+    }
+    Ok(format!(
+        "// The sign-extension bits of `acc` above the accumulator, which carry nothing.\n\
+         wire unused_high_acc = &{{1'b0, acc[{}:{}]}};\n{body}",
+        acc_bits(MAX_WORD_BITS) - 1,
+        acc_bits(word_bits)
+    ))
 }
 
 #[cfg(test)]

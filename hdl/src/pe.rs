@@ -71,12 +71,23 @@ pub struct Pe {
     prod: Signal<Local, Signed<32>>,
     base: Signal<Local, Signed<48>>,
     sum: Signal<Local, Signed<48>>,
+    /// `W` of the emitted Verilog (0, the default, is 16; `kernel` always models 16 bits).
+    _word_bits: u32,
 }
 
 impl Pe {
-    /// A processing element. It has no parameters: the array size only decides how many there are.
+    /// A processing element of 16-bit words (the array size only decides how many there are).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A processing element whose Verilog computes with `W`-bit words ([`pe_in_ports`]); its
+    /// ports and its rust-hdl model (`kernel`) stay at 16 and 48 bits.
+    pub fn at(word_bits: u32) -> Self {
+        Pe {
+            _word_bits: word_bits,
+            ..Self::default()
+        }
     }
 }
 
@@ -89,6 +100,39 @@ impl Pe {
 /// instead of three (about 15% of the 8x8 simulation); and `acc` is assigned after its last
 /// read, so it needs no copy of the old value.
 pub fn pe_verilog(word_bits: u32) -> String {
+    pe_body(word_bits, "a_in", "b_in", "res_in")
+}
+
+/// The PE's Verilog for `W`-bit words inside the ports rust-hdl declares for the array's PE (16-bit
+/// words, a 48-bit `res`): [`pe_verilog`]`(16)` itself at 16 bits; below, the body at `W` reads
+/// the low `W` (and `2W + 16`) bits of its inputs, which hold sign-extended values, and its
+/// signed registers drive the wider outputs sign-extended (Verilog extends a signed right-hand
+/// side). Synthesis then builds a `W x W` multiplier, and the word bits above `W` of the
+/// buffers and skew lines, which nothing reads, are removed.
+pub fn pe_in_ports(word_bits: u32) -> String {
+    let w = word_bits;
+    if w == systole_core::numeric::WORD_BITS {
+        return pe_verilog(w);
+    }
+    let a = systole_core::numeric::acc_bits(w);
+    format!(
+        "\
+wire signed [{wm}:0] a_w = a_in[{wm}:0];
+wire signed [{wm}:0] b_w = b_in[{wm}:0];
+wire signed [{am}:0] res_w = res_in[{am}:0];
+// The sign-extension bits above, which carry nothing.
+wire unused_high_bits = &{{1'b0, a_in[{top}:{w}], b_in[{top}:{w}], res_in[{atop}:{a}]}};
+{}",
+        pe_body(w, "a_w", "b_w", "res_w"),
+        wm = w - 1,
+        am = a - 1,
+        top = systole_core::numeric::MAX_WORD_BITS - 1,
+        atop = systole_core::numeric::acc_bits(systole_core::numeric::MAX_WORD_BITS) - 1,
+    )
+}
+
+/// [`pe_verilog`] reading its word and `res` inputs from the signals named `a_in`, `b_in`, `res_in`.
+fn pe_body(word_bits: u32, a_in: &str, b_in: &str, res_in: &str) -> String {
     let w = word_bits;
     let p = 2 * w;
     let a = systole_core::numeric::acc_bits(w);
@@ -101,7 +145,7 @@ reg [2:0] ctl_q;
 reg signed [{am}:0] acc;
 reg signed [{am}:0] res_q;
 reg cap_q;
-wire signed [{pm}:0] prod = a_in * b_in;
+wire signed [{pm}:0] prod = {a_in} * {b_in};
 initial begin
     a_q = {w}'h0;
     b_q = {w}'h0;
@@ -111,12 +155,12 @@ initial begin
     cap_q = 1'b0;
 end
 always @(posedge clock) begin
-    a_q <= a_in;
-    b_q <= b_in;
+    a_q <= {a_in};
+    b_q <= {b_in};
     ctl_q <= {{last_in, first_in, valid_in}} & {{3{{~reset}}}};
     cap_q <= valid_in & last_in & ~reset;
     if (valid_in & last_in) res_q <= (first_in ? {a}'sh0 : acc) + {{{{{ext}{{prod[{pm}]}}}}, prod}};
-    else if (shift_en) res_q <= res_in;
+    else if (shift_en) res_q <= {res_in};
         if (valid_in) acc <= (first_in ? {a}'sh0 : acc) + {{{{{ext}{{prod[{pm}]}}}}, prod}};
 end
 assign a_out = a_q;
@@ -182,8 +226,12 @@ impl Logic for Pe {
     /// The hand-written clocked Verilog (see the module docs); rust-hdl still emits the register
     /// submodules, which nothing instantiates: `generate_verilog` drops them.
     fn hdl(&self) -> Verilog {
+        let w = match self._word_bits {
+            0 => systole_core::numeric::WORD_BITS,
+            w => w,
+        };
         Verilog::Wrapper(Wrapper {
-            code: pe_verilog(systole_core::numeric::WORD_BITS),
+            code: pe_in_ports(w),
             cores: String::new(),
         })
     }

@@ -110,9 +110,9 @@ impl Core {
             a_ram: rams(n, aw)?,
             b_ram: rams(n, aw)?,
             c_ram: (0..n).map(|_| LaneRam::new(tw)).collect::<Result<_, _>>()?,
-            array: Array::new(n)?,
+            array: Array::at(n, cfg.word_bits)?,
             converters: (0..n)
-                .map(|c| ColumnConverter::new(c, n))
+                .map(|c| ColumnConverter::at(c, n, cfg.word_bits))
                 .collect::<Result<_, _>>()?,
             gather_a: GatherEngine::new(
                 n,

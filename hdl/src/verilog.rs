@@ -8,6 +8,8 @@ use systole_core::ArrayConfig;
 
 /// Name of the module emitted for the rust-hdl core (its submodules are `systole$...`).
 const CORE_MODULE: &str = "systole";
+/// Width of a word in the rust-hdl core (`Signed<16>`): every `W` travels in it sign-extended.
+const CORE_WORD_BITS: u32 = systole_core::numeric::MAX_WORD_BITS;
 
 /// Direction of a port of `top`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +41,7 @@ pub fn ports(cfg: &ArrayConfig) -> Result<Vec<PortInfo>, HdlError> {
     cfg.validate_built().map_err(HdlError::Config)?;
     let aw = cfg.row_addr_bits();
     let tw = cfg.tile_row_bits().max(1);
+    let w = cfg.word_bits;
     let mut v = Vec::new();
     let mut p = |name: String, width: u32, dir: PortDir| v.push(PortInfo { name, width, dir });
     use PortDir::{Input, Output};
@@ -53,19 +56,19 @@ pub fn ports(cfg: &ArrayConfig) -> Result<Vec<PortInfo>, HdlError> {
         p(format!("{m}_wr_bank"), 1, Input);
         p(format!("{m}_wr_row"), aw, Input);
         for i in 0..cfg.size {
-            p(format!("{m}_wr_data_{i}"), 16, Input);
+            p(format!("{m}_wr_data_{i}"), w, Input);
         }
     }
     p("c_rd_bank".into(), 1, Input);
     p("c_rd_row".into(), tw, Input);
     for i in 0..cfg.size {
-        p(format!("c_rd_data_{i}"), 16, Output);
+        p(format!("c_rd_data_{i}"), w, Output);
     }
     p("fm_wr_en".into(), 1, Input);
     let row_bits = cfg.fm_row_words().trailing_zeros();
     p("fm_wr_row".into(), cfg.fm_addr_bits() - row_bits, Input);
     for i in 0..cfg.fm_row_words() {
-        p(format!("fm_wr_data_{i}"), 16, Input);
+        p(format!("fm_wr_data_{i}"), w, Input);
     }
     Ok(v)
 }
@@ -93,9 +96,14 @@ pub(crate) fn generate_verilog_named(cfg: &ArrayConfig, name: &str) -> Result<St
 }
 
 /// Verilog of the `top` wrapper (module `name`): exact port widths, plain names, the core instantiated inside.
+/// The core carries words as 16-bit values: a `W`-bit word port below 16 bits is sign-extended
+/// into it, and an output word is the low `W` bits of the core's (`*_core` wires).
 fn wrapper(cfg: &ArrayConfig, name: &str) -> Result<String, HdlError> {
     let ports = ports(cfg)?;
     let mut s = String::new();
+    let mut narrowed = String::new();
+    let mut wires = String::new();
+    let mut high = Vec::new();
     let names: Vec<&str> = ports.iter().map(|p| p.name.as_str()).collect();
     let _ = writeln!(s, "module {name}({});", names.join(", "));
     for p in &ports {
@@ -110,7 +118,6 @@ fn wrapper(cfg: &ArrayConfig, name: &str) -> Result<String, HdlError> {
         };
         let _ = writeln!(s, "    {dir} wire{range} {};", p.name);
     }
-    let _ = writeln!(s, "    {CORE_MODULE} core(");
     let mut conns = Vec::new();
     for p in &ports {
         let core_name = match p.name.rsplit_once('_') {
@@ -122,17 +129,50 @@ fn wrapper(cfg: &ArrayConfig, name: &str) -> Result<String, HdlError> {
         let core_width = match p.name.as_str() {
             "a_wr_row" | "b_wr_row" | "fm_wr_row" => CORE_ROW_BITS as u32,
             "c_rd_row" => CORE_TILE_ROW_BITS as u32,
+            n if n.contains("_data_") => CORE_WORD_BITS,
             _ => p.width,
         };
-        let expr = if core_width > p.width {
-            format!("{{{}'d0, {}}}", core_width - p.width, p.name)
-        } else {
-            p.name.clone()
+        let is_word = p.name.contains("_data_");
+        let expr = match p.dir {
+            PortDir::Input if core_width > p.width && is_word => format!(
+                "{{{{{}{{{}[{}]}}}}, {}}}",
+                core_width - p.width,
+                p.name,
+                p.width - 1,
+                p.name
+            ),
+            PortDir::Input if core_width > p.width => {
+                format!("{{{}'d0, {}}}", core_width - p.width, p.name)
+            }
+            PortDir::Output if core_width > p.width => {
+                let _ = writeln!(wires, "    wire [{}:0] {}_core;", core_width - 1, p.name);
+                let _ = writeln!(
+                    narrowed,
+                    "    assign {0} = {0}_core[{1}:0];",
+                    p.name,
+                    p.width - 1
+                );
+                high.push(format!("{}_core[{}:{}]", p.name, core_width - 1, p.width));
+                format!("{}_core", p.name)
+            }
+            _ => p.name.clone(),
         };
         conns.push(format!("        .{core_name}({expr})"));
     }
+    s.push_str(&wires);
+    let _ = writeln!(s, "    {CORE_MODULE} core(");
     s.push_str(&conns.join(",\n"));
-    s.push_str("\n    );\nendmodule\n\n");
+    s.push_str("\n    );\n");
+    s.push_str(&narrowed);
+    if !high.is_empty() {
+        // The sign-extension bits of the core's output words, which carry nothing.
+        let _ = writeln!(
+            s,
+            "    wire unused_high_bits = &{{1'b0, {}}};",
+            high.join(", ")
+        );
+    }
+    s.push_str("endmodule\n\n");
     Ok(s)
 }
 
@@ -225,6 +265,34 @@ mod tests {
             let v = generate_verilog(&ArrayConfig::square(n)).unwrap();
             if let Some((ok, text)) = lint(&format!("sa{n}"), &v) {
                 assert!(ok, "verilator lint of the {n}x{n} top failed:\n{text}");
+            }
+        }
+    }
+
+    /// The top at `W` = 8 and 12 (no conv unit: it is built at 16 bits only) lints clean, its
+    /// word ports are `W` bits wide and its PEs multiply `W`-bit words.
+    #[test]
+    fn top_lints_clean_at_word_bits_8_and_12() {
+        for w in [8, 12] {
+            let cfg = ArrayConfig {
+                fm_depth: 0,
+                ..ArrayConfig::square(4)
+            }
+            .with_word_bits(w);
+            let p = ports(&cfg).unwrap();
+            for port in p.iter().filter(|x| x.name.contains("_data_")) {
+                assert_eq!(port.width, w, "{}", port.name);
+            }
+            let v = generate_verilog(&cfg).unwrap();
+            let product = format!("wire signed [{}:0] prod = a_w * b_w;", 2 * w - 1);
+            assert_eq!(v.matches(&product).count(), 16, "W = {w}");
+            let saturate = format!("convert = s[{}] ?", crate::converter_width::sum_bits(w) - 1);
+            assert_eq!(v.matches(&saturate).count(), 4, "W = {w}");
+            if let Some((ok, text)) = lint(&format!("sa4_w{w}"), &v) {
+                assert!(
+                    ok,
+                    "verilator lint of the 4x4 top at W = {w} failed:\n{text}"
+                );
             }
         }
     }

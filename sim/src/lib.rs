@@ -91,6 +91,20 @@ pub enum SimError {
     /// The traced model could not be built or driven.
     #[error("the traced model: {0}")]
     Traced(#[source] Box<systole_testbench::TestbenchError>),
+    /// The Verilog of an array Verilated at run time (words narrower than 16 bits) could not
+    /// be generated.
+    #[error("cannot generate the array's Verilog: {0}")]
+    ArrayImage(#[source] ImageError),
+    /// An array Verilated at run time (words narrower than 16 bits) could not be built or
+    /// driven.
+    #[error("the {word_bits}-bit array Verilated at run time: {cause}")]
+    RuntimeModel {
+        /// Its word width.
+        word_bits: u32,
+        /// Why.
+        #[source]
+        cause: Box<systole_testbench::TestbenchError>,
+    },
     /// A trace was asked for after the fast (untraced) model had run.
     #[error(
         "a trace must be opened before the model's first clock edge (write, beat, idle or \
@@ -133,12 +147,18 @@ pub struct VerilatedArray {
 const RESET_CYCLES: u32 = 2;
 
 impl VerilatedArray {
-    /// Creates and resets a model of `cfg` (only `frac_bits` may differ from
-    /// `ArrayConfig::square(cfg.size)`: it is not a hardware parameter).
+    /// Creates and resets a model of `cfg`: at 16-bit words the one compiled in (only
+    /// `frac_bits` may differ from `ArrayConfig::square(cfg.size)`: it is not a hardware
+    /// parameter); at narrower words (any size, buffer depth and `W` that
+    /// `ArrayConfig::validate_built` accepts: no conv unit below 16 bits) one Verilated at run
+    /// time ([`Self::at_run_time`]).
     pub fn new(cfg: &ArrayConfig) -> Result<VerilatedArray, SimError> {
         cfg.validate_built()?;
         if cfg!(systole_no_verilator) {
             return Err(SimError::NotBuilt);
+        }
+        if cfg.word_bits != systole_core::numeric::WORD_BITS {
+            return Self::at_run_time(cfg);
         }
         let linked = linked::MODELS
             .iter()
@@ -153,8 +173,23 @@ impl VerilatedArray {
         #[allow(unsafe_code)]
         // SAFETY: the table was written by `layer::rust_table` for the archive linked in.
         let tb = unsafe { systole_testbench::Testbench::linked(linked) };
+        Self::reset_new(top::Top::new(tb, cfg, None)?, cfg)
+    }
+
+    /// Creates and resets a model of `cfg` Verilated at run time through the one Verilator
+    /// layer (cached under `target/systole-testbench/` by the Verilog's hash: the first use of
+    /// a design takes Verilator and the C++ compiler, tens of seconds; later ones load it).
+    /// It is how arrays of words narrower than 16 bits are simulated (the build compiles
+    /// 16-bit arrays only); the model is untraced, as fast as a compiled one.
+    pub fn at_run_time(cfg: &ArrayConfig) -> Result<VerilatedArray, SimError> {
+        cfg.validate_built()?;
+        Self::reset_new(top::runtime_array(cfg)?, cfg)
+    }
+
+    /// `top` as a fresh model of `cfg`: reset, with no clock edge counted as its own yet.
+    fn reset_new(top: top::Top, cfg: &ArrayConfig) -> Result<VerilatedArray, SimError> {
         let mut sim = VerilatedArray {
-            top: top::Top::new(tb, cfg.size, cfg.fm_row_words(), None)?,
+            top,
             cfg: *cfg,
             cycles: 0,
             clocked: false,
@@ -244,6 +279,7 @@ impl VerilatedArray {
                 self.cfg.size
             )));
         }
+        self.check_words(data, what)?;
         if usize::from(row) >= self.cfg.buffer_depth {
             return Err(SimError::BadAccess(format!(
                 "{what} row {row} is past the buffer depth {}",
@@ -251,6 +287,22 @@ impl VerilatedArray {
             )));
         }
         Ok(())
+    }
+
+    /// Every word of `data` in the `W`-bit range of the array (a narrower array's ports would
+    /// drop the bits above it).
+    fn check_words(&self, data: &[i16], what: &str) -> Result<(), SimError> {
+        let w = self.cfg.word_bits;
+        let range = systole_core::numeric::word_min(w)..=systole_core::numeric::word_max(w);
+        match data.iter().position(|&x| !range.contains(&i64::from(x))) {
+            None => Ok(()),
+            Some(i) => Err(SimError::BadAccess(format!(
+                "{what} word {i} is {}, outside the {w}-bit word range {}..={} of this array",
+                data[i],
+                range.start(),
+                range.end()
+            ))),
+        }
     }
 
     /// One clock beat with the inputs of `p`; the C row into `c_out` when given (rows checked
@@ -321,6 +373,7 @@ impl AcceleratorBus for VerilatedArray {
                 self.cfg.fm_depth
             )));
         }
+        self.check_words(words, "feature-map")?;
         for (i, row) in words.chunks(r).enumerate() {
             let p = top::Inputs {
                 fm: Some((addr / r as u32 + i as u32, row)),

@@ -48,16 +48,16 @@ pub(crate) struct Top {
     tb: Testbench,
     p: TopPorts,
     window: Option<Window>,
+    /// The word ports' mask (`W` bits).
+    word_mask: u64,
+    /// Shift that sign-extends a `W`-bit word read from a port in an `i16` (`16 - W`).
+    word_ext: u32,
 }
 
 impl Top {
-    /// Drives `tb`, a model of the `n x n` array with `fm_lanes` feature-map lanes.
-    pub fn new(
-        tb: Testbench,
-        n: usize,
-        fm_lanes: usize,
-        window: Option<Window>,
-    ) -> Result<Top, SimError> {
+    /// Drives `tb`, a model of the array `cfg`.
+    pub fn new(tb: Testbench, cfg: &ArrayConfig, window: Option<Window>) -> Result<Top, SimError> {
+        let (n, fm_lanes) = (cfg.size, cfg.fm_row_words());
         let h = |name: &str| tb.input(name).map_err(tb_error);
         let out = |name: &str| tb.narrow_port(name).map_err(tb_error);
         let lanes = |base: &str, count: usize| -> Result<Vec<Input>, SimError> {
@@ -87,7 +87,13 @@ impl Top {
             fm_row: h("fm_wr_row")?,
             fm_data: lanes("fm_wr_data", fm_lanes)?,
         };
-        Ok(Top { tb, p, window })
+        Ok(Top {
+            tb,
+            p,
+            window,
+            word_mask: (1u64 << cfg.word_bits) - 1,
+            word_ext: i16::BITS - cfg.word_bits,
+        })
     }
 
     /// Where the trace window stands (`None` without a trace).
@@ -139,7 +145,7 @@ impl Top {
             tb.set(*r, rv.into());
             if let Some((_, _, words)) = row {
                 for (&lane, &w) in lanes.iter().zip(words) {
-                    tb.set(lane, u64::from(w as u16));
+                    tb.set(lane, u64::from(w as u16) & self.word_mask);
                 }
             }
         }
@@ -150,12 +156,12 @@ impl Top {
         tb.set(p.fm_en, inp.fm.is_some().into());
         tb.set(p.fm_row, fr.into());
         for (&lane, &w) in p.fm_data.iter().zip(fw) {
-            tb.set(lane, u64::from(w as u16));
+            tb.set(lane, u64::from(w as u16) & self.word_mask);
         }
         self.clock(1)?;
         if let Some(out) = c_out {
             for (o, &port) in out.iter_mut().zip(&self.p.c_data) {
-                *o = self.tb.get(port) as u16 as i16;
+                *o = ((self.tb.get(port) as u16) << self.word_ext) as i16 >> self.word_ext;
             }
         }
         Ok(())
@@ -173,7 +179,19 @@ impl Top {
 pub(crate) fn traced_array(cfg: &ArrayConfig, window: TraceWindow) -> Result<Top, SimError> {
     let (verilog, ports) = crate::images::array(cfg).map_err(SimError::TraceImage)?;
     let tb = traced_model(&verilog, Some(ports), window.format)?;
-    let mut top = Top::new(tb, cfg.size, cfg.fm_row_words(), Some(Window::new(window)))?;
+    let mut top = Top::new(tb, cfg, Some(Window::new(window)))?;
     top.reset(crate::RESET_CYCLES)?;
     Ok(top)
+}
+
+/// The untraced model of the array `cfg`, Verilated at run time (cached), not yet reset.
+pub(crate) fn runtime_array(cfg: &ArrayConfig) -> Result<Top, SimError> {
+    let (verilog, ports) = crate::images::array(cfg).map_err(SimError::ArrayImage)?;
+    let model_error = |e| SimError::RuntimeModel {
+        word_bits: cfg.word_bits,
+        cause: Box::new(e),
+    };
+    let opts = systole_testbench::Options::default();
+    let tb = Testbench::from_verilog(&verilog, ports, &opts).map_err(model_error)?;
+    Top::new(tb, cfg, None)
 }

@@ -4,7 +4,7 @@
 //!
 //! Backends that were not built (no Verilator on this machine) are skipped with a message.
 
-use systole_core::numeric::MAX_FRAC;
+use systole_core::numeric::max_frac;
 use systole_core::{ArrayConfig, Rounding};
 use systole_device::{self as device, Device, DeviceError};
 use systole_golden::QMatrix;
@@ -22,12 +22,14 @@ struct Plan {
     seed: u64,
 }
 
-/// The test body every backend runs.
+/// The test body every backend runs, at the device's word width `W` (operands, formats and
+/// the golden model's `matmul_at` at `W`; at 16 bits the draws of before).
 /// Returns the words of each product run (operands and result), for the SoC's check of which
 /// fit its tensor store.
 fn conformance(dev: &mut dyn Device, plan: &Plan) -> Vec<usize> {
     let mut words = Vec::new();
     let size = dev.config().size;
+    let w = dev.config().word_bits;
     let mut rng = Rng(plan.seed);
     dev.reset_stats();
     let mut macs = 0u64;
@@ -39,20 +41,20 @@ fn conformance(dev: &mut dyn Device, plan: &Plan) -> Vec<usize> {
             rng.range(1, 64)
         };
         let (m, n) = (rng.range(1, plan.max_mn), rng.range(1, plan.max_mn));
-        let (fa, fb) = (rng.below(16) as u32, rng.below(16) as u32);
+        let (fa, fb) = (rng.below(w as usize) as u32, rng.below(w as usize) as u32);
         let frac_in = fa + fb;
         let frac = rng.range(
             frac_in.saturating_sub(32) as usize,
-            frac_in.min(MAX_FRAC) as usize,
+            frac_in.min(max_frac(w)) as usize,
         ) as u32;
         let spec = OutputSpec {
             frac,
             rounding: Rounding::ALL[case % 3],
             seed: rng.next() as u32,
         };
-        let a = rng.matrix(m, k, fa);
-        let b = rng.matrix(k, n, fb);
-        let want = golden::matmul(&a, &b, &spec, size).unwrap();
+        let a = rng.matrix_at(m, k, fa, w);
+        let b = rng.matrix_at(k, n, fb, w);
+        let want = golden::matmul_at(&a, &b, &spec, size, w).unwrap();
         let got = dev.matmul(&a, &b, &spec).unwrap_or_else(|e| {
             panic!(
                 "{}: case {case} ({m}x{k}x{n}): {}",
@@ -77,8 +79,8 @@ fn conformance(dev: &mut dyn Device, plan: &Plan) -> Vec<usize> {
         words.push(m * k + k * n + m * n);
     }
     // The transposed forms go through the same path.
-    let a = rng.matrix(size + 3, 9, 6);
-    let b = rng.matrix(size + 1, 9, 5);
+    let a = rng.matrix_at(size + 3, 9, 6, w);
+    let b = rng.matrix_at(size + 1, 9, 5, w);
     let spec = OutputSpec {
         frac: 4,
         rounding: Rounding::Stochastic,
@@ -88,7 +90,7 @@ fn conformance(dev: &mut dyn Device, plan: &Plan) -> Vec<usize> {
     words.push(a.data.len() + b.data.len() + nt.data.len());
     assert_eq!(
         nt,
-        golden::matmul_nt(&a, &b, &spec, size).unwrap(),
+        golden::matmul_at(&a, &b.transpose(), &spec, size, w).unwrap(),
         "{}: A·Bᵀ",
         dev.name()
     );
@@ -107,13 +109,19 @@ fn conformance(dev: &mut dyn Device, plan: &Plan) -> Vec<usize> {
 
 /// Opens `spec` at `size`, or says why the backend is not in this build.
 fn open(spec: &str, size: usize) -> Option<Box<dyn Device>> {
-    match device::open(spec, ArrayConfig::square(size)) {
+    open_config(spec, ArrayConfig::square(size))
+}
+
+/// Opens `spec` with `config`, or says why the backend is not in this build.
+fn open_config(spec: &str, config: ArrayConfig) -> Option<Box<dyn Device>> {
+    let (n, w) = (config.size, config.word_bits);
+    match device::open(spec, config) {
         Ok(d) => Some(d),
         Err(e @ DeviceError::NotBuilt { .. }) => {
-            eprintln!("SKIPPED {spec} {size}x{size}: {e}");
+            eprintln!("SKIPPED {spec} {n}x{n}, {w}-bit words: {e}");
             None
         }
-        Err(e) => panic!("{spec}: {e}"),
+        Err(e) => panic!("{spec}: {}", common::chain(&e)),
     }
 }
 
@@ -121,6 +129,22 @@ fn run(spec: &str, size: usize, plan: &Plan) {
     if let Some(mut dev) = open(spec, size) {
         conformance(dev.as_mut(), plan);
     }
+}
+
+/// The array of `size` at `W`-bit words (no conv unit: it is built at 16 bits only).
+fn at_width(size: usize, word_bits: u32) -> ArrayConfig {
+    ArrayConfig {
+        fm_depth: 0,
+        ..ArrayConfig::square(size)
+    }
+    .with_word_bits(word_bits)
+}
+
+/// The body at `W` on `spec`; returns the device for more checks.
+fn run_at(spec: &str, size: usize, word_bits: u32, plan: &Plan) -> Option<Box<dyn Device>> {
+    let mut dev = open_config(spec, at_width(size, word_bits))?;
+    conformance(dev.as_mut(), plan);
+    Some(dev)
 }
 
 const QUICK: Plan = Plan {
@@ -181,6 +205,57 @@ fn verilator_large_shapes() {
     };
     for size in [4, 8, 16] {
         run("verilator", size, &plan);
+    }
+}
+
+#[test]
+fn golden_4x4_at_8_and_12_bits() {
+    for w in [8, 12] {
+        run_at("golden", 4, w, &QUICK);
+    }
+}
+
+/// The array built at 8-bit words, Verilated at run time (cached after its first build),
+/// bit for bit against the golden model at 8 bits; its CONFIG word says 8 bits.
+#[test]
+fn verilator_4x4_at_8_bits() {
+    if let Some(dev) = run_at("verilator", 4, 8, &QUICK) {
+        assert_eq!(dev.config().word_bits, 8);
+    }
+}
+
+#[test]
+#[ignore = "Verilates the 8x8 array at 8 and 12 bits at run time (23 s for both, cold); run with --ignored"]
+fn verilator_8x8_at_8_and_12_bits() {
+    for (w, seed) in [(8, 0x5EED_0108), (12, 0x5EED_010C)] {
+        let plan = Plan { seed, ..QUICK };
+        run_at("verilator", 8, w, &plan);
+    }
+}
+
+#[test]
+#[ignore = "Verilates the 4x4 array at 12 bits at run time; run with --ignored"]
+fn verilator_4x4_at_12_bits() {
+    run_at("verilator", 4, 12, &QUICK);
+}
+
+/// Words outside the 8-bit range are refused by an 8-bit device before its ports would drop
+/// their high bits, as the golden model at 8 bits refuses them.
+#[test]
+fn an_8_bit_device_refuses_wider_words() {
+    let a = QMatrix::from_vec(1, 1, 0, vec![200]).unwrap();
+    let spec = OutputSpec {
+        frac: 0,
+        rounding: Rounding::NearestEven,
+        seed: 1,
+    };
+    for name in ["golden", "verilator"] {
+        let Some(mut dev) = open_config(name, at_width(4, 8)) else {
+            continue;
+        };
+        let e = dev.matmul(&a, &a, &spec).unwrap_err();
+        assert!(matches!(e, DeviceError::Numeric(_)), "{name}: {e:?}");
+        assert!(e.to_string().contains("200"), "{name}: {e}");
     }
 }
 

@@ -271,3 +271,30 @@ fn grid4(
         (0..n1).flat_map(move |b| (0..n2).flat_map(move |c| (0..n3).map(move |d| (a, b, c, d))))
     })
 }
+
+/// `--check` on a device built at 8 bits compares with the golden model's product saturated to
+/// 8 bits, the product at W: a saturating product passes (unsaturated, the 16-bit golden
+/// result would differ in every word).
+#[test]
+fn check_at_8_bits_compares_with_the_product_at_8_bits() {
+    let cfg = ArrayConfig {
+        fm_depth: 0,
+        ..ArrayConfig::square(4)
+    }
+    .with_word_bits(8);
+    let mut p = DeviceProducts {
+        device: Box::new(GoldenDevice::new(cfg).unwrap()),
+        check: true,
+    };
+    let a = QMatrix::from_vec(2, 2, 0, vec![100, 100, -100, -100]).unwrap();
+    let spec = OutputSpec {
+        frac: 0,
+        rounding: Rounding::NearestEven,
+        seed: 1,
+    };
+    let y = Products::matmul(&mut p, "mm", &a, &a, &spec).unwrap();
+    assert_eq!(y.data, vec![0, 0, 0, 0]);
+    let b = QMatrix::from_vec(2, 2, 0, vec![100, 0, 0, 100]).unwrap();
+    let y = Products::matmul(&mut p, "mm", &a, &b, &spec).unwrap();
+    assert_eq!(y.data, vec![127, 127, -128, -128]);
+}

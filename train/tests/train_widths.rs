@@ -1,5 +1,6 @@
 //! `--word-bits` W and `--master-bits` through the trainer: bad widths are clear errors, W
-//! below 16 runs on the golden device only, a checkpoint records W and refuses a resume at
+//! below 16 runs on the golden device and the Verilated array built at W (bit-identical), not on
+//! the 16-bit board images; a checkpoint records W and refuses a resume at
 //! another, and a run at W keeps every word within W bits.
 
 use systole_core::Rounding;
@@ -69,16 +70,48 @@ fn bad_widths_are_clear_errors() {
 }
 
 #[test]
-fn w_below_16_runs_on_the_golden_device_only() {
+fn w_below_16_runs_on_the_golden_and_verilator_devices_only() {
     let d = data::load("digits").unwrap();
     let e = run(
         &cfg(8, 8, 1),
         &d,
-        &opts("verilator", None, false),
+        &opts("serial:/dev/null", None, false),
         &mut Quiet,
     )
     .unwrap_err();
-    assert!(e.to_string().contains("--device golden only"), "{e}");
+    assert!(
+        e.to_string().contains("--device golden or verilator"),
+        "{e}"
+    );
+}
+
+/// A run at 8 bits on the Verilated array built at 8 bits (its products at W on the hardware,
+/// each checked against the golden model at 8 bits by `--check`) ends with every parameter
+/// and momentum word equal to the same run on the golden device.
+#[test]
+fn a_run_at_8_bits_on_the_verilated_array_equals_the_golden_device() {
+    let d = data::load("digits").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut states = Vec::new();
+    for device in ["golden", "verilator"] {
+        let out = dir.path().join(device);
+        std::fs::create_dir_all(&out).unwrap();
+        let o = RunOptions {
+            check: device == "verilator",
+            ..opts(device, Some(&out), false)
+        };
+        match run(&cfg(8, 8, 1), &d, &o, &mut Quiet) {
+            Ok(s) => assert!(s.arithmetic.starts_with("fixed8"), "{}", s.arithmetic),
+            Err(e) if e.to_string().contains("not available in this build") => {
+                eprintln!("SKIPPED the verilator device: {e}");
+                return;
+            }
+            Err(e) => panic!("{device}: {e}"),
+        }
+        let ck = Checkpoint::load(&out.join(checkpoint::FILE_NAME)).unwrap();
+        states.push((ck.params, ck.velocity));
+    }
+    assert!(states[0] == states[1], "the 8-bit runs differ");
 }
 
 /// Every word of every parameter and momentum tensor of a run at W (master M) is an M-bit word

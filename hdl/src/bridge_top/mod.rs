@@ -110,7 +110,11 @@ pub struct BridgeTop {
 }
 
 impl BridgeTop {
-    /// The bridge top for `cfg` (checked) with the UART timing of `opts`.
+    /// The bridge top for `cfg` (checked) with the UART timing of `opts`. Any `W` the array
+    /// takes (`ArrayConfig::validate_built`): its bridge moves 16-bit words, which the array
+    /// of `W`-bit words reads sign-extended; `systole explore` synthesises it at `W`, while
+    /// `systole bitstream` and the simulated bridge image build it at 16 bits
+    /// (`config::IMAGE_WORD_BITS`).
     pub fn new(cfg: &ArrayConfig, opts: &BridgeTopOptions) -> Result<Self, HdlError> {
         cfg.validate_built().map_err(HdlError::Config)?;
         let sys_hz = u64::from(opts.clock_hz) / if opts.halve_clock { 2 } else { 1 };

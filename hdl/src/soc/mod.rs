@@ -76,7 +76,7 @@ impl Plan {
 /// Verilog of the SoC (module `top` and everything it instantiates except `VexRiscv`, which
 /// is in [`vexriscv_verilog`]) for the accelerator `cfg` and the build `opts`.
 pub fn generate_soc_verilog(cfg: &ArrayConfig, opts: &SocOptions) -> Result<String, HdlError> {
-    cfg.validate_built().map_err(HdlError::Config)?;
+    cfg.validate_image().map_err(HdlError::Config)?;
     let r = opts.ram_bytes;
     if !r.is_power_of_two() || !(MIN_RAM_BYTES..=MAX_RAM_BYTES).contains(&r) {
         return Err(HdlError::Block(format!(

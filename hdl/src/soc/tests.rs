@@ -180,3 +180,27 @@ fn soc_8x8_with_a_4096_word_conv_unit_fits_the_arty_a7_35t() {
         "(logic fits, block RAM fits): CPU, SoC"
     );
 }
+
+/// The SoC image is built at 16-bit words only (its firmware and protocol move 16-bit words):
+/// an array of other W is refused naming the widths it is built for.
+#[test]
+fn the_soc_refuses_words_below_16_bits() {
+    let cfg = ArrayConfig {
+        fm_depth: 0,
+        ..ArrayConfig::square(4)
+    }
+    .with_word_bits(8);
+    let e = generate_soc_verilog(
+        &cfg,
+        &SocOptions {
+            fm_depth: 0,
+            ..sim_opts()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(
+        e,
+        HdlError::Config(systole_core::ConfigError::WordBitsNotBuilt(8))
+    );
+    assert!(e.to_string().contains("[16]-bit words"), "{e}");
+}

@@ -184,7 +184,9 @@ fn print_table(f: &SweepFile) {
             r(|x| x.dsps),
             r(|x| x.brams),
             if p.resources.is_none() {
-                format!("n/a (no {}-bit hardware yet)", p.point.word_bits)
+                // The reason, as every board's note gives it.
+                let why = p.boards.first().map_or("", |b| b.note.as_str());
+                format!("n/a ({why})")
             } else if fits.is_empty() {
                 "none".into()
             } else {

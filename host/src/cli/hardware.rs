@@ -12,6 +12,9 @@ pub fn emit_verilog(a: &EmitArgs) -> anyhow::Result<()> {
     cfg.fm_depth = a.fm_depth;
     cfg.validate()
         .map_err(|e| anyhow::anyhow!("--fm-depth: {e}"))?;
+    let cfg = cfg.with_word_bits(a.word_bits);
+    cfg.validate_built()
+        .map_err(|e| anyhow::anyhow!("--word-bits {}: {e}", a.word_bits))?;
     let v = systole_hdl::generate_verilog(&cfg)?;
     if let Some(p) = &a.cocotb {
         if a.out.as_deref() == Some(p.as_path()) {
@@ -39,9 +42,10 @@ pub fn emit_verilog(a: &EmitArgs) -> anyhow::Result<()> {
                 "no conv unit".to_string()
             };
             outln!(
-                "wrote {} ({} lines, top module `top`: {n}x{n} array, {}-row buffers, {conv}; CONFIG word 0x{:08x})",
+                "wrote {} ({} lines, top module `top`: {n}x{n} array of {}-bit words, {}-row buffers, {conv}; CONFIG word 0x{:08x})",
                 p.display(),
                 v.lines().count(),
+                cfg.word_bits,
                 cfg.buffer_depth,
                 cfg.config_word(),
                 n = cfg.size,

@@ -114,6 +114,11 @@ pub struct EmitArgs {
     /// top without the conv unit (its gather commands are then refused).
     #[arg(long, value_parser = whole, default_value_t = systole_core::config::DEFAULT_FM_DEPTH)]
     pub fm_depth: usize,
+    /// Word width W in bits (8 to 16): the word ports, multipliers (W x W), accumulators
+    /// (2W + 16 bits) and converters of the array; below 16 without the conv unit
+    /// (--fm-depth 0).
+    #[arg(long, value_parser = whole_u32, default_value_t = 16)]
+    pub word_bits: u32,
     /// Output file (default: standard output).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -226,7 +231,8 @@ pub struct RecipeArgs {
     #[arg(long)]
     pub check: bool,
     /// Fixed point: word width W in bits (8 to 16) of every word the array computes with;
-    /// other than 16 on --device golden only, until the hardware takes W.
+    /// other than 16 on --device golden or verilator (the array built at W, without the conv
+    /// unit), not yet on the boards behind serial: and bridge:.
     #[arg(long, value_parser = whole_u32, default_value_t = 16)]
     pub word_bits: u32,
     /// Fixed point: width in bits (W to 16) of the weights and momentum the SGD update keeps,

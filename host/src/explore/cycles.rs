@@ -48,14 +48,15 @@ pub fn point_config(base: &TrainConfig, point: &DesignPoint, seed: u64) -> Train
     }
 }
 
-/// The device a point trains on: its hardware at 16 bits. At W < 16 the step saturates the
-/// device's words to W (the W-bit conversion bit for bit, `systole_step::width`), so the same
-/// 16-bit golden model and Verilated array serve every W until the hardware takes W.
+/// The device a point trains and is timed on: its hardware at 16 bits. At W < 16 the step
+/// saturates the device's words to W (the W-bit conversion bit for bit, `systole_step::width`;
+/// the array built at W gives the same words, `tests/tests/device_conformance.rs`), and a
+/// shape's cycles do not depend on W, so the 16-bit golden model and the compiled-in Verilated
+/// array serve every W without Verilating each W.
 fn device_config(point: &DesignPoint) -> ArrayConfig {
-    ArrayConfig {
-        word_bits: systole_core::numeric::WORD_BITS,
-        ..point.config()
-    }
+    point
+        .config()
+        .with_word_bits(systole_core::numeric::WORD_BITS)
 }
 
 /// The trainer's fixed-point arithmetic at `cfg`'s widths on `dev`.

@@ -11,8 +11,9 @@
 //! key): accuracy is trained at W on the golden model (the 16-bit model's words saturated to W,
 //! which is the W-bit conversion bit for bit: `systole_step::width`), the cycles come from the
 //! same per-shape table (a shape's `CYCLES` does not depend on W; the operations W's saturation
-//! retries add are counted), and resources are not available at W != 16 until the hardware
-//! takes W (issue 18): the report says `n/a` rather than scaling the 16-bit figures.
+//! retries add are counted), and resources are synthesised at W: the bridge top built with the
+//! array at W (`ArrayConfig::validate_built`). A design that is not built at W (a conv unit
+//! below 16 bits) gets `n/a` and the reason, never figures scaled from another design.
 
 pub mod cycles;
 mod error;
@@ -43,14 +44,20 @@ pub struct DesignPoint {
 
 impl DesignPoint {
     /// The hardware this point builds: `ArrayConfig::square(array)` with its feature-map depth
-    /// and word width (not validated: see [`Axes::points`]; at W != 16 it is the design the
-    /// hardware half of issue 18 is to build, not synthesisable yet).
+    /// and word width (`with_word_bits`: the accumulator of W too). Not validated: see
+    /// [`Axes::points`] and [`Self::unbuilt`].
     pub fn config(&self) -> ArrayConfig {
         ArrayConfig {
             fm_depth: self.fm_depth,
-            word_bits: self.word_bits,
             ..ArrayConfig::square(self.array)
         }
+        .with_word_bits(self.word_bits)
+    }
+
+    /// Why this design is not built (so has no resources), or `None`: a conv unit below 16
+    /// bits (`ArrayConfig::validate_built`).
+    pub fn unbuilt(&self) -> Option<ConfigError> {
+        self.config().validate_built().err()
     }
 
     /// `8x8 fm0 w16 stochastic`: the point in tables, messages and the plot.

@@ -268,18 +268,18 @@ impl Ctx<'_> {
     fn run(&self, task: Task) -> Result<(), ExploreError> {
         match task {
             Task::Synth(p) => {
-                // No W-bit hardware yet: its resources are not available (never estimated
-                // from the 16-bit design).
-                let (r, how) = if p.word_bits == systole_core::numeric::WORD_BITS {
+                // A design not built (a conv unit below 16 bits), or one the synthesiser has
+                // no figures for, has no resources: never those of another design.
+                let (r, how) = if self.no_resources(&p).is_none() {
                     let (r, was_cached) = self.cached.get(&p)?;
                     (Some(r), if was_cached { " (cached)" } else { "" })
                 } else {
-                    (None, " (not available at this W)")
+                    (None, " (n/a)")
                 };
                 self.lock().synth.insert(p.hardware_key(), r);
                 self.progress.task_done(&format!(
-                    "synthesis {0}x{0} fm{1}{how}",
-                    p.array, p.fm_depth
+                    "synthesis {0}x{0} fm{1} w{2}{how}",
+                    p.array, p.fm_depth, p.word_bits
                 ));
             }
             Task::Train(p, seed) => {
@@ -308,6 +308,15 @@ impl Ctx<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Why `p` has no resources: its design is not built (a conv unit below 16 bits), or the
+    /// synthesiser has no figures for it; `None` when it is synthesised.
+    fn no_resources(&self, p: &DesignPoint) -> Option<String> {
+        match p.unbuilt() {
+            Some(e) => Some(e.to_string()),
+            None => self.cached.inner.cannot(p),
+        }
     }
 
     /// Cycles (with the check on the Verilated array), accuracy and fits of a point whose
@@ -363,8 +372,8 @@ impl Ctx<'_> {
                 Some(r) => synth::fit(b, p, r, cycles_per_epoch),
                 None => synth::BoardFit {
                     note: format!(
-                        "not available: no {}-bit hardware yet (issue 18)",
-                        p.word_bits
+                        "not available: {}",
+                        self.no_resources(p).unwrap_or_default()
                     ),
                     fits: false,
                     ..synth::fit(b, p, &no_hardware, cycles_per_epoch)

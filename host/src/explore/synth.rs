@@ -54,6 +54,11 @@ pub trait Synthesizer: Sync {
     fn cacheable(&self) -> bool {
         true
     }
+    /// Why this synthesiser has no figures for `point` (the point then reports `n/a` and the
+    /// reason), or `None`.
+    fn cannot(&self, _point: &DesignPoint) -> Option<String> {
+        None
+    }
 }
 
 /// The 7-series board the Verilog is generated for (the first in the table; 7-series boards
@@ -70,7 +75,7 @@ fn synth_err(point: &DesignPoint) -> impl FnOnce(BoardError) -> ExploreError {
     move |source| ExploreError::Synth { point, source }
 }
 
-fn board_verilog(point: &DesignPoint) -> Result<String, ExploreError> {
+pub(crate) fn board_verilog(point: &DesignPoint) -> Result<String, ExploreError> {
     let board = reference_board();
     let opts = BridgeTopOptions {
         clock_hz: board.clock_hz,
@@ -163,6 +168,13 @@ impl Synthesizer for Estimated {
     }
     fn cacheable(&self) -> bool {
         false
+    }
+    // The model's logic terms are fitted to 16-bit designs: at another W it would report the
+    // 16-bit design's figures.
+    fn cannot(&self, point: &DesignPoint) -> Option<String> {
+        (point.word_bits != systole_core::numeric::WORD_BITS).then(|| {
+            "the resource model is fitted to 16-bit words: --resources yosys synthesises other widths".into()
+        })
     }
     fn synthesize(&self, point: &DesignPoint) -> Result<Resources, ExploreError> {
         let e = model::estimate(reference_board(), &point.config());

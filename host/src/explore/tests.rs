@@ -159,10 +159,11 @@ fn a_two_point_sweep_reports_and_a_rerun_only_adds_the_new_point() {
 }
 
 /// W as an axis: each W trains at W on the golden model (`systole train --device golden
-/// --word-bits W`'s accuracy), its cycles pass the Verilated check, and only W = 16 is
-/// synthesised: the other's resources and fits are `n/a`, never the 16-bit figures.
+/// --word-bits W`'s accuracy), its cycles pass the Verilated check, and every design built at
+/// its W is synthesised at it; the one not built (the conv unit below 16 bits) has `n/a`
+/// resources and says why, never another design's figures.
 #[test]
-fn a_word_width_sweep_trains_at_w_and_has_no_resources_below_16() {
+fn a_word_width_sweep_trains_and_synthesises_at_w() {
     let dir = tempfile::tempdir().unwrap();
     let data = data();
     let fake = FakeYosys {
@@ -171,7 +172,7 @@ fn a_word_width_sweep_trains_at_w_and_has_no_resources_below_16() {
     };
     let pts = Axes {
         arrays: "4".into(),
-        fm_depths: "0".into(),
+        fm_depths: "0,4096".into(),
         word_bits: "8,16".into(),
         roundings: "stochastic".into(),
     }
@@ -182,18 +183,25 @@ fn a_word_width_sweep_trains_at_w_and_has_no_resources_below_16() {
         .unwrap();
     assert_eq!(
         fake.calls.load(Ordering::SeqCst),
-        1,
-        "only W = 16 is synthesised"
+        3,
+        "every design but the 8-bit conv unit is synthesised"
     );
-    let [w8, w16] = &file.points[..] else {
-        panic!("two points: {:?}", file.points)
+    let [w8, w16, w8_conv, w16_conv] = &file.points[..] else {
+        panic!("four points: {:?}", file.points)
     };
-    assert_eq!((w8.point.word_bits, w16.point.word_bits), (8, 16));
-    assert!(w8.resources.is_none() && w16.resources.is_some());
-    assert!(w8
-        .boards
-        .iter()
-        .all(|b| !b.fits && b.note.contains("not available")));
+    assert_eq!((w8.point.word_bits, w8.point.fm_depth), (8, 0));
+    assert_eq!((w16.point.word_bits, w16.point.fm_depth), (16, 0));
+    assert_eq!((w8_conv.point.word_bits, w8_conv.point.fm_depth), (8, 4096));
+    assert!(w8.resources.is_some() && w16.resources.is_some() && w16_conv.resources.is_some());
+    assert!(w8_conv.resources.is_none());
+    assert!(
+        w8_conv.boards.iter().all(|b| !b.fits
+            && b.note
+                .contains("not available: the conv unit is built for 16-bit words only")),
+        "{:?}",
+        w8_conv.boards
+    );
+    assert!(w8.boards.iter().all(|b| !b.note.contains("not available")));
     assert_eq!(w8.sample.verilated, w8.sample.model);
     assert_ne!(w8.acc_per_seed, w16.acc_per_seed, "W = 8 trained at 8 bits");
     let cfg = cycles::point_config(&recipe(), &w8.point, 1);
@@ -209,12 +217,9 @@ fn a_word_width_sweep_trains_at_w_and_has_no_resources_below_16() {
     let s = systole_train::run::run(&cfg, &data, &opts, &mut systole_train::Quiet).unwrap();
     assert_eq!(s.history.last().unwrap().test_acc, w8.acc_per_seed[0]);
     let csv = std::fs::read_to_string(dir.path().join(report::CSV)).unwrap();
-    let row8 = csv.lines().nth(1).unwrap();
-    assert!(
-        row8.starts_with("4,0,8,stochastic,") && row8.contains(",n/a,n/a,"),
-        "{csv}"
-    );
-    assert!(!csv.lines().nth(2).unwrap().contains("n/a"), "{csv}");
+    let na: Vec<&str> = csv.lines().skip(1).filter(|l| l.contains("n/a")).collect();
+    assert_eq!(na.len(), 1, "{csv}");
+    assert!(na[0].starts_with("4,4096,8,stochastic,"), "{csv}");
 }
 
 /// A sweep stopped by a failure keeps the points it wrote; the rerun computes only the rest.
@@ -561,4 +566,57 @@ fn a_smaller_conv_unit_lowers_what_its_buffer_cannot_hold() {
         ..cycles::simulated_config(4)
     };
     assert!(VerilatorDevice::with_conv_unit_of(too_big).is_err());
+}
+
+/// What the sweep synthesises for a point is the bridge top with the array at the point's W:
+/// `W x W` products in its PEs, and the 16-bit PE's text at 16.
+#[test]
+fn the_synthesised_design_is_built_at_the_points_w() {
+    let at = |w| DesignPoint {
+        array: 4,
+        fm_depth: 0,
+        word_bits: w,
+        rounding: Rounding::Stochastic,
+    };
+    let v8 = synth::board_verilog(&at(8)).unwrap();
+    assert_eq!(
+        v8.matches("wire signed [15:0] prod = a_w * b_w;").count(),
+        16
+    );
+    let v16 = synth::board_verilog(&at(16)).unwrap();
+    assert_eq!(
+        v16.matches("wire signed [31:0] prod = a_in * b_in;")
+            .count(),
+        16
+    );
+    assert!(!v16.contains("prod = a_w"));
+}
+
+/// The resource model is fitted to 16-bit designs: with `--resources estimate` a point at
+/// another W has no figures and says why, rather than the 16-bit design's.
+#[test]
+fn the_estimate_gives_no_figures_below_16_bits() {
+    let dir = tempfile::tempdir().unwrap();
+    let pts = Axes {
+        arrays: "4".into(),
+        fm_depths: "0".into(),
+        word_bits: "8".into(),
+        roundings: "stochastic".into(),
+    }
+    .points(&systole_sim::built_sizes())
+    .unwrap();
+    let file = sweep(dir.path(), pts, &Estimated)
+        .run(&data(), &Log::default())
+        .unwrap();
+    let [w8] = &file.points[..] else {
+        panic!("one point: {:?}", file.points)
+    };
+    assert!(w8.resources.is_none());
+    assert!(
+        w8.boards
+            .iter()
+            .all(|b| !b.fits && b.note.contains("fitted to 16-bit words")),
+        "{:?}",
+        w8.boards
+    );
 }

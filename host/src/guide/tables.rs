@@ -75,13 +75,13 @@ fn port_text(name: &str) -> Option<PortText> {
             "row = K index within the bank",
         ),
         "a_wr_data" => (
-            "16 each, n ports",
+            "W each (16 by default), n ports",
             word,
             "edge",
             "lane `r` = `A[i0 + r][k]` (two's complement)",
         ),
         "b_wr_data" => (
-            "16 each, n ports",
+            "W each (16 by default), n ports",
             word,
             "edge",
             "lane `c` = `B[k][j0 + c]`",
@@ -94,7 +94,7 @@ fn port_text(name: &str) -> Option<PortText> {
             "tile row `r` read",
         ),
         "c_rd_data" => (
-            "16 each, n ports",
+            "W each (16 by default), n ports",
             word,
             "after the edge",
             "lane `c` = `C[i0 + r][j0 + c]` of the row sampled at the last edge",
@@ -112,7 +112,7 @@ fn port_text(name: &str) -> Option<PortText> {
             "feature-map row; log2(fm_depth) counts as 9 without a conv unit",
         ),
         "fm_wr_data" => (
-            "16 each, R ports",
+            "W each (16 by default), R ports",
             word,
             "edge",
             "word `i` goes to feature-map address `row * R + i`",
@@ -313,13 +313,13 @@ pub(super) fn limits() -> String {
         row(
             "word width W",
             format!(
-                "{}..={} bits in the contract (default {}); hardware built for {:?}",
+                "{0}..={1} bits (default {2}): the array's top at every W, its conv unit and the bridge and SoC images at {3:?}",
                 numeric::MIN_WORD_BITS,
                 numeric::MAX_WORD_BITS,
                 d.word_bits,
-                config::BUILT_WORD_BITS
+                config::IMAGE_WORD_BITS
             ),
-            "numeric::MIN_WORD_BITS, MAX_WORD_BITS; config::BUILT_WORD_BITS",
+            "numeric::MIN_WORD_BITS, MAX_WORD_BITS; config::IMAGE_WORD_BITS",
         ),
         row(
             "fractional bits of a tensor (frac)",

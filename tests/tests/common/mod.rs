@@ -64,14 +64,21 @@ impl Rng {
     }
     /// Words of one flavour: small, full-range, or extreme (saturation and -32768).
     pub fn matrix(&mut self, rows: usize, cols: usize, frac: u32) -> QMatrix {
+        self.matrix_at(rows, cols, frac, 16)
+    }
+    /// [`Self::matrix`] with `w`-bit words (the same draws: at 16 the same words; below, a
+    /// full-range word keeps its top `w` bits and the extremes are those of `w` bits).
+    pub fn matrix_at(&mut self, rows: usize, cols: usize, frac: u32, w: u32) -> QMatrix {
+        let (min, max) = (-(1i64 << (w - 1)), (1i64 << (w - 1)) - 1);
+        let full = |x: u64| (x as i16) >> (16 - w);
         let flavour = self.below(3);
         let data = (0..rows * cols)
             .map(|_| match (flavour, self.below(4)) {
                 (0, _) => self.below(64) as i16 - 32,
-                (1, _) => self.next() as i16,
-                (_, 0) => i16::MIN,
-                (_, 1) => i16::MAX,
-                _ => self.next() as i16,
+                (1, _) => full(self.next()),
+                (_, 0) => min as i16,
+                (_, 1) => max as i16,
+                _ => full(self.next()),
             })
             .collect();
         QMatrix::from_vec(rows, cols, frac, data).unwrap()

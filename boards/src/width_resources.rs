@@ -1,0 +1,56 @@
+//! Resource truth of the whole array at the word width `W` (issue 18): the `top` of an 8x8
+//! array without the conv unit, built at `W` = 8, 12 and 16, through Yosys `synth_xilinx`
+//! (Arty A7-35T's family) and `synth_ice40 -dsp` (iCEBreaker's). Heavy (Yosys, minutes):
+//! `cargo test -p systole-boards --lib width_resources -- --ignored --nocapture`.
+
+use crate::find;
+use crate::tools::{yosys_synth, ResourceReport};
+use systole_core::ArrayConfig;
+
+/// The 8x8 array at `W`, synthesised for both families: `(7-series, iCE40)`.
+fn synthesise(w: u32) -> (ResourceReport, ResourceReport) {
+    let cfg = ArrayConfig {
+        fm_depth: 0,
+        ..ArrayConfig::square(8)
+    }
+    .with_word_bits(w);
+    let verilog = systole_hdl::generate_verilog(&cfg).unwrap();
+    let mut out = Vec::new();
+    for board in ["arty-a7-35", "icebreaker"] {
+        let dir =
+            std::env::temp_dir().join(format!("systole-width-{w}-{board}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("top.v"), &verilog).unwrap();
+        let r = yosys_synth(find(board).unwrap(), &["top.v"], &dir).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        out.push(r);
+    }
+    let (x, i) = (out[0], out[1]);
+    println!(
+        "| {w} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        x.luts, x.lutram, x.ffs, x.dsps, x.brams, i.luts, i.ffs, i.dsps
+    );
+    // One MAC per DSP48E1 and per SB_MAC16 at every W.
+    assert_eq!((x.dsps, i.dsps), (64, 64), "W = {w}: {x:?} {i:?}");
+    (x, i)
+}
+
+/// What a narrower word saves, measured against the next wider one: fewer LUTs and flip-flops
+/// on both families (the words, accumulators and converters shrink with `W`).
+fn assert_narrower(
+    narrow: (ResourceReport, ResourceReport),
+    wide: (ResourceReport, ResourceReport),
+) {
+    for (n, w) in [(narrow.0, wide.0), (narrow.1, wide.1)] {
+        assert!(n.luts < w.luts && n.ffs < w.ffs, "{n:?} vs {w:?}");
+    }
+}
+
+#[test]
+#[ignore = "Yosys on the 8x8 array at 8, 12 and 16 bits, minutes; run with --ignored --nocapture"]
+fn width_resources_shrink_with_w() {
+    println!("| W | LUT | LUTRAM | FF | DSP48E1 | RAMB18 | iCE40 SB_LUT4 | SB_DFF* | SB_MAC16 |");
+    let r: Vec<_> = [8, 12, 16].into_iter().map(synthesise).collect();
+    assert_narrower(r[0], r[1]);
+    assert_narrower(r[1], r[2]);
+}
