@@ -22,7 +22,8 @@ pub mod model;
 pub mod options;
 mod outfile;
 pub mod pipeline;
-mod rng;
+/// The seeded random streams (`systole_step::rng`, shared with the board's epoch order).
+use systole_step::rng;
 pub mod run;
 pub mod shard;
 
@@ -223,9 +224,7 @@ impl<A: Arith<Error = TrainError>> Trainer<A> {
             .train
             .len()
             .min(self.cfg.train_limit.unwrap_or(usize::MAX));
-        let mut order: Vec<usize> = (0..n).collect();
-        rng::stream(self.cfg.seed, self.epoch as u64 + 1).shuffle(&mut order);
-        order
+        rng::epoch_order(self.cfg.seed, self.epoch as u64, n)
     }
 
     /// One training step on the training images `idx` at learning rate `lr`: returns the mean
