@@ -144,7 +144,12 @@ impl TrainState {
                     w.u16(out as u16);
                     w.u8(relu.into());
                 }
-                Layer::ConvBlock { in_ch, out_ch, h, w: ww } => {
+                Layer::ConvBlock {
+                    in_ch,
+                    out_ch,
+                    h,
+                    w: ww,
+                } => {
                     w.u8(1);
                     for d in [in_ch, out_ch, h, ww] {
                         w.u16(d as u16);
@@ -188,9 +193,12 @@ impl TrainState {
                 .all(|(k, &f)| k.len() <= u8::MAX as usize && f <= u8::MAX as u32)
             && self.layers.iter().all(|l| match *l {
                 Layer::Dense { inp, out, .. } => inp.max(out) <= u16::MAX as usize,
-                Layer::ConvBlock { in_ch, out_ch, h, w } => {
-                    in_ch.max(out_ch).max(h).max(w) <= u16::MAX as usize
-                }
+                Layer::ConvBlock {
+                    in_ch,
+                    out_ch,
+                    h,
+                    w,
+                } => in_ch.max(out_ch).max(h).max(w) <= u16::MAX as usize,
             })
     }
 
@@ -252,7 +260,11 @@ impl TrainState {
             if param_shape(&layers, index % (2 * nl)) != Some((rows, cols)) {
                 return Err(StateError::Shape { index });
             }
-            let words = r.take(rows.checked_mul(cols).and_then(|n| n.checked_mul(2)).ok_or(StateError::Truncated)?)?;
+            let words = r.take(
+                rows.checked_mul(cols)
+                    .and_then(|n| n.checked_mul(2))
+                    .ok_or(StateError::Truncated)?,
+            )?;
             let data: Vec<i16> = words
                 .chunks_exact(2)
                 .map(|c| i16::from_le_bytes([c[0], c[1]]))

@@ -162,7 +162,11 @@ impl DataSet {
                 self.features
             )));
         }
-        if let Some(i) = self.labels.iter().position(|&l| usize::from(l) >= state.classes) {
+        if let Some(i) = self
+            .labels
+            .iter()
+            .position(|&l| usize::from(l) >= state.classes)
+        {
             return Err(DataError::Model(format!(
                 "label {} of image {i} is not one of the model's {} classes",
                 self.labels[i], state.classes

@@ -51,7 +51,11 @@ fn wire_form_byte_by_byte() {
 fn every_cut_and_bad_field_is_refused() {
     let b = tiny().encode();
     for n in 0..b.len() {
-        assert_eq!(TrainState::decode(&b[..n]), Err(StateError::Truncated), "{n}");
+        assert_eq!(
+            TrainState::decode(&b[..n]),
+            Err(StateError::Truncated),
+            "{n}"
+        );
     }
     let mut long = b.clone();
     long.push(0);
@@ -61,16 +65,25 @@ fn every_cut_and_bad_field_is_refused() {
     assert_eq!(TrainState::decode(&magic), Err(StateError::Magic));
     let mut rounding = b.clone();
     rounding[13] = 7;
-    assert!(matches!(TrainState::decode(&rounding), Err(StateError::Field { .. })));
+    assert!(matches!(
+        TrainState::decode(&rounding),
+        Err(StateError::Field { .. })
+    ));
     // W's rows say 3: not the layer's 2.
     let mut shape = b.clone();
     let at = b.len() - 13 - 11 - 11 - 13;
     shape[at] = 3;
-    assert_eq!(TrainState::decode(&shape), Err(StateError::Shape { index: 0 }));
+    assert_eq!(
+        TrainState::decode(&shape),
+        Err(StateError::Shape { index: 0 })
+    );
     // A frac of 16 in a 16-bit word.
     let mut frac = b.clone();
     frac[at + 8] = 16;
-    assert_eq!(TrainState::decode(&frac), Err(StateError::Width { index: 0 }));
+    assert_eq!(
+        TrainState::decode(&frac),
+        Err(StateError::Width { index: 0 })
+    );
 }
 
 #[test]
@@ -79,7 +92,10 @@ fn records_round_trip_and_values_must_be_pixels() {
     let d = DataSet::from_values(&images, &[3, 4], 2, 16).unwrap();
     assert_eq!(d.pixels, vec![0, 16, 8, 15]);
     assert_eq!(d.encode_records(), vec![0, 16, 3, 8, 15, 4]);
-    assert_eq!(DataSet::from_records(2, 16, &d.encode_records()), Ok(d.clone()));
+    assert_eq!(
+        DataSet::from_records(2, 16, &d.encode_records()),
+        Ok(d.clone())
+    );
     assert_eq!(d.images(&[1, 0]), vec![0.5, 15.0 / 16.0, 0.0, 1.0]);
     assert_eq!(
         DataSet::from_values(&[0.0, 0.3], &[1], 2, 16),
@@ -155,7 +171,10 @@ fn resident_steps_are_the_hosts_steps() {
         batch: 3,
         lr: 0.25,
     };
-    run_steps(&mut a, &mut board, &data, &order, &req, &mut |r| results.push(r)).unwrap();
+    run_steps(&mut a, &mut board, &data, &order, &req, &mut |r| {
+        results.push(r)
+    })
+    .unwrap();
     // The host's way: its own arithmetic and batches.
     let mut h = host0.arith(Exact::default());
     let (mut params, mut velocity) = (host0.params.clone(), host0.velocity.clone());
@@ -168,8 +187,14 @@ fn resident_steps_are_the_hosts_steps() {
             images: &images,
             labels: &labels,
         };
-        let (loss, correct) =
-            train_step(&mut h, &batch, &mut params, &mut velocity, (s as u64, 0.25, 0.9)).unwrap();
+        let (loss, correct) = train_step(
+            &mut h,
+            &batch,
+            &mut params,
+            &mut velocity,
+            (s as u64, 0.25, 0.9),
+        )
+        .unwrap();
         assert_eq!(results[s], StepResult { loss, correct }, "step {s}");
     }
     assert_eq!(board.params, params);
@@ -178,7 +203,11 @@ fn resident_steps_are_the_hosts_steps() {
     assert_eq!(board.step, 4);
     assert!(!board.fracs.is_empty());
     // Steps past the epoch's end are refused before anything runs.
-    let past = RunSteps { first_batch: 3, steps: 2, ..req };
+    let past = RunSteps {
+        first_batch: 3,
+        steps: 2,
+        ..req
+    };
     let before = board.clone();
     assert!(run_steps(&mut a, &mut board, &data, &order, &past, &mut |_| ()).is_err());
     assert_eq!(board, before);
