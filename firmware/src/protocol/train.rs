@@ -21,7 +21,10 @@ pub const DATA_WRITE_HEADER: usize = 12;
 /// Bytes of a `STATE_READ` answer before its bytes (the state's total length u32).
 pub const STATE_READ_HEADER: usize = 4;
 /// Bytes of a `RUN_STEPS` payload.
-pub const RUN_STEPS_LEN: usize = 16;
+pub const RUN_STEPS_LEN: usize = 17;
+/// `RUN_STEPS` flag: take the resident images in their stored order (the host uploaded the
+/// epoch's next batches in its order) instead of drawing the epoch's order.
+pub const IN_ORDER: u8 = 0x01;
 /// Bytes of a `RUN_STEPS` answer before the per-step results: steps u16, CPU cycles u64, array
 /// cycles u64, MAC cycles u64.
 pub const RUN_REPLY_HEADER: usize = 26;
@@ -75,6 +78,8 @@ pub enum TrainRequest<'a> {
         batch: u16,
         /// The learning rate, f32 bits.
         lr_bits: u32,
+        /// [`IN_ORDER`] or 0.
+        flags: u8,
     },
 }
 
@@ -120,7 +125,11 @@ pub(super) fn parse(cmd: u8, p: &[u8]) -> Result<TrainRequest<'_>, ErrorCode> {
         },
         c::RUN_STEPS if p.len() == RUN_STEPS_LEN => {
             let steps = u16_at(p, 8);
-            if steps == 0 || usize::from(steps) > MAX_RUN_STEPS || u16_at(p, 10) == 0 {
+            if steps == 0
+                || usize::from(steps) > MAX_RUN_STEPS
+                || u16_at(p, 10) == 0
+                || p[16] & !IN_ORDER != 0
+            {
                 return Err(bad);
             }
             TrainRequest::RunSteps {
@@ -129,6 +138,7 @@ pub(super) fn parse(cmd: u8, p: &[u8]) -> Result<TrainRequest<'_>, ErrorCode> {
                 steps,
                 batch: u16_at(p, 10),
                 lr_bits: u32_at(p, 12),
+                flags: p[16],
             }
         }
         _ => return Err(bad),
@@ -170,12 +180,14 @@ pub(super) fn encode(r: &TrainRequest<'_>, w: &mut Writer<'_>) -> Result<(), Enc
             steps,
             batch,
             lr_bits,
+            flags,
         } => {
             w.put(&epochs_done.to_le_bytes())?;
             w.put(&first_batch.to_le_bytes())?;
             w.put(&steps.to_le_bytes())?;
             w.put(&batch.to_le_bytes())?;
-            w.put(&lr_bits.to_le_bytes())
+            w.put(&lr_bits.to_le_bytes())?;
+            w.put(&[flags])
         }
     }
 }

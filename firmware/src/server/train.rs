@@ -6,7 +6,8 @@ use super::Failure;
 use crate::frame::MAX_PAYLOAD;
 use crate::products::{BoardProducts, ProductsError};
 use crate::protocol::train::{
-    RunCounters, StepFailure, TrainRequest, RUN_REPLY_HEADER, STATE_READ_HEADER, STEP_RESULT_BYTES,
+    RunCounters, StepFailure, TrainRequest, IN_ORDER, RUN_REPLY_HEADER, STATE_READ_HEADER,
+    STEP_RESULT_BYTES,
 };
 use crate::protocol::ErrorCode;
 use alloc::vec::Vec;
@@ -30,8 +31,9 @@ pub struct Session {
     heap_free: Option<fn() -> usize>,
     state: Option<TrainState>,
     data: Option<DataSet>,
-    /// The last epoch order drawn: `(run seed, epochs done, images)` and the order.
-    order: Option<((u64, u32, usize), Vec<usize>)>,
+    /// The last epoch order drawn: `(run seed, epochs done (`None`: stored order), images)`
+    /// and the order.
+    order: Option<((u64, Option<u32>, usize), Vec<usize>)>,
     state_upload: Option<Upload<Vec<u8>>>,
     data_upload: Option<Upload<DataSet>>,
     /// The state's wire form as a `STATE_READ` at offset 0 found it.
@@ -130,7 +132,9 @@ pub(super) fn execute<B: AcceleratorBus>(
             steps,
             batch,
             lr_bits,
+            flags,
         } => {
+            let in_order = flags & IN_ORDER != 0;
             let run = RunSteps {
                 epochs_done: epochs_done.into(),
                 first_batch: first_batch as usize,
@@ -138,7 +142,7 @@ pub(super) fn execute<B: AcceleratorBus>(
                 batch: batch.into(),
                 lr: f32::from_bits(lr_bits),
             };
-            run_request(s, &run, bus, config, clock, out)
+            run_request(s, (&run, in_order), bus, config, clock, out)
         }
     }
 }
@@ -241,7 +245,7 @@ fn failure<E>(e: &ProductsError<E>) -> StepFailure {
 
 fn run_request<B: AcceleratorBus>(
     s: &mut Session,
-    run: &RunSteps,
+    (run, in_order): (&RunSteps, bool),
     bus: &mut B,
     config: &ArrayConfig,
     clock: Option<fn() -> u64>,
@@ -254,10 +258,20 @@ fn run_request<B: AcceleratorBus>(
     if !run.fits(data.len()) || RUN_REPLY_HEADER + run.steps * STEP_RESULT_BYTES > MAX_PAYLOAD {
         return Err((ErrorCode::OutOfRange, 0));
     }
-    let key = (st.run_seed, run.epochs_done as u32, data.len());
+    // The stored order has a key of its own (no epoch), so it is never taken for a drawn one.
+    let key = match in_order {
+        true => (st.run_seed, None, data.len()),
+        false => (st.run_seed, Some(run.epochs_done as u32), data.len()),
+    };
     if s.order.as_ref().is_none_or(|(k, _)| *k != key) {
         s.order = None;
-        s.order = Some((key, epoch_order(st.run_seed, run.epochs_done, data.len())));
+        s.order = Some((
+            key,
+            match in_order {
+                true => (0..data.len()).collect(),
+                false => epoch_order(st.run_seed, run.epochs_done, data.len()),
+            },
+        ));
     }
     let order = s.order.as_ref().map_or(&[][..], |(_, o)| o.as_slice());
     let mut a = st.arith(BoardProducts::new(&mut *bus, *config));

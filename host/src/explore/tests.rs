@@ -115,6 +115,7 @@ fn a_two_point_sweep_reports_and_a_rerun_only_adds_the_new_point() {
             let cfg = cycles::point_config(&recipe(), &r.point, seed);
             let opts = systole_train::run::RunOptions {
                 device: "golden".into(),
+                host_step: false,
                 check: false,
                 out: None,
                 resume: false,
@@ -200,6 +201,7 @@ fn a_word_width_sweep_trains_at_w_and_has_no_resources_below_16() {
     assert_eq!((cfg.word_bits, cfg.master_bits), (8, 8));
     let opts = systole_train::run::RunOptions {
         device: "golden".into(),
+        host_step: false,
         check: false,
         out: None,
         resume: false,
@@ -454,6 +456,7 @@ fn evaluation_passes_are_not_counted_as_epoch_cycles() {
     let recorded: u64 = run.ops.values().sum();
     let opts = systole_train::run::RunOptions {
         device: "golden".into(),
+        host_step: false,
         check: false,
         out: None,
         resume: false,

@@ -42,9 +42,12 @@ fn train_payloads_both_ways() {
                 steps: 45,
                 batch: 32,
                 lr_bits: 0x3D4C_CCCD,
+                flags: 1,
             }),
             0x13,
-            &[2, 0, 0, 0, 2, 1, 0, 0, 45, 0, 32, 0, 0xCD, 0xCC, 0x4C, 0x3D],
+            &[
+                2, 0, 0, 0, 2, 1, 0, 0, 45, 0, 32, 0, 0xCD, 0xCC, 0x4C, 0x3D, 1,
+            ],
         ),
     ];
     for (req, code, bytes) in cases {
@@ -64,7 +67,7 @@ fn train_payloads_both_ways() {
 #[test]
 fn malformed_train_payloads_are_refused() {
     let max = (MAX_RUN_STEPS as u16 + 1).to_le_bytes();
-    let cases: [(u8, &[u8]); 7] = [
+    let cases: [(u8, &[u8]); 8] = [
         // STATE_WRITE and DATA_WRITE without a byte.
         (0x10, &[1, 0, 0, 0, 0, 0, 0, 0]),
         (0x12, &[1, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0]),

@@ -99,6 +99,7 @@ fn run(first_batch: u32, steps: u16) -> Request<'static> {
         steps,
         batch: 3,
         lr_bits: 0.125f32.to_bits(),
+        flags: 0,
     })
 }
 
