@@ -101,26 +101,31 @@ impl SimBoard {
         B::Error: std::fmt::Debug,
         F: FnOnce() -> Result<B, String> + Send + 'static,
     {
-        SimBoard::spawn_as(config, make_bus, drop_after, false)
+        SimBoard::spawn_as(config, make_bus, drop_after, None)
     }
 
     /// [`SimBoard::spawn`] of a board whose firmware trains itself (issue 17): a tensor store
-    /// of the SoC's size and the training session (`FrameServer::with_training`), the heap
-    /// being this process's memory. The training SoC image's firmware, run on the host.
-    pub fn spawn_training<B, F>(config: ArrayConfig, make_bus: F) -> Result<SimBoard, DeviceError>
+    /// of the SoC's size and the training session (`FrameServer::with_training`) announcing a
+    /// heap of `heap_bytes` (the memory is this process's: the host plans by the number). The
+    /// training SoC image's firmware, run on the host.
+    pub fn spawn_training<B, F>(
+        config: ArrayConfig,
+        make_bus: F,
+        heap_bytes: u32,
+    ) -> Result<SimBoard, DeviceError>
     where
         B: AcceleratorBus,
         B::Error: std::fmt::Debug,
         F: FnOnce() -> Result<B, String> + Send + 'static,
     {
-        SimBoard::spawn_as(config, make_bus, None, true)
+        SimBoard::spawn_as(config, make_bus, None, Some(heap_bytes))
     }
 
     fn spawn_as<B, F>(
         config: ArrayConfig,
         make_bus: F,
         drop_after: Option<usize>,
-        trains: bool,
+        heap_bytes: Option<u32>,
     ) -> Result<SimBoard, DeviceError>
     where
         B: AcceleratorBus,
@@ -139,13 +144,14 @@ impl SimBoard {
             .spawn(move || {
                 let bus = make_bus()?;
                 let board = FrameServer::new(io, bus, config);
-                let mut board = if trains {
-                    let words = systole_core::soc::TENSOR_STORE_BYTES as usize / 2;
-                    // One store per board for the life of the process, as the SoC's static.
-                    let store = Box::leak(vec![0i16; words].into_boxed_slice());
-                    board.with_store(store).with_training(u32::MAX, None)
-                } else {
-                    board
+                let mut board = match heap_bytes {
+                    Some(heap) => {
+                        let words = systole_core::soc::TENSOR_STORE_BYTES as usize / 2;
+                        // One store per board for the life of the process, as the SoC's static.
+                        let store = Box::leak(vec![0i16; words].into_boxed_slice());
+                        board.with_store(store).with_training(heap, None)
+                    }
+                    None => board,
                 };
                 match board.serve() {
                     ServerError::Closed => Ok(()),
@@ -417,7 +423,12 @@ pub fn run_board_sim(
             ));
         }
         let sim = systole_sim::VerilatedArray::new(&config)?;
-        SimBoard::spawn_training(config, move || Ok(sim))?
+        // The training SoC's RAM: the host's memory is larger, but plans by this.
+        SimBoard::spawn_training(
+            config,
+            move || Ok(sim),
+            systole_core::soc::TRAINING_RAM_BYTES,
+        )?
     } else {
         SimBoard::spawn_verilated_traced(config, trace)?
     };

@@ -38,7 +38,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(500);
 /// Resends of one frame before giving up.
 pub const DEFAULT_RETRIES: u32 = 3;
 
-mod board_ops;
+pub(crate) mod board_ops;
 mod bus;
 mod train;
 pub use train::TrainLink;
@@ -500,6 +500,17 @@ impl SerialDevice {
             source: Box::new(e),
         })?;
         check_id(path, info.id)?;
+        // The host's options cannot name a board's conv unit: a board that is the array asked
+        // for but with another feature-map depth (the SoC's 4096 words) is taken as it is.
+        let with_boards_unit = ArrayConfig {
+            fm_depth: ArrayConfig::from_config_word(info.config_word).fm_depth,
+            ..config
+        };
+        let config = if with_boards_unit.config_word() == info.config_word {
+            with_boards_unit
+        } else {
+            config
+        };
         check_config(path, info.config_word, &config)?;
         // Every frame this host sends may be as long as its own limit: a board that takes
         // less would lose the end of the longer ones.

@@ -319,3 +319,55 @@ fn epoch(
     }
     Ok(rec)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use systole_core::Rounding;
+    use systole_golden::tensor::QMatrix;
+    use systole_step::model::Layer;
+    use systole_step::Widths;
+
+    fn state() -> TrainState {
+        TrainState {
+            layers: vec![Layer::Dense {
+                inp: 2,
+                out: 3,
+                relu: false,
+            }],
+            classes: 3,
+            rounding: Rounding::Stochastic,
+            widths: Widths::FULL,
+            run_seed: 1,
+            step: 4,
+            momentum: 0.9,
+            params: vec![QMatrix::zeros(2, 3, 14), QMatrix::zeros(1, 3, 15)],
+            velocity: vec![QMatrix::zeros(2, 3, 15), QMatrix::zeros(1, 3, 15)],
+            fracs: Default::default(),
+        }
+    }
+
+    /// `--check` on the board names the first tensor and index that differ.
+    #[test]
+    fn the_first_difference_is_named_by_tensor_and_index() {
+        let host = state();
+        assert_eq!(first_difference(&host, &host), None);
+        let mut board = state();
+        board.velocity[0].data[4] = 7;
+        board.params[1].data[2] = -1;
+        assert_eq!(
+            first_difference(&host, &board).as_deref(),
+            Some("layer 1 b index 2 (row 0, column 2): host 0, board -1")
+        );
+        board.params[1].data[2] = 0;
+        assert_eq!(
+            first_difference(&host, &board).as_deref(),
+            Some("layer 1 W momentum index 4 (row 1, column 1): host 0, board 7")
+        );
+        board.step = 5;
+        assert_eq!(
+            first_difference(&host, &board).as_deref(),
+            Some("step counter: host 4, board 5")
+        );
+    }
+}

@@ -33,8 +33,17 @@ fn cfg(epochs: usize) -> TrainConfig {
     }
 }
 
+/// Heap the pty board announces: room for the data set beside the step.
+const ROOMY: u32 = 1 << 20;
+/// Room for the step, not for the data set beside it: the batches are uploaded as they go.
+const TIGHT: u32 = 52_000;
+
 /// A training board on a pty; `None` (the test is skipped) without the Verilated models.
 fn board() -> Option<SimBoard> {
+    board_with(ROOMY)
+}
+
+fn board_with(heap: u32) -> Option<SimBoard> {
     let config = ArrayConfig::square(4);
     let sim = match systole_sim::VerilatedArray::new(&config) {
         Ok(s) => s,
@@ -43,7 +52,7 @@ fn board() -> Option<SimBoard> {
             return None;
         }
     };
-    Some(SimBoard::spawn_training(config, move || Ok(sim)).unwrap())
+    Some(SimBoard::spawn_training(config, move || Ok(sim), heap).unwrap())
 }
 
 fn train(
@@ -54,7 +63,19 @@ fn train(
     resume: bool,
     check: bool,
 ) -> RunSummary {
-    let b = board().unwrap();
+    train_on(ROOMY, data, epochs, (host_step, check), out, resume)
+        .unwrap_or_else(|e| panic!("{e:?}"))
+}
+
+fn train_on(
+    heap: u32,
+    data: &Dataset,
+    epochs: usize,
+    (host_step, check): (bool, bool),
+    out: Option<&std::path::Path>,
+    resume: bool,
+) -> Result<RunSummary, systole_train::TrainError> {
+    let b = board_with(heap).unwrap();
     let opts = RunOptions {
         device: format!("serial:{}", b.path().display()),
         host_step,
@@ -64,7 +85,7 @@ fn train(
         overwrite: false,
         trace: None,
     };
-    let s = run(&cfg(epochs), data, &opts, &mut Quiet).unwrap_or_else(|e| panic!("{e:?}"));
+    let s = run(&cfg(epochs), data, &opts, &mut Quiet);
     b.close().unwrap();
     s
 }
@@ -113,4 +134,73 @@ fn the_board_step_equals_the_host_step_and_resumes() {
     // --check recomputes every step on the golden model and compares the board's state.
     let checked = train(&d, 1, false, None, false, true);
     assert_eq!(results(&checked)[0], results(&on_board)[0]);
+    // A heap without room for the data set: each request uploads its batches in the epoch's
+    // order, and the steps are the same. Per step the link carries the batch and little more.
+    let by_batch = train_on(TIGHT, &d, 2, (false, false), None, false).unwrap();
+    assert_eq!(by_batch.params, on_board.params);
+    assert_eq!(results(&by_batch), results(&on_board));
+    let (_, b) = by_batch.device.as_ref().unwrap();
+    assert!(
+        b.bytes_to_device > st.bytes_to_device + 100 * 65,
+        "{b:?} vs {st:?}"
+    );
+    // A heap without room for the step: refused before anything is uploaded, saying why.
+    let e = train_on(20_000, &d, 1, (false, false), None, false).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("the board has 20000") && text.contains("--host-step"),
+        "{text}"
+    );
+}
+
+/// The training firmware on the Verilated SoC (VexRiscv, the 4x4 array, 16 clocks a UART bit)
+/// on a pty: 3 digits-MLP steps (batch 32) run by the board through `systole train`'s run end
+/// bit-identical to the same steps on the golden model, and the link carries the state and the
+/// data set, not the step's tensors.
+#[test]
+#[ignore = "the training firmware on the Verilated SoC: a few minutes"]
+fn three_steps_on_the_simulated_soc_equal_the_golden_model() {
+    let (b, config) = match SimBoard::spawn_soc_training_image(None) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    let d = data::load("digits").unwrap();
+    let c = TrainConfig {
+        model: ModelSpec::Mlp { hidden: vec![32] },
+        train_limit: Some(96),
+        epochs: 1,
+        seed: 1,
+        lr_decay: 1.0,
+        array: config.size,
+        ..cfg(1)
+    };
+    let opts = |device: String| RunOptions {
+        device,
+        host_step: false,
+        check: false,
+        out: None,
+        resume: false,
+        overwrite: false,
+        trace: None,
+    };
+    let on_board = run(
+        &c,
+        &d,
+        &opts(format!("serial:{}", b.path().display())),
+        &mut Quiet,
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    b.close().unwrap();
+    let golden = run(&c, &d, &opts("golden".into()), &mut Quiet).unwrap();
+    let (name, st) = on_board.device.as_ref().unwrap();
+    for line in [format!("{name}: {st:?}"), on_board.arithmetic.clone()] {
+        println!("{line}");
+    }
+    assert_eq!(st.board_steps, 3);
+    assert_eq!(st.ops, 0);
+    assert_eq!(on_board.params, golden.params);
+    assert_eq!(results(&on_board), results(&golden));
 }

@@ -70,12 +70,19 @@ impl<T: Read + Write> SerialBus<T> {
         self.heap_bytes.is_some()
     }
 
+    /// One training request. The board may work a while before it answers (the last chunk of
+    /// a state is decoded and checked, a snapshot encoded): the wait is an operation's, not a
+    /// frame's, so a slow answer is not resent (a resend is answered from the board's copy,
+    /// but its bytes would cross the link again).
     fn train_request(&mut self, req: &TrainRequest<'_>) -> Result<Vec<u8>, LinkError> {
         self.flush()?;
         let mut payload = [0u8; MAX_PAYLOAD];
         let r = Request::Train(*req);
         let len = r.encode_payload(&mut payload).map_err(LinkError::Encode)?;
+        let frame_timeout = self.timeout;
+        self.timeout = frame_timeout.max(super::board_ops::OP_TIMEOUT);
         let r = self.transact(r.cmd(), &payload[..len]);
+        self.timeout = frame_timeout;
         self.guard(r)
     }
 }
