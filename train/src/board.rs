@@ -177,6 +177,13 @@ pub(crate) fn run(
         )));
     }
     let resident = need + set.pixels.len() + set.labels.len() + 4 * n <= heap;
+    // Batch by batch: as many batches a request as fit the heap beside the step (a record and
+    // its place in the order each image).
+    let per_upload = if resident {
+        MAX_RUN_STEPS
+    } else {
+        ((heap - need) / (cfg.batch * (features + 1 + 4))).clamp(1, MAX_RUN_STEPS)
+    };
     obs.run_start(&format!(
         "the whole training step runs on the board ({name}: its heap {heap} bytes; data set {})",
         if resident {
@@ -196,7 +203,7 @@ pub(crate) fn run(
             &mut t,
             &mut board,
             (data, &set),
-            (opts.check, resident),
+            (opts.check, resident, per_upload),
             &mut state_on_board,
             obs,
         )?;
@@ -228,7 +235,7 @@ fn epoch(
     t: &mut Trainer<FixedArith>,
     board: &mut BoardTraining<'_>,
     (data, set): (&Dataset, &DataSet),
-    (check, resident): (bool, bool),
+    (check, resident, per_upload): (bool, bool, usize),
     state_on_board: &mut bool,
     obs: &mut dyn Observer,
 ) -> Result<EpochRecord, TrainError> {
@@ -247,7 +254,7 @@ fn epoch(
     obs.epoch_start(t.epoch + 1, batches);
     let sat0 = crate::saturation_totals(&t.arith);
     let (mut loss_sum, mut correct) = (0f64, 0usize);
-    let per = if check { 1 } else { MAX_RUN_STEPS };
+    let per = if check { 1 } else { per_upload };
     let mut first = 0;
     let epoch32 =
         u32::try_from(t.epoch).map_err(|_| TrainError::Config("too many epochs".into()))?;

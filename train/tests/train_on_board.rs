@@ -140,6 +140,7 @@ fn the_board_step_equals_the_host_step_and_resumes() {
     assert_eq!(by_batch.params, on_board.params);
     assert_eq!(results(&by_batch), results(&on_board));
     let (_, b) = by_batch.device.as_ref().unwrap();
+    println!("resident: {st:?}\nbatch by batch: {b:?}");
     assert!(
         b.bytes_to_device > st.bytes_to_device + 100 * 65,
         "{b:?} vs {st:?}"
