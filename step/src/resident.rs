@@ -121,7 +121,7 @@ pub fn param_shape(layers: &[Layer], i: usize) -> Option<(usize, usize)> {
         Layer::Dense { inp, out, .. } => ((inp, out), (1, out)),
         Layer::ConvBlock { in_ch, out_ch, .. } => ((out_ch, in_ch * 9), (1, out_ch)),
     };
-    Some(if i % 2 == 0 { w } else { b })
+    Some(if i.is_multiple_of(2) { w } else { b })
 }
 
 impl TrainState {

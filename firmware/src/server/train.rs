@@ -16,6 +16,10 @@ use systole_step::resident::{run_steps, DataSet, RunSteps, TrainState};
 use systole_step::rng::epoch_order;
 use systole_step::StepError;
 
+/// What an epoch order is drawn from: run seed, epochs done (`None`: the stored order),
+/// images.
+type OrderKey = (u64, Option<u32>, usize);
+
 /// A state or data set being received, chunk by chunk.
 struct Upload<T> {
     total: usize,
@@ -33,7 +37,7 @@ pub struct Session {
     data: Option<DataSet>,
     /// The last epoch order drawn: `(run seed, epochs done (`None`: stored order), images)`
     /// and the order.
-    order: Option<((u64, Option<u32>, usize), Vec<usize>)>,
+    order: Option<(OrderKey, Vec<usize>)>,
     state_upload: Option<Upload<Vec<u8>>>,
     data_upload: Option<Upload<DataSet>>,
     /// The state's wire form as a `STATE_READ` at offset 0 found it.
