@@ -92,3 +92,35 @@ pub trait AcceleratorBus {
         )
     }
 }
+
+/// A borrowed bus is a bus: the board's server lends its bus to the training step for one
+/// request (`systole_firmware`'s `BoardProducts<&mut B>`). Every method forwards, the provided
+/// ones too, so a bus's own row methods are kept.
+impl<T: AcceleratorBus + ?Sized> AcceleratorBus for &mut T {
+    type Error = T::Error;
+
+    fn read_reg(&mut self, addr: u8) -> Result<u32, Self::Error> {
+        (**self).read_reg(addr)
+    }
+    fn write_reg(&mut self, addr: u8, value: u32) -> Result<(), Self::Error> {
+        (**self).write_reg(addr, value)
+    }
+    fn beat(&mut self, beat: &Beat<'_>, c_out: &mut [i16]) -> Result<(), Self::Error> {
+        (**self).beat(beat, c_out)
+    }
+    fn idle(&mut self, cycles: u32) -> Result<(), Self::Error> {
+        (**self).idle(cycles)
+    }
+    fn write_fm(&mut self, addr: u32, words: &[i16]) -> Result<(), Self::Error> {
+        (**self).write_fm(addr, words)
+    }
+    fn write_a_row(&mut self, bank: u8, row: u16, data: &[i16]) -> Result<(), Self::Error> {
+        (**self).write_a_row(bank, row, data)
+    }
+    fn write_b_row(&mut self, bank: u8, row: u16, data: &[i16]) -> Result<(), Self::Error> {
+        (**self).write_b_row(bank, row, data)
+    }
+    fn read_c_row(&mut self, bank: u8, row: u16, out: &mut [i16]) -> Result<(), Self::Error> {
+        (**self).read_c_row(bank, row, out)
+    }
+}

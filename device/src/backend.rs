@@ -52,6 +52,11 @@ pub trait Link: AcceleratorBus {
         None
     }
 
+    /// The board's training requests, when the device behind this link trains itself.
+    fn train_link(&mut self) -> Option<&mut dyn crate::serial::TrainLink> {
+        None
+    }
+
     /// Runs a whole convolution op on the device's own drivers; `None`: the host drives it.
     fn board_conv(
         &mut self,
@@ -333,6 +338,17 @@ where
 
     fn reset_stats(&mut self) {
         self.stats = DeviceStats::default();
+    }
+
+    fn board_training(&mut self) -> Option<crate::board_train::BoardTraining<'_>> {
+        let name = self.name();
+        let link = self.bus.train_link()?;
+        Some(crate::board_train::BoardTraining {
+            link,
+            stats: &mut self.stats,
+            name,
+            firmware_mark: &mut self.firmware_mark,
+        })
     }
 }
 

@@ -101,6 +101,37 @@ impl SimBoard {
         B::Error: std::fmt::Debug,
         F: FnOnce() -> Result<B, String> + Send + 'static,
     {
+        SimBoard::spawn_as(config, make_bus, drop_after, None)
+    }
+
+    /// [`SimBoard::spawn`] of a board whose firmware trains itself (issue 17): a tensor store
+    /// of the SoC's size and the training session (`FrameServer::with_training`) announcing a
+    /// heap of `heap_bytes` (the memory is this process's: the host plans by the number). The
+    /// training SoC image's firmware, run on the host.
+    pub fn spawn_training<B, F>(
+        config: ArrayConfig,
+        make_bus: F,
+        heap_bytes: u32,
+    ) -> Result<SimBoard, DeviceError>
+    where
+        B: AcceleratorBus,
+        B::Error: std::fmt::Debug,
+        F: FnOnce() -> Result<B, String> + Send + 'static,
+    {
+        SimBoard::spawn_as(config, make_bus, None, Some(heap_bytes))
+    }
+
+    fn spawn_as<B, F>(
+        config: ArrayConfig,
+        make_bus: F,
+        drop_after: Option<usize>,
+        heap_bytes: Option<u32>,
+    ) -> Result<SimBoard, DeviceError>
+    where
+        B: AcceleratorBus,
+        B::Error: std::fmt::Debug,
+        F: FnOnce() -> Result<B, String> + Send + 'static,
+    {
         let (master, slave, path) = open_pty()?;
         let stop = Arc::new(AtomicBool::new(false));
         let io = PtyIo {
@@ -112,7 +143,16 @@ impl SimBoard {
             .name("systole-board-sim".into())
             .spawn(move || {
                 let bus = make_bus()?;
-                let mut board = FrameServer::new(io, bus, config);
+                let board = FrameServer::new(io, bus, config);
+                let mut board = match heap_bytes {
+                    Some(heap) => {
+                        let words = systole_core::soc::TENSOR_STORE_BYTES as usize / 2;
+                        // One store per board for the life of the process, as the SoC's static.
+                        let store = Box::leak(vec![0i16; words].into_boxed_slice());
+                        board.with_store(store).with_training(heap, None)
+                    }
+                    None => board,
+                };
                 match board.serve() {
                     ServerError::Closed => Ok(()),
                     ServerError::Io(e) => Err(format!("board link error: {e}")),
@@ -170,6 +210,28 @@ impl SimBoard {
         let soc = match trace {
             None => VerilatedSoc::with_firmware()?,
             Some(w) => VerilatedSoc::with_firmware_traced(w)?,
+        };
+        let config = soc.config();
+        let board = SimBoard::spawn_pins("systole-soc-image", move || Ok(Pins::Soc(soc)))?;
+        Ok((board, config))
+    }
+
+    /// The SoC image with the training firmware (`systole_soc_image::TRAINING`, built now if
+    /// its sources changed: the first time takes about a minute) on a new pty: a board that
+    /// trains itself. Returns it with its accelerator's configuration.
+    pub fn spawn_soc_training_image(
+        trace: Option<systole_sim::TraceWindow>,
+    ) -> Result<(SimBoard, ArrayConfig), DeviceError> {
+        let image = systole_soc_image::build(&[systole_soc_image::TRAINING]).map_err(|e| {
+            DeviceError::Transport {
+                device: "the training firmware image".into(),
+                source: Box::new(e),
+            }
+        })?;
+        let bytes = image.bytes;
+        let soc = match trace {
+            None => VerilatedSoc::new(&bytes)?,
+            Some(w) => VerilatedSoc::with_trace(&bytes, w)?,
         };
         let config = soc.config();
         let board = SimBoard::spawn_pins("systole-soc-image", move || Ok(Pins::Soc(soc)))?;
@@ -352,10 +414,27 @@ impl Drop for SimBoard {
 pub fn run_board_sim(
     config: ArrayConfig,
     trace: Option<systole_sim::TraceWindow>,
+    trains: bool,
 ) -> Result<(), DeviceError> {
-    let board = SimBoard::spawn_verilated_traced(config, trace)?;
+    let board = if trains {
+        if trace.is_some() {
+            return Err(DeviceError::Unsupported(
+                "--train with --trace: trace the board without --train".into(),
+            ));
+        }
+        let sim = systole_sim::VerilatedArray::new(&config)?;
+        // The training SoC's RAM: the host's memory is larger, but plans by this.
+        SimBoard::spawn_training(
+            config,
+            move || Ok(sim),
+            systole_core::soc::TRAINING_RAM_BYTES,
+        )?
+    } else {
+        SimBoard::spawn_verilated_traced(config, trace)?
+    };
+    let what = if trains { ", training itself" } else { "" };
     println!(
-        "simulated {0}x{0} board on {1} (use --device serial:{1}); Ctrl-C to stop",
+        "simulated {0}x{0} board{what} on {1} (use --device serial:{1}); Ctrl-C to stop",
         config.size,
         board.path().display()
     );
@@ -370,8 +449,13 @@ pub fn run_board_sim(
 pub fn run_soc_image_sim(
     size: Option<usize>,
     trace: Option<systole_sim::TraceWindow>,
+    trains: bool,
 ) -> Result<(), DeviceError> {
-    let (board, config) = SimBoard::spawn_soc_image_traced(trace)?;
+    let (board, config) = if trains {
+        SimBoard::spawn_soc_training_image(trace)?
+    } else {
+        SimBoard::spawn_soc_image_traced(trace)?
+    };
     let n = config.size;
     if size.is_some_and(|s| s != n) {
         return Err(DeviceError::Unsupported(format!(
@@ -379,9 +463,10 @@ pub fn run_soc_image_sim(
         )));
     }
     println!(
-        "simulated SoC image (VexRiscv running the firmware, {n}x{n} array with a {}-word conv unit) on {1} (use --device serial:{1} --array {n}); Ctrl-C to stop",
+        "simulated SoC image (VexRiscv running the {2}firmware, {n}x{n} array with a {}-word conv unit) on {1} (use --device serial:{1} --array {n}); Ctrl-C to stop",
         config.fm_depth,
-        board.path().display()
+        board.path().display(),
+        if trains { "training " } else { "" }
     );
     loop {
         std::thread::park();

@@ -14,6 +14,7 @@
 
 pub mod backend;
 pub mod board_sim;
+pub mod board_train;
 pub mod bridge;
 mod conv_unit;
 pub mod golden;
@@ -66,6 +67,10 @@ pub struct DeviceStats {
     /// Of `ops`, those the board ran itself (one `MATMUL` / `CONV` request on tensors in its
     /// store: the board operations of `systole_firmware::protocol`).
     pub board_ops: u64,
+    /// Training steps the board ran itself on resident state and data
+    /// (`board_train::BoardTraining`; not in `ops`).
+    #[serde(default)]
+    pub board_steps: u64,
 }
 
 /// Why a device operation failed.
@@ -253,6 +258,12 @@ pub trait Device {
 
     /// Zeroes the counters.
     fn reset_stats(&mut self);
+
+    /// The board's own training (state and data resident, the steps run by its CPU), when
+    /// this device is a board whose firmware trains (`PING`'s capability); `None` otherwise.
+    fn board_training(&mut self) -> Option<board_train::BoardTraining<'_>> {
+        None
+    }
 }
 
 /// The forward convolution lowered on the host to one product on `dev` (im2col on the host).

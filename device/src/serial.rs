@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use systole_core::ArrayConfig;
 use systole_firmware::frame::{self, Decoder, FRAME_CAPACITY, MAX_PAYLOAD};
 use systole_firmware::protocol::board_ops::{CAP_BOARD_OPS, PING_REPLY, PING_REPLY_WITH_CAPS};
+use systole_firmware::protocol::train::{CAP_TRAIN, PING_REPLY_WITH_TRAIN};
 use systole_firmware::protocol::{
     boot, cmd, panic, Buffer, DriverFailure, ErrorCode, RemoteError, Request, Words,
     BATCH_ENTRY_HEADER, COUNTERS_REPLY, ERROR, RESPONSE, WRITE_FM_HEADER, WRITE_ROWS_HEADER,
@@ -37,8 +38,10 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(500);
 /// Resends of one frame before giving up.
 pub const DEFAULT_RETRIES: u32 = 3;
 
-mod board_ops;
+pub(crate) mod board_ops;
 mod bus;
+mod train;
+pub use train::TrainLink;
 mod link_error;
 pub use link_error::{LinkError, PortError};
 
@@ -69,6 +72,9 @@ pub struct BoardInfo {
     /// Words of the board's tensor store, when it runs products and convolutions itself
     /// (`protocol::board_ops`); `None` on a board that is driven register by register.
     pub store_words: Option<u32>,
+    /// Bytes of the board's heap, when it trains on resident state and data itself
+    /// (`protocol::train`); `None` on a board that does not.
+    pub heap_bytes: Option<u32>,
 }
 
 /// A run of consecutive rows for one buffer and bank, not yet put into the batch.
@@ -101,6 +107,8 @@ pub struct SerialBus<T> {
     /// The board's tensor store as the host knows it, when the board runs operations itself
     /// and the host uses them ([`SerialBus::use_board_ops`]).
     board: Option<board_ops::BoardStore>,
+    /// The board's heap, when it trains itself ([`TrainLink`]).
+    heap_bytes: Option<u32>,
 }
 
 impl<T: Read + Write> SerialBus<T> {
@@ -120,6 +128,7 @@ impl<T: Read + Write> SerialBus<T> {
             start_expected: true,
             board_counts: None,
             board: None,
+            heap_bytes: None,
         }
     }
 
@@ -165,7 +174,7 @@ impl<T: Read + Write> SerialBus<T> {
     pub fn ping(&mut self) -> Result<BoardInfo, LinkError> {
         self.flush()?;
         let p = self.transact(cmd::PING, &[])?;
-        if p.len() != PING_REPLY && p.len() != PING_REPLY_WITH_CAPS {
+        if ![PING_REPLY, PING_REPLY_WITH_CAPS, PING_REPLY_WITH_TRAIN].contains(&p.len()) {
             return Err(LinkError::Protocol(format!(
                 "PING answer of {} bytes",
                 p.len()
@@ -177,8 +186,10 @@ impl<T: Read + Write> SerialBus<T> {
             config_word: u32_at(4),
             version: p[8],
             max_payload: u16::from_le_bytes([p[9], p[10]]),
-            store_words: (p.len() == PING_REPLY_WITH_CAPS && p[11] & CAP_BOARD_OPS != 0)
+            store_words: (p.len() >= PING_REPLY_WITH_CAPS && p[11] & CAP_BOARD_OPS != 0)
                 .then(|| u32_at(12)),
+            heap_bytes: (p.len() == PING_REPLY_WITH_TRAIN && p[11] & CAP_TRAIN != 0)
+                .then(|| u32_at(16)),
         })
     }
 
@@ -363,6 +374,17 @@ impl<T: Read + Write> SerialBus<T> {
                         Some(ErrorCode::ShapeMismatch) => {
                             return Err(LinkError::ShapeMismatch { cmd: e.cmd })
                         }
+                        Some(
+                            c @ (ErrorCode::NotLoaded
+                            | ErrorCode::BadTrainState
+                            | ErrorCode::OutOfMemory
+                            | ErrorCode::BadData
+                            | ErrorCode::StepFailed),
+                        ) => {
+                            return Err(LinkError::Training {
+                                what: train::describe_refusal(c, e.detail),
+                            })
+                        }
                         Some(ErrorCode::Driver) => {
                             return Err(LinkError::BoardDriver {
                                 what: DriverFailure::describe(e.detail),
@@ -478,6 +500,17 @@ impl SerialDevice {
             source: Box::new(e),
         })?;
         check_id(path, info.id)?;
+        // The host's options cannot name a board's conv unit: a board that is the array asked
+        // for but with another feature-map depth (the SoC's 4096 words) is taken as it is.
+        let with_boards_unit = ArrayConfig {
+            fm_depth: ArrayConfig::from_config_word(info.config_word).fm_depth,
+            ..config
+        };
+        let config = if with_boards_unit.config_word() == info.config_word {
+            with_boards_unit
+        } else {
+            config
+        };
         check_config(path, info.config_word, &config)?;
         // Every frame this host sends may be as long as its own limit: a board that takes
         // less would lose the end of the longer ones.
@@ -490,6 +523,7 @@ impl SerialDevice {
         if let Some(words) = info.store_words {
             bus.use_board_ops(words);
         }
+        bus.heap_bytes = info.heap_bytes;
         Ok(BusDevice::with_bus(config, bus, Some(path.to_string())))
     }
 

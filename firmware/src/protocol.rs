@@ -26,6 +26,10 @@
 //! | 0x0D | `FREE_TENSORS` | ids u8 ... (`0xFF`: every tensor) | free words u32 (not in a batch) | frees the tensors in order; the ones above each move down, so the free space is one run |
 //! | 0x0E | `MATMUL` | a u8, b u8, out u8, flags u8, shift u8, rounding u8, seed u32 | m u16, n u16, stats (36 B), the first `min(m·n, (MAX_PAYLOAD - 40) / 2)` words of C | `C = op(A)·op(B)`, `op(X) = Xᵀ` when flag bit 0 (A) / bit 1 (B) is set (the stored tensor is then `k x m` / `n x k`); run by the board's tile driver with the shift, rounding (0 truncate, 1 nearest-even, 2 stochastic) and seed exactly as a host-driven product; C (`m x n`) stored as tensor `out` (an old `out` freed first; `out` differs from `a` and `b`) |
 //! | 0x0F | `CONV` | op u8 (0 forward, 1 input gradient, 2 weight gradient), x u8, dy u8, w u8, out u8, batch u16, in_ch u16, in_h u16, in_w u16, out_ch u16, kernel u8, stride u8, pad u8, shift u8, rounding u8, seed u32 | as `MATMUL` | one op of the conv driver on stored maps (`x`: `batch x in_ch·in_h·in_w`, `dy`: `batch x out_ch·oh·ow`, `w`: `out_ch x in_ch·k·k`; an operand the op does not use is `0xFF`); the lowered output (table of [`crate::conv`]) stored as `out` |
+//! | 0x10 | `STATE_WRITE` | total u32, offset u32, bytes | — | bytes `offset..` of a training state (`systole_step::resident::TrainState`'s wire form) of `total` bytes; `offset = 0` starts a new one (the board drops the state it held), any other offset must be the bytes received so far; the last chunk installs it once it decodes and checks, else `BadTrainState` (detail: `systole_step::resident::StateError::code`) and nothing is installed |
+//! | 0x11 | `STATE_READ` | offset u32, count u16 | total u32, bytes `offset..` (at most `count`) | the state as it is now, for checkpoints and the end; `offset = 0` takes a fresh snapshot |
+//! | 0x12 | `DATA_WRITE` | features u16, divisor u16, total u32, offset u32, bytes | — | bytes `offset..` of a data set's records (each image's pixels, then its label; a value is `pixel / divisor`), `total` bytes in all; `offset = 0` starts a new data set (the old one dropped), other offsets continue in order |
+//! | 0x13 | `RUN_STEPS` | epochs done u32, first batch u32, steps u16, batch u16, lr f32 bits, flags u8 (bit 0 [`train::IN_ORDER`]: the resident images in their stored order) | steps u16, CPU cycles u64, array cycles u64, MAC cycles u64, then per step loss (f32 bits) u32 and correct u16 | batches `first..first + steps` (within the epoch) of epoch `epochs done + 1`, in the order the board draws with the trainer's shuffle (`systole_step::rng::epoch_order`) over the resident images; the state's step counter advances by `steps`; a step that fails drops the state (`StepFailed`, detail [`train::StepFailure`]) |
 //!
 //! Row words are little-endian, lane 0 first; `size` is the board's array size and every row of
 //! a request must be exactly `size` words. Feature-map words are little-endian too, lowest
@@ -47,6 +51,14 @@
 //! another shape, a word past a tensor's end), `Driver` (detail: [`DriverFailure`]). A refused
 //! `MATMUL` / `CONV` may leave `out` holding a partial result; it is never answered as one.
 //!
+//! **Training on the board** (`0x10`..`0x13`, issue 17, [`train`]; on a board whose `PING`
+//! answer is 20 bytes with capability bit [`train::CAP_TRAIN`] and the heap's bytes u32 after
+//! the store's words): the state and the data set live on the board's heap; the whole request
+//! is checked before it changes anything. Refusals: `NotLoaded` (detail 0: no state, 1: no data
+//! set), `BadTrainState` (detail: the state's error code), `OutOfMemory` (detail: free heap in
+//! KiB; nothing was kept), `BadData` (the data set does not fit the model, or a chunk out of
+//! order), `StepFailed` (the state is dropped: upload it again).
+//!
 //! **Retries.** The board remembers the `SEQ` and CRC of the last request it executed and the
 //! response it sent. A frame with the same `SEQ` and CRC is a retry (the response was lost): the
 //! stored response is sent again and nothing runs twice. The host therefore retries a frame with
@@ -57,6 +69,7 @@ use crate::frame::MAX_PAYLOAD;
 pub mod board_ops;
 pub mod boot;
 pub mod panic;
+pub mod train;
 
 pub use board_ops::{ConvRequest, MatmulRequest};
 
@@ -101,6 +114,14 @@ pub mod cmd {
     pub const MATMUL: u8 = 0x0E;
     /// A convolution op on stored tensors, run on the board.
     pub const CONV: u8 = 0x0F;
+    /// Upload (a chunk of) the training state.
+    pub const STATE_WRITE: u8 = 0x10;
+    /// Read (a chunk of) the training state back.
+    pub const STATE_READ: u8 = 0x11;
+    /// Upload (a chunk of) the resident data set.
+    pub const DATA_WRITE: u8 = 0x12;
+    /// Run training steps on the resident state and data.
+    pub const RUN_STEPS: u8 = 0x13;
 }
 
 /// Bytes of a `COUNTERS` response payload.
@@ -237,6 +258,8 @@ pub enum Request<'a> {
     Matmul(MatmulRequest),
     /// `CONV`.
     Conv(ConvRequest),
+    /// A training request (`0x10`..`0x13`).
+    Train(train::TrainRequest<'a>),
 }
 
 fn u16_at(p: &[u8], i: usize) -> u16 {
@@ -266,6 +289,7 @@ impl<'a> Request<'a> {
             Request::FreeTensors(_) => cmd::FREE_TENSORS,
             Request::Matmul(_) => cmd::MATMUL,
             Request::Conv(_) => cmd::CONV,
+            Request::Train(r) => r.cmd(),
         }
     }
 
@@ -384,6 +408,7 @@ impl<'a> Request<'a> {
             cmd::FREE_TENSORS => Request::FreeTensors(p),
             cmd::MATMUL => Request::Matmul(board_ops::parse_matmul(p)?),
             cmd::CONV => Request::Conv(board_ops::parse_conv(p)?),
+            cmd::STATE_WRITE..=cmd::RUN_STEPS => Request::Train(train::parse(cmd, p)?),
             _ => return Err(ErrorCode::UnknownCommand),
         })
     }
@@ -443,6 +468,7 @@ impl<'a> Request<'a> {
             Request::FreeTensors(ids) => w.put(ids)?,
             Request::Matmul(r) => board_ops::encode_matmul(&r, &mut w)?,
             Request::Conv(r) => board_ops::encode_conv(&r, &mut w)?,
+            Request::Train(r) => train::encode(&r, &mut w)?,
         }
         if w.len > MAX_PAYLOAD {
             return Err(EncodeError::PayloadTooLong(w.len));

@@ -66,7 +66,15 @@ pub struct FrameServer<IO, B> {
     clock: Option<fn() -> u64>,
     /// The tensor store of the board operations, if the board has one.
     store: board_ops::Store,
+    /// The training session, if the board trains (feature `step`).
+    train: TrainSlot,
 }
+
+/// The training session's place in the server: a session with feature `step`, nothing without.
+#[cfg(any(feature = "step", test))]
+type TrainSlot = Option<train::Session>;
+#[cfg(not(any(feature = "step", test)))]
+type TrainSlot = ();
 
 impl<IO: Read + Write, B: AcceleratorBus> FrameServer<IO, B> {
     /// A board serving `io` with the accelerator `bus` described by `config`
@@ -83,7 +91,24 @@ impl<IO: Read + Write, B: AcceleratorBus> FrameServer<IO, B> {
             stats: LinkStats::default(),
             clock: None,
             store: None,
+            train: Default::default(),
         }
+    }
+
+    /// Lets the board train on resident state and data (`STATE_WRITE` .. `RUN_STEPS`) on its
+    /// heap of `heap_bytes` bytes (`heap_free` tells the free bytes when a request is refused
+    /// for want of room), and says so in its `PING` answer (which needs the tensor store too:
+    /// [`FrameServer::with_store`]).
+    #[cfg(any(feature = "step", test))]
+    pub fn with_training(mut self, heap_bytes: u32, heap_free: Option<fn() -> usize>) -> Self {
+        self.train = Some(train::Session::new(heap_bytes, heap_free));
+        self
+    }
+
+    /// The training session, if the board trains.
+    #[cfg(any(feature = "step", test))]
+    pub fn training(&self) -> Option<&train::Session> {
+        self.train.as_ref()
     }
 
     /// Gives the board a tensor store over `words` (on the SoC a static array), so it runs
@@ -183,6 +208,7 @@ impl<IO: Read + Write, B: AcceleratorBus> FrameServer<IO, B> {
                 stats,
                 clock,
                 store,
+                train,
                 ..
             } = self;
             decoder.skip_garbage();
@@ -194,7 +220,14 @@ impl<IO: Read + Write, B: AcceleratorBus> FrameServer<IO, B> {
                     // `COUNTERS` itself is not counted: a host asking after every operation
                     // must not see its own questions in the cost of the next one.
                     let counted = f.cmd != crate::protocol::cmd::COUNTERS;
-                    handle(f, bus, config, store, tx, tx_len, last, stats);
+                    let board = Board {
+                        bus,
+                        config,
+                        store,
+                        train,
+                        clock: *clock,
+                    };
+                    handle(f, board, tx, tx_len, last, stats);
                     if let (Some(now), Some(t0), Some(busy), true) =
                         (clock, start, &mut stats.busy_cycles, counted)
                     {
@@ -224,13 +257,19 @@ impl<IO: Read + Write, B: AcceleratorBus> FrameServer<IO, B> {
     }
 }
 
+/// What a request runs on: the board's parts, borrowed from the server for one request.
+struct Board<'s, B> {
+    bus: &'s mut B,
+    config: &'s ArrayConfig,
+    store: &'s mut board_ops::Store,
+    train: &'s mut TrainSlot,
+    clock: Option<fn() -> u64>,
+}
+
 /// Executes (or replays) one request and leaves its response frame in `tx`.
-#[allow(clippy::too_many_arguments)]
 fn handle<B: AcceleratorBus>(
     f: Frame<'_>,
-    bus: &mut B,
-    config: &ArrayConfig,
-    store: &mut board_ops::Store,
+    board: Board<'_, B>,
     tx: &mut [u8; FRAME_CAPACITY],
     tx_len: &mut usize,
     last: &mut Option<Last>,
@@ -242,7 +281,7 @@ fn handle<B: AcceleratorBus>(
         return;
     }
     let out = &mut tx[HEADER..HEADER + MAX_PAYLOAD];
-    let (cmd, len) = match execute(f, bus, config, store, stats, out) {
+    let (cmd, len) = match execute(f, board, stats, out) {
         Ok(len) => {
             stats.frames_ok = stats.frames_ok.wrapping_add(1);
             (f.cmd | RESPONSE, len)
@@ -306,12 +345,17 @@ fn check(req: &Request<'_>, config: &ArrayConfig, index: u16) -> Result<(), Fail
 
 fn execute<B: AcceleratorBus>(
     f: Frame<'_>,
-    bus: &mut B,
-    config: &ArrayConfig,
-    store: &mut board_ops::Store,
+    board: Board<'_, B>,
     stats: &LinkStats,
     out: &mut [u8],
 ) -> Result<usize, Failure> {
+    let Board {
+        bus,
+        config,
+        store,
+        train,
+        clock,
+    } = board;
     let req = Request::parse(f.cmd, f.payload).map_err(|c| {
         // For a batch, report which entry was bad.
         let index = match f.cmd {
@@ -342,7 +386,8 @@ fn execute<B: AcceleratorBus>(
             out[4..8].copy_from_slice(&cfg.to_le_bytes());
             out[8] = VERSION;
             out[9..11].copy_from_slice(&(MAX_PAYLOAD as u16).to_le_bytes());
-            Ok(11 + board_ops::ping_caps(store, &mut out[11..]))
+            let n = board_ops::ping_caps(store, &mut out[11..]);
+            Ok(11 + n + train_caps(train, n, &mut out[11..]))
         }
         Request::ReadReg { addr } => {
             let v = bus.read_reg(addr).map_err(bus_err)?;
@@ -389,8 +434,37 @@ fn execute<B: AcceleratorBus>(
         | Request::FreeTensors(_)
         | Request::Matmul(_)
         | Request::Conv(_) => board_ops::execute(&req, bus, config, store, out),
+        #[cfg(any(feature = "step", test))]
+        Request::Train(r) => match train.as_mut() {
+            Some(session) => train::execute(&r, session, bus, config, clock, out),
+            None => Err((ErrorCode::UnknownCommand, 0)),
+        },
+        #[cfg(not(any(feature = "step", test)))]
+        Request::Train(_) => {
+            let _ = (train, clock);
+            Err((ErrorCode::UnknownCommand, 0))
+        }
         other => run_write(&other, bus, config, store).map(|()| 0),
     }
+}
+
+/// Adds the training capability to a `PING` answer whose capability fields (`caps_len` bytes,
+/// 0 without a store) are in `out`: the bit and the heap's bytes. Returns the bytes added.
+#[cfg(any(feature = "step", test))]
+fn train_caps(train: &TrainSlot, caps_len: usize, out: &mut [u8]) -> usize {
+    match train {
+        Some(s) if caps_len > 0 => {
+            out[0] |= crate::protocol::train::CAP_TRAIN;
+            out[caps_len..caps_len + 4].copy_from_slice(&s.heap_bytes().to_le_bytes());
+            4
+        }
+        _ => 0,
+    }
+}
+
+#[cfg(not(any(feature = "step", test)))]
+fn train_caps(_: &TrainSlot, _: usize, _: &mut [u8]) -> usize {
+    0
 }
 
 /// Feature-map words converted per `write_fm` call (a stack buffer: the firmware has no heap);
@@ -455,6 +529,8 @@ fn run_write<B: AcceleratorBus>(
 }
 
 mod board_ops;
+#[cfg(any(feature = "step", test))]
+pub mod train;
 
 #[cfg(test)]
 mod tests;

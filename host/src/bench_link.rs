@@ -137,6 +137,7 @@ fn difference(now: &DeviceStats, before: &DeviceStats) -> DeviceStats {
         tensor_bytes: now.tensor_bytes - before.tensor_bytes,
         firmware_cycles: now.firmware_cycles - before.firmware_cycles,
         board_ops: now.board_ops - before.board_ops,
+        board_steps: now.board_steps - before.board_steps,
     }
 }
 

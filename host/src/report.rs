@@ -72,6 +72,18 @@ pub fn device_lines(name: &str, st: &DeviceStats) -> Vec<String> {
             st.tensor_bytes
         ));
     }
+    if st.board_steps > 0 {
+        let steps = st.board_steps as f64;
+        lines.push(format!(
+            "board training: {} steps run by the board; per step {:.0} link bytes, {:.1} round trips, {:.0} CPU cycles ({:.0} outside the array's MAC cycles), array busy {:.1}% of the CPU's cycles",
+            st.board_steps,
+            (st.bytes_to_device + st.bytes_from_device) as f64 / steps,
+            st.round_trips as f64 / steps,
+            st.firmware_cycles as f64 / steps,
+            st.firmware_cycles.saturating_sub(st.mac_cycles) as f64 / steps,
+            100.0 * st.mac_cycles as f64 / st.firmware_cycles.max(1) as f64
+        ));
+    }
     if st.firmware_cycles > 0 {
         lines.push(format!(
             "firmware: {} CPU cycles on requests, {:.1}% of the array's busy cycles; {} of {} operations run by the board itself",
@@ -118,6 +130,7 @@ mod tests {
             tensor_bytes: 300,
             firmware_cycles: 50,
             board_ops: 1,
+            board_steps: 0,
         };
         assert_eq!(
             device_lines("serial 4x4", &st),

@@ -20,7 +20,7 @@ mod training;
 #[riscv_rt::entry]
 fn main() -> ! {
     #[cfg(feature = "training")]
-    training::init_heap();
+    let heap_bytes = training::init_heap();
     let uart = Uart::new(Volatile::new());
     let bus = match MmioBus::probe(Volatile::new()) {
         Ok(bus) => bus,
@@ -30,9 +30,12 @@ fn main() -> ! {
     let config = *bus.config();
     #[cfg(feature = "panic-test")]
     let bus = panic_test::PanicOnIdle(bus);
-    let mut board = FrameServer::new(uart, bus, config)
+    let board = FrameServer::new(uart, bus, config)
         .with_clock(timer_cycles)
         .with_store(store());
+    #[cfg(feature = "training")]
+    let board = board.with_training(heap_bytes, Some(training::heap_free));
+    let mut board = board;
     // The host learns that anything it sent before is gone (after a panic or a reset).
     let _ = board.announce_start();
     loop {

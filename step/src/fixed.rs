@@ -100,6 +100,11 @@ impl<P: Products> Fixed<P> {
         &self.products
     }
 
+    /// The products' backend, to use its device otherwise (a board that trains itself).
+    pub fn products_mut(&mut self) -> &mut P {
+        &mut self.products
+    }
+
     /// The next operation's seed (from the run seed, the step or shard and the op index).
     pub(crate) fn next_seed(&mut self) -> u32 {
         let run_seed = match self.shard {

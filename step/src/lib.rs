@@ -12,6 +12,9 @@
 //!   host's float formats run the very same walk).
 //! * [`loss`] — softmax cross-entropy in f32 with `libm`'s double-precision `exp`/`log` rounded to f32.
 //! * [`step`] — one training step (forward, loss, backward, update) and an evaluation batch.
+//! * [`rng`] — the seeded streams and the epoch order (the host's and the board's shuffle).
+//! * [`resident`] — a run whose state and data live on the board: the training state's wire
+//!   form (written and read by both sides) and the steps run on resident data.
 //!
 //! No platform maths: every float operation is an IEEE basic operation (exact on every
 //! platform, soft-float on the RV32 included) or a `libm` function, so x86 and RV32 give the
@@ -28,6 +31,8 @@ pub mod loss;
 pub mod model;
 mod offload;
 pub mod products;
+pub mod resident;
+pub mod rng;
 pub mod seeds;
 pub mod step;
 pub mod width;

@@ -52,6 +52,11 @@ impl DeviceProducts {
         self.device.as_ref()
     }
 
+    /// The device, to use it otherwise (a board that trains itself).
+    pub fn device_mut(&mut self) -> &mut dyn Device {
+        self.device.as_mut()
+    }
+
     /// Runs one product on the device and, under `--check`, compares it with the golden model's
     /// (computed with the array size as its tile, at the device's word width).
     fn run(

@@ -9,6 +9,7 @@
 #![deny(missing_docs)]
 
 pub mod agreement;
+mod board;
 mod config;
 mod error;
 /// The operations a model needs (`systole_step::arith`, shared with the board's step).
@@ -22,7 +23,8 @@ pub mod model;
 pub mod options;
 mod outfile;
 pub mod pipeline;
-mod rng;
+/// The seeded random streams (`systole_step::rng`, shared with the board's epoch order).
+use systole_step::rng;
 pub mod run;
 pub mod shard;
 
@@ -77,6 +79,8 @@ pub fn saturation_totals(a: &impl Arith) -> (u64, u64) {
 
 /// Progress callbacks (the CLI draws progress bars with them).
 pub trait Observer {
+    /// A line the run's header should carry (how and where it trains), before the first epoch.
+    fn run_start(&mut self, _line: &str) {}
     /// An epoch with `batches` training batches starts.
     fn epoch_start(&mut self, _epoch: usize, _batches: usize) {}
     /// One more training batch is done.
@@ -184,7 +188,6 @@ impl<A: Arith<Error = TrainError>> Trainer<A> {
         obs: &mut dyn Observer,
     ) -> Result<EpochRecord, TrainError> {
         let t0 = std::time::Instant::now();
-        let features = data.features();
         let order = self.epoch_order(data);
         let n = order.len();
         let batches = n.div_ceil(self.cfg.batch);
@@ -199,7 +202,22 @@ impl<A: Arith<Error = TrainError>> Trainer<A> {
             obs.batch_done();
         }
         self.epoch += 1;
-        let (test_loss, test_acc) = self.evaluate(&data.test, features)?;
+        self.finish_epoch(data, t0, (loss_sum, n), correct, sat0, obs)
+    }
+
+    /// Ends an epoch whose training steps are done (`self.epoch` counts it already): the
+    /// evaluation on the test split, the record (training loss sum over `n` images, `correct`
+    /// predictions, the saturation counts since `sat0`), the history and the observer.
+    pub(crate) fn finish_epoch(
+        &mut self,
+        data: &Dataset,
+        t0: std::time::Instant,
+        (loss_sum, n): (f64, usize),
+        correct: usize,
+        sat0: (u64, u64),
+        obs: &mut dyn Observer,
+    ) -> Result<EpochRecord, TrainError> {
+        let (test_loss, test_acc) = self.evaluate(&data.test, data.features())?;
         let sat = saturation_totals(&self.arith);
         let rec = EpochRecord {
             epoch: self.epoch,
@@ -223,9 +241,7 @@ impl<A: Arith<Error = TrainError>> Trainer<A> {
             .train
             .len()
             .min(self.cfg.train_limit.unwrap_or(usize::MAX));
-        let mut order: Vec<usize> = (0..n).collect();
-        rng::stream(self.cfg.seed, self.epoch as u64 + 1).shuffle(&mut order);
-        order
+        rng::epoch_order(self.cfg.seed, self.epoch as u64, n)
     }
 
     /// One training step on the training images `idx` at learning rate `lr`: returns the mean

@@ -33,6 +33,8 @@ pub struct RunOptions {
     pub overwrite: bool,
     /// The device's waveform window (`--trace`; the verilator device only).
     pub trace: Option<systole_device::TraceWindow>,
+    /// Drive every step from the host even on a board that trains itself (`--host-step`).
+    pub host_step: bool,
 }
 
 /// Refuses to start a fresh run in a folder that holds a checkpoint, unless told to overwrite
@@ -186,10 +188,16 @@ pub fn run_dist(
     match cfg.precision {
         Precision::Fixed16 => {
             let sharded = cfg.shards.is_some() || cfg.microbatches.is_some();
+            let mut arith = fixed_arith(cfg, opts)?;
+            // A board that trains itself runs the whole step (issue 17), unless told not to
+            // or the run is split over shards or ranks (those steps are the host's).
+            if !opts.host_step && !sharded && dist.size() == 1 && crate::board::trains(&mut arith) {
+                return crate::board::run(cfg, data, opts, obs, arith);
+            }
             drive(
                 cfg,
                 data,
-                fixed_arith(cfg, opts)?,
+                arith,
                 opts,
                 obs,
                 (dist, &one_stage),

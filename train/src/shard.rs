@@ -162,8 +162,7 @@ impl Trainer<FixedArith> {
             .train
             .len()
             .min(self.cfg.train_limit.unwrap_or(usize::MAX));
-        let mut order: Vec<usize> = (0..n).collect();
-        rng::stream(self.cfg.seed, self.epoch as u64 + 1).shuffle(&mut order);
+        let order = rng::epoch_order(self.cfg.seed, self.epoch as u64, n);
         obs.epoch_start(self.epoch + 1, n.div_ceil(self.cfg.batch));
         let shapes: Vec<(usize, usize)> = self.params.iter().map(|p| (p.rows, p.cols)).collect();
         let (mut loss_sum, mut correct) = (0i64, 0i64);

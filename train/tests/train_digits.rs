@@ -42,6 +42,7 @@ fn cfg(precision: Precision, rounding: Rounding, epochs: usize) -> TrainConfig {
 fn opts() -> RunOptions {
     RunOptions {
         device: "golden".into(),
+        host_step: false,
         check: false,
         out: None,
         resume: false,

@@ -73,6 +73,7 @@ fn cfg(precision: Precision) -> TrainConfig {
 fn train(precision: Precision, device: &str, check: bool) -> Option<RunSummary> {
     let opts = RunOptions {
         device: device.into(),
+        host_step: false,
         check,
         out: None,
         resume: false,

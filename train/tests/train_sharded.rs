@@ -39,6 +39,7 @@ fn cfg(shards: usize, epochs: usize) -> TrainConfig {
 fn opts(out: Option<&std::path::Path>, resume: bool) -> RunOptions {
     RunOptions {
         device: "golden".into(),
+        host_step: false,
         check: false,
         out: out.map(|p| p.to_path_buf()),
         resume,

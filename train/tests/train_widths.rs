@@ -35,6 +35,7 @@ fn cfg(word_bits: u32, master_bits: u32, epochs: usize) -> TrainConfig {
 fn opts(device: &str, out: Option<&std::path::Path>, resume: bool) -> RunOptions {
     RunOptions {
         device: device.into(),
+        host_step: false,
         check: false,
         out: out.map(|p| p.to_path_buf()),
         resume,

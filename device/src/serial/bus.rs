@@ -92,6 +92,14 @@ impl<T: Read + Write> Link for SerialBus<T> {
         SerialBus::board_matmul(self, job, tr, out)
     }
 
+    fn train_link(&mut self) -> Option<&mut dyn super::TrainLink> {
+        if self.trains() {
+            Some(self)
+        } else {
+            None
+        }
+    }
+
     fn board_conv(
         &mut self,
         job: &ConvJob<'_>,

@@ -65,6 +65,12 @@ pub enum LinkError {
         /// Why, as the board's detail code says.
         what: &'static str,
     },
+    /// The board refused a training request (`systole_firmware::protocol::train`).
+    #[error("the board refused to train: {what}")]
+    Training {
+        /// What the board said, in words.
+        what: String,
+    },
     /// The host could not encode a request frame (a request too long for a frame: a bug in
     /// the host, the cause is the error's source).
     #[error("could not encode a request to the board")]

@@ -52,7 +52,7 @@ impl<'a> Iterator for BatchIter<'a> {
                 | cmd::WRITE_TENSOR
                 | cmd::FREE_TENSORS
         ) {
-            let code = if matches!(c, cmd::PING..=cmd::CONV) {
+            let code = if matches!(c, cmd::PING..=cmd::RUN_STEPS) {
                 ErrorCode::NotBatchable
             } else {
                 ErrorCode::UnknownCommand

@@ -38,6 +38,18 @@ pub enum ErrorCode {
     ShapeMismatch = 14,
     /// The board's driver refused or failed the operation ([`DriverFailure`] in the detail).
     Driver = 15,
+    /// No training state (detail 0) or data set (detail 1) is on the board.
+    NotLoaded = 16,
+    /// The uploaded training state does not decode or check (detail: its error code).
+    BadTrainState = 17,
+    /// The board's heap has no room (detail: free KiB); nothing was kept.
+    OutOfMemory = 18,
+    /// The data set's chunks or shape do not fit (the order of chunks, the model's input and
+    /// classes).
+    BadData = 19,
+    /// A training step failed on the board (detail: [`super::train::StepFailure`]); the
+    /// board dropped its state.
+    StepFailed = 20,
 }
 
 /// Why the board's driver failed a `MATMUL` / `CONV` (the detail of [`ErrorCode::Driver`]).
@@ -106,6 +118,11 @@ impl ErrorCode {
             13 => ErrorCode::UnknownTensor,
             14 => ErrorCode::ShapeMismatch,
             15 => ErrorCode::Driver,
+            16 => ErrorCode::NotLoaded,
+            17 => ErrorCode::BadTrainState,
+            18 => ErrorCode::OutOfMemory,
+            19 => ErrorCode::BadData,
+            20 => ErrorCode::StepFailed,
             _ => return None,
         })
     }
@@ -137,6 +154,11 @@ impl core::fmt::Display for ErrorCode {
             ErrorCode::UnknownTensor => "no tensor with that id is stored on the board",
             ErrorCode::ShapeMismatch => "the stored tensors' shapes do not fit the request",
             ErrorCode::Driver => "the board's driver refused or failed the operation",
+            ErrorCode::NotLoaded => "no training state or data set is on the board",
+            ErrorCode::BadTrainState => "the board refused the training state",
+            ErrorCode::OutOfMemory => "the board's heap has no room",
+            ErrorCode::BadData => "the board refused the data set",
+            ErrorCode::StepFailed => "a training step failed on the board",
         })
     }
 }

@@ -80,6 +80,7 @@ fn literal_payloads_both_ways() {
 }
 
 mod board_ops;
+mod train;
 
 #[test]
 fn batch_entry_literal() {

@@ -470,4 +470,5 @@ fn counters_report_the_cycles_requests_cost() {
 }
 
 mod board_ops;
+mod train;
 mod write_fm;

@@ -31,6 +31,10 @@ struct Args {
     /// The SoC image (VexRiscv running the firmware); use --device serial:PATH.
     #[arg(long)]
     soc: bool,
+    /// A board that trains itself (state and data resident, steps run by its firmware): with
+    /// --soc the training firmware image (built now if needed), else the firmware on the host.
+    #[arg(long, conflicts_with = "bridge")]
+    train: bool,
     /// The board runs until killed, so a trace needs --trace-cycles: the file is complete
     /// once that many cycles are written.
     #[command(flatten)]
@@ -60,9 +64,13 @@ fn run(a: &Args) -> anyhow::Result<()> {
     let result = if a.bridge {
         run_bridge_image_sim(window.clone())
     } else if a.soc {
-        run_soc_image_sim(a.array, window.clone())
+        run_soc_image_sim(a.array, window.clone(), a.train)
     } else {
-        run_board_sim(ArrayConfig::square(a.array.unwrap_or(8)), window.clone())
+        run_board_sim(
+            ArrayConfig::square(a.array.unwrap_or(8)),
+            window.clone(),
+            a.train,
+        )
     }
     .map_err(Into::into);
     systole::cli::finish_trace(&window, result)

@@ -270,6 +270,11 @@ pub struct TrainArgs {
     /// --resume, such a folder is refused so no run is lost).
     #[arg(long, conflicts_with = "resume")]
     pub overwrite: bool,
+    /// On a board whose firmware trains itself (`--device serial:` to the training image),
+    /// drive every step from the host anyway (each product one board operation) instead of
+    /// running the whole step on the board.
+    #[arg(long)]
+    pub host_step: bool,
     /// Data-parallel shards per batch (fixed16 only; default under mpirun: the rank count).
     /// Results depend on the shard count, not on how many MPI ranks share the shards.
     #[arg(long, value_parser = whole)]

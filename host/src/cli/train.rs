@@ -84,6 +84,10 @@ struct Bars {
 }
 
 impl Observer for Bars {
+    fn run_start(&mut self, line: &str) {
+        outln!("{line}");
+    }
+
     fn epoch_start(&mut self, epoch: usize, batches: usize) {
         let bar = ProgressBar::new(batches as u64);
         bar.set_style(
@@ -129,6 +133,7 @@ fn options(a: &TrainArgs, trace: Option<systole_device::TraceWindow>) -> RunOpti
     RunOptions {
         trace,
         device: a.recipe.device.device.clone(),
+        host_step: a.host_step,
         check: a.recipe.check,
         out: a.out.clone(),
         resume: a.resume,
@@ -389,6 +394,7 @@ pub fn compare(c: &CompareArgs) -> anyhow::Result<()> {
     base.layers_that_fit(&data)?;
     let opts = RunOptions {
         device: c.recipe.device.device.clone(),
+        host_step: false,
         check: c.recipe.check,
         out: None,
         resume: false,

@@ -115,6 +115,7 @@ fn a_two_point_sweep_reports_and_a_rerun_only_adds_the_new_point() {
             let cfg = cycles::point_config(&recipe(), &r.point, seed);
             let opts = systole_train::run::RunOptions {
                 device: "golden".into(),
+                host_step: false,
                 check: false,
                 out: None,
                 resume: false,
@@ -208,6 +209,7 @@ fn a_word_width_sweep_trains_and_synthesises_at_w() {
     assert_eq!((cfg.word_bits, cfg.master_bits), (8, 8));
     let opts = systole_train::run::RunOptions {
         device: "golden".into(),
+        host_step: false,
         check: false,
         out: None,
         resume: false,
@@ -460,6 +462,7 @@ fn evaluation_passes_are_not_counted_as_epoch_cycles() {
     let recorded: u64 = run.ops.values().sum();
     let opts = systole_train::run::RunOptions {
         device: "golden".into(),
+        host_step: false,
         check: false,
         out: None,
         resume: false,

@@ -101,6 +101,16 @@ pub fn load(name: &str) -> Result<Dataset, DataError> {
     }
 }
 
+/// What the data set `name` divides its byte pixels by (digits' pixels are 0..=16,
+/// Fashion-MNIST's 0..=255): a board that trains itself takes the bytes and divides them the
+/// same way.
+pub fn pixel_divisor(name: &str) -> u16 {
+    match name {
+        "fashion-mnist" | "fashion" => 255,
+        _ => 16,
+    }
+}
+
 /// The learning rate and its per-epoch decay factor `systole train` uses on data set `name`
 /// unless `--lr` / `--lr-decay` say otherwise: measured per data set (README, "Training
 /// defaults"). The small digits set is still learning after 20 epochs and does best at a

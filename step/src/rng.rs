@@ -1,8 +1,11 @@
-//! Deterministic random numbers for the trainer and the data split.
+//! Deterministic random numbers for the trainer, the data split and the board's own epoch
+//! order (one implementation: the host trainer and the firmware draw the same shuffle).
 //!
 //! Every random choice (weight init, shuffling, split, stochastic-rounding seeds) is derived
 //! from the run seed by the functions here, so a run is a pure function of its configuration
 //! and can be resumed bit for bit.
+
+use alloc::vec::Vec;
 
 /// SplitMix64: small, fast, and good enough for shuffling and initialisation.
 #[derive(Clone, Debug)]
@@ -41,7 +44,7 @@ impl SplitMix64 {
     }
 }
 
-pub use systole_step::seeds::mix64;
+pub use crate::seeds::mix64;
 
 /// A generator for one purpose (`stream`) of a run, e.g. the shuffle of epoch 3.
 pub fn stream(run_seed: u64, stream: u64) -> SplitMix64 {
@@ -50,9 +53,18 @@ pub fn stream(run_seed: u64, stream: u64) -> SplitMix64 {
     ))
 }
 
+/// The training images `0..n` in the order epoch `epochs_done + 1` of a run with `run_seed`
+/// trains them: the trainer's and the board's epoch order.
+pub fn epoch_order(run_seed: u64, epochs_done: u64, n: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    stream(run_seed, epochs_done + 1).shuffle(&mut order);
+    order
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec::Vec;
 
     #[test]
     fn shuffle_is_a_permutation_and_seeded() {

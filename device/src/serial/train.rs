@@ -1,0 +1,181 @@
+//! The host's half of training on the board (`systole_firmware::protocol::train`): the state
+//! and the data set go up in chunks, `RUN_STEPS` runs steps on them, the state comes back in
+//! chunks. [`TrainLink`] is what the trainer sees of it (through
+//! `Device::board_training`).
+
+use super::{LinkError, SerialBus};
+use std::io::{Read, Write};
+use std::time::Duration;
+use systole_firmware::frame::MAX_PAYLOAD;
+use systole_firmware::protocol::train::{
+    RunCounters, StepFailure, TrainRequest, DATA_WRITE_HEADER, IN_ORDER, MAX_RUN_STEPS,
+    STATE_READ_HEADER, STATE_WRITE_HEADER,
+};
+use systole_firmware::protocol::{ErrorCode, Request};
+use systole_step::resident::StateError;
+
+/// How long the host waits for one step's answer before resending (a real board at 100 MHz
+/// runs a digits step in well under a second; the simulated SoC a hundred times slower).
+pub const STEP_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What a board that trains itself offers the host: uploads, steps and the state back.
+pub trait TrainLink {
+    /// The board's heap in bytes (where the state, the data set and the step's tensors live).
+    fn heap_bytes(&self) -> u32;
+    /// The link's `(bytes out, bytes in, frames, resends)` so far.
+    fn counts(&self) -> crate::board_train::Counts;
+    /// Uploads a training state's wire form (`TrainState::encode`); the board checks and
+    /// installs it whole, replacing the one it held.
+    fn write_state(&mut self, bytes: &[u8]) -> Result<(), LinkError>;
+    /// Reads the board's state back (its wire form).
+    fn read_state(&mut self) -> Result<Vec<u8>, LinkError>;
+    /// Uploads a data set's records (`DataSet::encode_records`), replacing the one it held.
+    fn write_data(&mut self, features: u16, divisor: u16, records: &[u8]) -> Result<(), LinkError>;
+    /// Runs `steps` (at most [`MAX_RUN_STEPS`]) steps: batches `first_batch..` of epoch
+    /// `epochs_done + 1` at batch size `batch` and rate `lr` (`in_order`: of the resident
+    /// images in their stored order). Returns the board's counters and each step's loss and
+    /// correct count.
+    fn run_steps(
+        &mut self,
+        at: (u32, u32),
+        steps: u16,
+        batch: u16,
+        rate: (f32, bool),
+    ) -> Result<(RunCounters, Vec<(f32, u16)>), LinkError>;
+}
+
+/// A training refusal in words.
+pub(super) fn describe_refusal(code: ErrorCode, detail: u16) -> String {
+    match code {
+        ErrorCode::NotLoaded if detail == 0 => "no training state is on the board".into(),
+        ErrorCode::NotLoaded => "no data set is on the board".into(),
+        ErrorCode::BadTrainState => StateError::describe(detail).into(),
+        ErrorCode::OutOfMemory => format!(
+            "its heap has no room for it ({detail} KiB free): train a smaller model or data set, or use --host-step"
+        ),
+        ErrorCode::BadData => {
+            "the data set's chunks or shape do not fit the board's model".into()
+        }
+        ErrorCode::StepFailed => format!(
+            "{} (the board dropped its state)",
+            StepFailure::describe(detail)
+        ),
+        other => other.to_string(),
+    }
+}
+
+impl<T: Read + Write> SerialBus<T> {
+    /// Whether the board trains on resident state and data.
+    pub fn trains(&self) -> bool {
+        self.heap_bytes.is_some()
+    }
+
+    /// One training request. The board may work a while before it answers (the last chunk of
+    /// a state is decoded and checked, a snapshot encoded): the wait is an operation's, not a
+    /// frame's, so a slow answer is not resent (a resend is answered from the board's copy,
+    /// but its bytes would cross the link again).
+    fn train_request(&mut self, req: &TrainRequest<'_>) -> Result<Vec<u8>, LinkError> {
+        self.flush()?;
+        let mut payload = [0u8; MAX_PAYLOAD];
+        let r = Request::Train(*req);
+        let len = r.encode_payload(&mut payload).map_err(LinkError::Encode)?;
+        let frame_timeout = self.timeout;
+        self.timeout = frame_timeout.max(super::board_ops::OP_TIMEOUT);
+        let r = self.transact(r.cmd(), &payload[..len]);
+        self.timeout = frame_timeout;
+        self.guard(r)
+    }
+}
+
+impl<T: Read + Write> TrainLink for SerialBus<T> {
+    fn heap_bytes(&self) -> u32 {
+        self.heap_bytes.unwrap_or(0)
+    }
+
+    fn counts(&self) -> crate::board_train::Counts {
+        let c = &self.counters;
+        (c.bytes_out, c.bytes_in, c.frames, c.resends)
+    }
+
+    fn write_state(&mut self, bytes: &[u8]) -> Result<(), LinkError> {
+        let total = u32::try_from(bytes.len())
+            .map_err(|_| LinkError::Protocol("a training state over 4 GiB".into()))?;
+        for (i, chunk) in bytes.chunks(MAX_PAYLOAD - STATE_WRITE_HEADER).enumerate() {
+            let offset = (i * (MAX_PAYLOAD - STATE_WRITE_HEADER)) as u32;
+            self.train_request(&TrainRequest::StateWrite {
+                total,
+                offset,
+                bytes: chunk,
+            })?;
+        }
+        Ok(())
+    }
+
+    fn read_state(&mut self) -> Result<Vec<u8>, LinkError> {
+        let count = (MAX_PAYLOAD - STATE_READ_HEADER) as u16;
+        let mut out = Vec::new();
+        loop {
+            let offset = out.len() as u32;
+            let p = self.train_request(&TrainRequest::StateRead { offset, count })?;
+            let bad = || LinkError::Protocol(format!("STATE_READ answer of {} bytes", p.len()));
+            let total =
+                u32::from_le_bytes(p.get(..4).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
+            let bytes = &p[STATE_READ_HEADER..];
+            if bytes.is_empty() && out.len() < total as usize {
+                return Err(bad());
+            }
+            out.extend_from_slice(bytes);
+            if out.len() >= total as usize {
+                out.truncate(total as usize);
+                return Ok(out);
+            }
+        }
+    }
+
+    fn write_data(&mut self, features: u16, divisor: u16, records: &[u8]) -> Result<(), LinkError> {
+        let total = u32::try_from(records.len())
+            .map_err(|_| LinkError::Protocol("a data set over 4 GiB".into()))?;
+        let per = MAX_PAYLOAD - DATA_WRITE_HEADER;
+        for (i, chunk) in records.chunks(per).enumerate() {
+            self.train_request(&TrainRequest::DataWrite {
+                features,
+                divisor,
+                total,
+                offset: (i * per) as u32,
+                bytes: chunk,
+            })?;
+        }
+        Ok(())
+    }
+
+    fn run_steps(
+        &mut self,
+        (epochs_done, first_batch): (u32, u32),
+        steps: u16,
+        batch: u16,
+        (lr, in_order): (f32, bool),
+    ) -> Result<(RunCounters, Vec<(f32, u16)>), LinkError> {
+        if usize::from(steps) > MAX_RUN_STEPS {
+            return Err(LinkError::Protocol(format!(
+                "{steps} steps in one request (at most {MAX_RUN_STEPS})"
+            )));
+        }
+        // The board answers when every step has run.
+        let frame_timeout = self.timeout;
+        self.timeout = frame_timeout.max(STEP_TIMEOUT * u32::from(steps));
+        let p = self.train_request(&TrainRequest::RunSteps {
+            epochs_done,
+            first_batch,
+            steps,
+            batch,
+            lr_bits: lr.to_bits(),
+            flags: if in_order { IN_ORDER } else { 0 },
+        });
+        self.timeout = frame_timeout;
+        let p = p?;
+        let (c, results) = RunCounters::parse(&p)
+            .filter(|(c, _)| c.steps == steps)
+            .ok_or_else(|| LinkError::Protocol(format!("RUN_STEPS answer of {} bytes", p.len())))?;
+        Ok((c, results.collect()))
+    }
+}

@@ -1,0 +1,114 @@
+//! The training requests' payloads with literal bytes, both ways, their malformed forms, and
+//! the `RUN_STEPS` answer.
+
+use super::*;
+use crate::protocol::train::{RunCounters, TrainRequest, MAX_RUN_STEPS};
+
+#[test]
+fn train_payloads_both_ways() {
+    let cases: [(Request<'_>, u8, &[u8]); 4] = [
+        (
+            Request::Train(TrainRequest::StateWrite {
+                total: 0x0102,
+                offset: 0x10,
+                bytes: &[7, 8],
+            }),
+            0x10,
+            &[2, 1, 0, 0, 0x10, 0, 0, 0, 7, 8],
+        ),
+        (
+            Request::Train(TrainRequest::StateRead {
+                offset: 0x0203_0405,
+                count: 0x0100,
+            }),
+            0x11,
+            &[5, 4, 3, 2, 0, 1],
+        ),
+        (
+            Request::Train(TrainRequest::DataWrite {
+                features: 64,
+                divisor: 16,
+                total: 0x0001_0203,
+                offset: 4,
+                bytes: &[9],
+            }),
+            0x12,
+            &[64, 0, 16, 0, 3, 2, 1, 0, 4, 0, 0, 0, 9],
+        ),
+        (
+            Request::Train(TrainRequest::RunSteps {
+                epochs_done: 2,
+                first_batch: 0x0102,
+                steps: 45,
+                batch: 32,
+                lr_bits: 0x3D4C_CCCD,
+                flags: 1,
+            }),
+            0x13,
+            &[
+                2, 0, 0, 0, 2, 1, 0, 0, 45, 0, 32, 0, 0xCD, 0xCC, 0x4C, 0x3D, 1,
+            ],
+        ),
+    ];
+    for (req, code, bytes) in cases {
+        assert_eq!(req.cmd(), code);
+        assert_eq!(encode(&req), bytes, "{req:?}");
+        assert_eq!(Request::parse(code, bytes), Ok(req));
+    }
+    // None of them may be batched.
+    let mut out = [0u8; 32];
+    let n = cases[0].0.encode_batch_entry(&mut out).unwrap();
+    assert_eq!(
+        BatchIter::new(&out[..n]).next(),
+        Some(Err((ErrorCode::NotBatchable, 0)))
+    );
+}
+
+#[test]
+fn malformed_train_payloads_are_refused() {
+    let max = (MAX_RUN_STEPS as u16 + 1).to_le_bytes();
+    let cases: [(u8, &[u8]); 8] = [
+        // STATE_WRITE and DATA_WRITE without a byte.
+        (0x10, &[1, 0, 0, 0, 0, 0, 0, 0]),
+        (0x12, &[1, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0]),
+        // STATE_READ of 0 bytes, of more than an answer holds.
+        (0x11, &[0, 0, 0, 0, 0, 0]),
+        (0x11, &[0, 0, 0, 0, 0xFD, 0x03]),
+        // RUN_STEPS of 0 steps, of more than the answer holds, at batch 0.
+        (0x13, &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0]),
+        (
+            0x13,
+            &[0, 0, 0, 0, 0, 0, 0, 0, max[0], max[1], 1, 0, 0, 0, 0, 0, 0],
+        ),
+        (0x13, &[0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]),
+        // An unknown flag.
+        (0x13, &[0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 2]),
+    ];
+    for (cmd, p) in cases {
+        assert_eq!(
+            Request::parse(cmd, p),
+            Err(ErrorCode::Malformed),
+            "{cmd:#x} {p:?}"
+        );
+    }
+    // The largest read fits an answer.
+    assert!(Request::parse(0x11, &[0, 0, 0, 0, 0xFC, 0x03]).is_ok());
+}
+
+#[test]
+fn run_answer_parses_and_checks_its_length() {
+    let mut p = std::vec![0u8; 26 + 12];
+    let c = RunCounters {
+        steps: 2,
+        cpu_cycles: 0x0102_0304_0506_0708,
+        array_cycles: 9,
+        mac_cycles: 10,
+    };
+    c.encode(&mut p);
+    assert_eq!(&p[..4], &[2, 0, 8, 7]);
+    p[26..32].copy_from_slice(&[0, 0, 0x80, 0x3F, 3, 0]);
+    let (got, steps) = RunCounters::parse(&p).unwrap();
+    assert_eq!(got, c);
+    assert_eq!(steps.collect::<std::vec::Vec<_>>(), [(1.0, 3), (0.0, 0)]);
+    assert!(RunCounters::parse(&p[..p.len() - 1]).is_none());
+}

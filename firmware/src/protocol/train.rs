@@ -1,0 +1,266 @@
+//! The requests that train on the board (protocol commands `0x10`..`0x13`, issue 17): the
+//! whole training state and the data set are uploaded once (chunked), the board runs N steps
+//! on them, drawing each epoch's order itself, and the state is read back for checkpoints and
+//! the end. A board that has them says so in its `PING` answer ([`CAP_TRAIN`], then its heap
+//! in bytes). Field layouts are in the table of [`crate::protocol`]; this module parses and
+//! encodes them. The state's own wire form is `systole_step::resident::TrainState::encode`.
+
+use super::{u16_at, u32_at, ErrorCode, Writer};
+use crate::frame::{EncodeError, MAX_PAYLOAD};
+
+/// `PING` answer capability bit: the board trains on resident state and data.
+pub const CAP_TRAIN: u8 = 0x02;
+/// Bytes of a `PING` answer with [`CAP_TRAIN`]: the board-operations answer and the heap bytes
+/// u32.
+pub const PING_REPLY_WITH_TRAIN: usize = super::board_ops::PING_REPLY_WITH_CAPS + 4;
+/// Bytes of a `STATE_WRITE` payload before its bytes (total u32, offset u32).
+pub const STATE_WRITE_HEADER: usize = 8;
+/// Bytes of a `DATA_WRITE` payload before its bytes (features u16, divisor u16, total u32,
+/// offset u32).
+pub const DATA_WRITE_HEADER: usize = 12;
+/// Bytes of a `STATE_READ` answer before its bytes (the state's total length u32).
+pub const STATE_READ_HEADER: usize = 4;
+/// Bytes of a `RUN_STEPS` payload.
+pub const RUN_STEPS_LEN: usize = 17;
+/// `RUN_STEPS` flag: take the resident images in their stored order (the host uploaded the
+/// epoch's next batches in its order) instead of drawing the epoch's order.
+pub const IN_ORDER: u8 = 0x01;
+/// Bytes of a `RUN_STEPS` answer before the per-step results: steps u16, CPU cycles u64, array
+/// cycles u64, MAC cycles u64.
+pub const RUN_REPLY_HEADER: usize = 26;
+/// Bytes of one step's result in a `RUN_STEPS` answer: loss (f32 bits) u32, correct u16.
+pub const STEP_RESULT_BYTES: usize = 6;
+/// Most steps one `RUN_STEPS` runs (its answer holds every step's result).
+pub const MAX_RUN_STEPS: usize = (MAX_PAYLOAD - RUN_REPLY_HEADER) / STEP_RESULT_BYTES;
+
+/// One training request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrainRequest<'a> {
+    /// `STATE_WRITE`: bytes `offset..` of a state of `total` bytes.
+    StateWrite {
+        /// The state's length.
+        total: u32,
+        /// Where these bytes go (0 starts a new state; else the bytes received so far).
+        offset: u32,
+        /// The bytes.
+        bytes: &'a [u8],
+    },
+    /// `STATE_READ`: bytes `offset..offset + count` of the state as it is now.
+    StateRead {
+        /// First byte (0 takes a fresh snapshot of the state).
+        offset: u32,
+        /// Bytes (`<= MAX_PAYLOAD - STATE_READ_HEADER`).
+        count: u16,
+    },
+    /// `DATA_WRITE`: bytes `offset..` of a data set's records (each image's `features` pixels,
+    /// then its label), `total` bytes in all.
+    DataWrite {
+        /// Pixels per image.
+        features: u16,
+        /// What a pixel is divided by.
+        divisor: u16,
+        /// Bytes of every record.
+        total: u32,
+        /// Where these bytes go (0 starts a new data set).
+        offset: u32,
+        /// The bytes.
+        bytes: &'a [u8],
+    },
+    /// `RUN_STEPS`: batches `first_batch..first_batch + steps` of epoch `epochs_done + 1`.
+    RunSteps {
+        /// Epochs completed (the order's stream is `epochs_done + 1`).
+        epochs_done: u32,
+        /// First batch of the epoch.
+        first_batch: u32,
+        /// Steps (`1..=MAX_RUN_STEPS`).
+        steps: u16,
+        /// Images per batch.
+        batch: u16,
+        /// The learning rate, f32 bits.
+        lr_bits: u32,
+        /// [`IN_ORDER`] or 0.
+        flags: u8,
+    },
+}
+
+impl TrainRequest<'_> {
+    /// The command code.
+    pub fn cmd(&self) -> u8 {
+        use super::cmd;
+        match self {
+            TrainRequest::StateWrite { .. } => cmd::STATE_WRITE,
+            TrainRequest::StateRead { .. } => cmd::STATE_READ,
+            TrainRequest::DataWrite { .. } => cmd::DATA_WRITE,
+            TrainRequest::RunSteps { .. } => cmd::RUN_STEPS,
+        }
+    }
+}
+
+/// Parses the payload of training command `cmd`.
+pub(super) fn parse(cmd: u8, p: &[u8]) -> Result<TrainRequest<'_>, ErrorCode> {
+    use super::cmd as c;
+    let bad = ErrorCode::Malformed;
+    Ok(match cmd {
+        c::STATE_WRITE if p.len() > STATE_WRITE_HEADER => TrainRequest::StateWrite {
+            total: u32_at(p, 0),
+            offset: u32_at(p, 4),
+            bytes: &p[STATE_WRITE_HEADER..],
+        },
+        c::STATE_READ if p.len() == 6 => {
+            let count = u16_at(p, 4);
+            if count == 0 || usize::from(count) > MAX_PAYLOAD - STATE_READ_HEADER {
+                return Err(bad);
+            }
+            TrainRequest::StateRead {
+                offset: u32_at(p, 0),
+                count,
+            }
+        }
+        c::DATA_WRITE if p.len() > DATA_WRITE_HEADER => TrainRequest::DataWrite {
+            features: u16_at(p, 0),
+            divisor: u16_at(p, 2),
+            total: u32_at(p, 4),
+            offset: u32_at(p, 8),
+            bytes: &p[DATA_WRITE_HEADER..],
+        },
+        c::RUN_STEPS if p.len() == RUN_STEPS_LEN => {
+            let steps = u16_at(p, 8);
+            if steps == 0
+                || usize::from(steps) > MAX_RUN_STEPS
+                || u16_at(p, 10) == 0
+                || p[16] & !IN_ORDER != 0
+            {
+                return Err(bad);
+            }
+            TrainRequest::RunSteps {
+                epochs_done: u32_at(p, 0),
+                first_batch: u32_at(p, 4),
+                steps,
+                batch: u16_at(p, 10),
+                lr_bits: u32_at(p, 12),
+                flags: p[16],
+            }
+        }
+        _ => return Err(bad),
+    })
+}
+
+/// Encodes a training request's payload.
+pub(super) fn encode(r: &TrainRequest<'_>, w: &mut Writer<'_>) -> Result<(), EncodeError> {
+    match *r {
+        TrainRequest::StateWrite {
+            total,
+            offset,
+            bytes,
+        } => {
+            w.put(&total.to_le_bytes())?;
+            w.put(&offset.to_le_bytes())?;
+            w.put(bytes)
+        }
+        TrainRequest::StateRead { offset, count } => {
+            w.put(&offset.to_le_bytes())?;
+            w.put(&count.to_le_bytes())
+        }
+        TrainRequest::DataWrite {
+            features,
+            divisor,
+            total,
+            offset,
+            bytes,
+        } => {
+            w.put(&features.to_le_bytes())?;
+            w.put(&divisor.to_le_bytes())?;
+            w.put(&total.to_le_bytes())?;
+            w.put(&offset.to_le_bytes())?;
+            w.put(bytes)
+        }
+        TrainRequest::RunSteps {
+            epochs_done,
+            first_batch,
+            steps,
+            batch,
+            lr_bits,
+            flags,
+        } => {
+            w.put(&epochs_done.to_le_bytes())?;
+            w.put(&first_batch.to_le_bytes())?;
+            w.put(&steps.to_le_bytes())?;
+            w.put(&batch.to_le_bytes())?;
+            w.put(&lr_bits.to_le_bytes())?;
+            w.put(&[flags])
+        }
+    }
+}
+
+/// The counters a `RUN_STEPS` answer starts with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunCounters {
+    /// Steps run.
+    pub steps: u16,
+    /// The board's CPU cycles from the request's start to its answer (0 without a cycle
+    /// counter).
+    pub cpu_cycles: u64,
+    /// Array cycles the drivers spanned (first to last register access of each product).
+    pub array_cycles: u64,
+    /// Cycles the array consumed a K step.
+    pub mac_cycles: u64,
+}
+
+impl RunCounters {
+    /// Encodes into the first [`RUN_REPLY_HEADER`] bytes of `out`.
+    pub fn encode(&self, out: &mut [u8]) {
+        out[..2].copy_from_slice(&self.steps.to_le_bytes());
+        out[2..10].copy_from_slice(&self.cpu_cycles.to_le_bytes());
+        out[10..18].copy_from_slice(&self.array_cycles.to_le_bytes());
+        out[18..26].copy_from_slice(&self.mac_cycles.to_le_bytes());
+    }
+
+    /// Parses an answer: the counters and each step's `(loss, correct)`; `None` when its
+    /// length is not the steps' it says.
+    pub fn parse(p: &[u8]) -> Option<(RunCounters, impl Iterator<Item = (f32, u16)> + '_)> {
+        if p.len() < RUN_REPLY_HEADER {
+            return None;
+        }
+        let u64_at = |i: usize| u64::from(u32_at(p, i)) | (u64::from(u32_at(p, i + 4)) << 32);
+        let c = RunCounters {
+            steps: u16_at(p, 0),
+            cpu_cycles: u64_at(2),
+            array_cycles: u64_at(10),
+            mac_cycles: u64_at(18),
+        };
+        let rest = &p[RUN_REPLY_HEADER..];
+        if rest.len() != usize::from(c.steps) * STEP_RESULT_BYTES {
+            return None;
+        }
+        let steps = rest
+            .chunks_exact(STEP_RESULT_BYTES)
+            .map(|s| (f32::from_bits(u32_at(s, 0)), u16_at(s, 4)));
+        Some((c, steps))
+    }
+}
+
+/// Why a step failed on the board (the detail of [`ErrorCode::StepFailed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u16)]
+pub enum StepFailure {
+    /// Anything else the step refused (a numeric or shape error).
+    Step = 0,
+    /// The loss was not finite: the run diverged.
+    Diverged = 1,
+    /// The array's driver failed.
+    Driver = 2,
+    /// A convolution does not fit the array's conv unit.
+    ConvUnit = 3,
+}
+
+impl StepFailure {
+    /// What a detail means, in words.
+    pub fn describe(detail: u16) -> &'static str {
+        match detail {
+            1 => "the loss is not finite: the run diverged (lower --lr)",
+            2 => "the array's driver failed",
+            3 => "a convolution does not fit the array's conv unit",
+            _ => "the step refused an operation (numeric contract or shapes)",
+        }
+    }
+}

@@ -1,0 +1,230 @@
+//! The training requests on the behavioural array: `PING` announces them, refusals leave
+//! everything as it was, and steps run in two requests equal the same steps run at once by
+//! the step library over the board's products (the order, the rate, the step counter and the
+//! remembered formats survive between requests).
+
+use super::*;
+use crate::driver::mock::MockArray;
+use crate::products::BoardProducts;
+use crate::protocol::train::{RunCounters, TrainRequest, PING_REPLY_WITH_TRAIN};
+use std::boxed::Box;
+use std::vec;
+use systole_core::tensor::QMatrix;
+use systole_core::Rounding;
+use systole_step::model::Layer;
+use systole_step::resident::{run_steps, DataSet, RunSteps, TrainState};
+use systole_step::Widths;
+
+/// A 4-3-2 MLP, stochastic rounding.
+fn state() -> TrainState {
+    let w1: Vec<i16> = (0..12).map(|i| (i * 2731 % 4001) as i16 - 2000).collect();
+    let w2: Vec<i16> = (0..6).map(|i| (i * 1777 % 3001) as i16 - 1500).collect();
+    let z = |r, c| QMatrix::zeros(r, c, 15);
+    TrainState {
+        layers: vec![
+            Layer::Dense {
+                inp: 4,
+                out: 3,
+                relu: true,
+            },
+            Layer::Dense {
+                inp: 3,
+                out: 2,
+                relu: false,
+            },
+        ],
+        classes: 2,
+        rounding: Rounding::Stochastic,
+        widths: Widths::FULL,
+        run_seed: 5,
+        step: 7,
+        momentum: 0.9,
+        params: vec![
+            QMatrix::from_vec(4, 3, 14, w1).unwrap(),
+            z(1, 3),
+            QMatrix::from_vec(3, 2, 14, w2).unwrap(),
+            z(1, 2),
+        ],
+        velocity: vec![z(4, 3), z(1, 3), z(3, 2), z(1, 2)],
+        fracs: Default::default(),
+    }
+}
+
+fn data() -> DataSet {
+    DataSet {
+        features: 4,
+        divisor: 16,
+        pixels: (0..44).map(|i| (i * 7 % 17) as u8).collect(),
+        labels: (0..11).map(|i| (i % 2) as u8).collect(),
+    }
+}
+
+/// Sends `reqs` to a training board on the behavioural array; returns each answer.
+fn exchange(cfg: ArrayConfig, reqs: &[Request<'_>]) -> Vec<(u8, Vec<u8>)> {
+    let mut input = Vec::new();
+    for (i, r) in reqs.iter().enumerate() {
+        let mut p = [0u8; MAX_PAYLOAD];
+        let n = r.encode_payload(&mut p).unwrap();
+        let mut f = [0u8; FRAME_CAPACITY];
+        let len = frame::encode(i as u8 + 1, r.cmd(), &p[..n], &mut f).unwrap();
+        input.extend_from_slice(&f[..len]);
+    }
+    let pipe = Pipe {
+        input,
+        pos: 0,
+        chunk: 64,
+        output: Vec::new(),
+    };
+    let store = Box::leak(vec![0i16; 64].into_boxed_slice());
+    let mut board = FrameServer::new(pipe, MockArray::new(cfg), cfg)
+        .with_store(store)
+        .with_training(0x0003_0000, None);
+    assert_eq!(board.serve(), ServerError::Closed);
+    let (pipe, _) = board.into_parts();
+    let mut d = Decoder::new();
+    let (mut out, mut at) = (Vec::new(), 0);
+    while at < pipe.output.len() {
+        at += d.push(&pipe.output[at..]);
+        while let Some(Ok(f)) = d.next_frame() {
+            out.push((f.cmd, Vec::from(f.payload)));
+        }
+    }
+    out
+}
+
+fn run(first_batch: u32, steps: u16) -> Request<'static> {
+    Request::Train(TrainRequest::RunSteps {
+        epochs_done: 1,
+        first_batch,
+        steps,
+        batch: 3,
+        lr_bits: 0.125f32.to_bits(),
+        flags: 0,
+    })
+}
+
+fn read(offset: u32) -> Request<'static> {
+    Request::Train(TrainRequest::StateRead { offset, count: 100 })
+}
+
+fn refused(a: &(u8, Vec<u8>), code: ErrorCode, detail: u16) {
+    assert_eq!(a.0, ERROR, "{a:?}");
+    let e = RemoteError::parse(&a.1).unwrap();
+    assert_eq!((e.code, e.detail), (Some(code), detail), "{a:?}");
+}
+
+#[test]
+fn steps_over_two_requests_equal_the_step_library() {
+    let cfg = ArrayConfig::new(2, 8, 16).unwrap();
+    let bytes = state().encode();
+    let records = data().encode_records();
+    let (s_total, d_total) = (bytes.len() as u32, records.len() as u32);
+    let sw = |from: usize, to: usize| {
+        Request::Train(TrainRequest::StateWrite {
+            total: s_total,
+            offset: from as u32,
+            bytes: &bytes[from..to],
+        })
+    };
+    let dw = |from: usize, to: usize| {
+        Request::Train(TrainRequest::DataWrite {
+            features: 4,
+            divisor: 16,
+            total: d_total,
+            offset: from as u32,
+            bytes: &records[from..to],
+        })
+    };
+    let half = bytes.len() / 2;
+    let reqs = [
+        Request::Ping,
+        run(0, 1),
+        sw(0, half),
+        sw(half, bytes.len()),
+        run(0, 1),
+        dw(0, 7),
+        // Out of order: refused, the upload goes on.
+        dw(8, 12),
+        dw(7, records.len()),
+        run(0, 2),
+        run(2, 2),
+        // Batches 3..5 of an epoch of 4: refused before anything runs.
+        run(3, 2),
+        read(0),
+        read(100),
+        read(200),
+        read(300),
+    ];
+    let a = exchange(cfg, &reqs);
+    assert_eq!(a.len(), reqs.len());
+    assert_eq!(a[0].1.len(), PING_REPLY_WITH_TRAIN);
+    assert_eq!(a[0].1[11], 0x03);
+    assert_eq!(&a[0].1[16..], &0x0003_0000u32.to_le_bytes());
+    refused(&a[1], ErrorCode::NotLoaded, 0);
+    assert_eq!(a[3], (0x90, vec![]));
+    refused(&a[4], ErrorCode::NotLoaded, 1);
+    refused(&a[6], ErrorCode::BadData, 0);
+    assert_eq!(a[7], (0x92, vec![]));
+    refused(&a[10], ErrorCode::OutOfRange, 0);
+    let mut losses = Vec::new();
+    for r in &a[8..10] {
+        assert_eq!(r.0, 0x93);
+        let (c, steps) = RunCounters::parse(&r.1).unwrap();
+        assert_eq!(c.steps, 2);
+        assert!(c.mac_cycles > 0 && c.array_cycles >= c.mac_cycles, "{c:?}");
+        losses.extend(steps);
+    }
+    // Read back in chunks of 100: the state has grown by the remembered formats.
+    let mut back = Vec::new();
+    for r in &a[11..15] {
+        assert_eq!(r.0, 0x91);
+        assert_eq!(r.1[..4], a[11].1[..4]);
+        back.extend_from_slice(&r.1[4..]);
+    }
+    assert_eq!(
+        back.len() as u32,
+        u32::from_le_bytes(a[11].1[..4].try_into().unwrap())
+    );
+    assert!(back.len() > 300 && back.len() > bytes.len());
+    let board = TrainState::decode(&back).unwrap();
+    // The same four steps at once, by the library, on another behavioural array.
+    let mut want = state();
+    let d = data();
+    let order = systole_step::rng::epoch_order(want.run_seed, 1, d.len());
+    let mut mock = MockArray::new(cfg);
+    let mut arith = want.arith(BoardProducts::new(&mut mock, cfg));
+    let mut results = Vec::new();
+    let req = RunSteps {
+        epochs_done: 1,
+        first_batch: 0,
+        steps: 4,
+        batch: 3,
+        lr: 0.125,
+    };
+    run_steps(&mut arith, &mut want, &d, &order, &req, &mut |r| {
+        results.push((r.loss, r.correct as u16))
+    })
+    .unwrap();
+    assert_eq!(losses, results);
+    assert_eq!(board, want);
+    assert_eq!(board.step, 11);
+    assert_ne!(board.params, state().params);
+}
+
+#[test]
+fn a_bad_state_is_refused_and_nothing_installed() {
+    let cfg = ArrayConfig::new(2, 8, 16).unwrap();
+    let mut bytes = state().encode();
+    bytes[0] = b'X';
+    let reqs = [
+        Request::Train(TrainRequest::StateWrite {
+            total: bytes.len() as u32,
+            offset: 0,
+            bytes: &bytes,
+        }),
+        read(0),
+    ];
+    let a = exchange(cfg, &reqs);
+    refused(&a[0], ErrorCode::BadTrainState, 2);
+    refused(&a[1], ErrorCode::NotLoaded, 0);
+}

@@ -1,0 +1,307 @@
+//! The training requests of [`super::FrameServer`] (`0x10`..`0x13`, [`crate::protocol::train`];
+//! feature `step`): the state and the data set on the board's heap, and the steps run on
+//! them by `systole_step`'s step over [`BoardProducts`] on the server's own bus.
+
+use super::Failure;
+use crate::frame::MAX_PAYLOAD;
+use crate::products::{BoardProducts, ProductsError};
+use crate::protocol::train::{
+    RunCounters, StepFailure, TrainRequest, IN_ORDER, RUN_REPLY_HEADER, STATE_READ_HEADER,
+    STEP_RESULT_BYTES,
+};
+use crate::protocol::ErrorCode;
+use alloc::vec::Vec;
+use systole_core::{AcceleratorBus, ArrayConfig};
+use systole_step::resident::{run_steps, DataSet, RunSteps, TrainState};
+use systole_step::rng::epoch_order;
+use systole_step::StepError;
+
+/// What an epoch order is drawn from: run seed, epochs done (`None`: the stored order),
+/// images.
+type OrderKey = (u64, Option<u32>, usize);
+
+/// A state or data set being received, chunk by chunk.
+struct Upload<T> {
+    total: usize,
+    received: usize,
+    into: T,
+}
+
+/// What the board holds for training.
+pub struct Session {
+    /// The heap's size in bytes (the `PING` answer).
+    heap_bytes: u32,
+    /// Free heap bytes now, if the board can tell.
+    heap_free: Option<fn() -> usize>,
+    state: Option<TrainState>,
+    data: Option<DataSet>,
+    /// The last epoch order drawn: `(run seed, epochs done (`None`: stored order), images)`
+    /// and the order.
+    order: Option<(OrderKey, Vec<usize>)>,
+    state_upload: Option<Upload<Vec<u8>>>,
+    data_upload: Option<Upload<DataSet>>,
+    /// The state's wire form as a `STATE_READ` at offset 0 found it.
+    snapshot: Vec<u8>,
+}
+
+impl Session {
+    /// A board with `heap_bytes` of heap; `heap_free` tells the free bytes in a refusal.
+    pub fn new(heap_bytes: u32, heap_free: Option<fn() -> usize>) -> Self {
+        Session {
+            heap_bytes,
+            heap_free,
+            state: None,
+            data: None,
+            order: None,
+            state_upload: None,
+            data_upload: None,
+            snapshot: Vec::new(),
+        }
+    }
+
+    /// The heap's size, for `PING`.
+    pub fn heap_bytes(&self) -> u32 {
+        self.heap_bytes
+    }
+
+    /// The training state, if one is installed.
+    pub fn state(&self) -> Option<&TrainState> {
+        self.state.as_ref()
+    }
+
+    fn no_room(&self) -> Failure {
+        let kib = self.heap_free.map_or(0, |f| f() / 1024);
+        (
+            ErrorCode::OutOfMemory,
+            u16::try_from(kib).unwrap_or(u16::MAX),
+        )
+    }
+}
+
+/// Reserves `n` bytes' worth of `T`, or the out-of-memory refusal.
+fn reserve<T>(s: &Session, n: usize) -> Result<Vec<T>, Failure> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| s.no_room())?;
+    Ok(v)
+}
+
+/// Runs one training request; returns the answer's length in `out`.
+pub(super) fn execute<B: AcceleratorBus>(
+    req: &TrainRequest<'_>,
+    s: &mut Session,
+    bus: &mut B,
+    config: &ArrayConfig,
+    clock: Option<fn() -> u64>,
+    out: &mut [u8],
+) -> Result<usize, Failure> {
+    match *req {
+        TrainRequest::StateWrite {
+            total,
+            offset,
+            bytes,
+        } => state_write(s, total as usize, offset as usize, bytes),
+        TrainRequest::StateRead { offset, count } => {
+            let st = s.state.as_ref().ok_or((ErrorCode::NotLoaded, 0))?;
+            if offset == 0 {
+                s.snapshot = Vec::new();
+                s.snapshot = st.encode();
+            }
+            let from = (offset as usize).min(s.snapshot.len());
+            let n = (s.snapshot.len() - from).min(usize::from(count));
+            out[..4].copy_from_slice(&(s.snapshot.len() as u32).to_le_bytes());
+            out[STATE_READ_HEADER..STATE_READ_HEADER + n]
+                .copy_from_slice(&s.snapshot[from..from + n]);
+            if from + n == s.snapshot.len() {
+                // Read to the end: give the heap back.
+                s.snapshot = Vec::new();
+            }
+            Ok(STATE_READ_HEADER + n)
+        }
+        TrainRequest::DataWrite {
+            features,
+            divisor,
+            total,
+            offset,
+            bytes,
+        } => data_write(
+            s,
+            (features, divisor),
+            total as usize,
+            offset as usize,
+            bytes,
+        ),
+        TrainRequest::RunSteps {
+            epochs_done,
+            first_batch,
+            steps,
+            batch,
+            lr_bits,
+            flags,
+        } => {
+            let in_order = flags & IN_ORDER != 0;
+            let run = RunSteps {
+                epochs_done: epochs_done.into(),
+                first_batch: first_batch as usize,
+                steps: steps.into(),
+                batch: batch.into(),
+                lr: f32::from_bits(lr_bits),
+            };
+            run_request(s, (&run, in_order), bus, config, clock, out)
+        }
+    }
+}
+
+fn state_write(
+    s: &mut Session,
+    total: usize,
+    offset: usize,
+    bytes: &[u8],
+) -> Result<usize, Failure> {
+    if offset == 0 {
+        // A new state: the old one and any half-received one go first (their heap is needed).
+        s.state = None;
+        s.state_upload = None;
+        s.snapshot = Vec::new();
+        let into = reserve(s, total)?;
+        s.state_upload = Some(Upload {
+            total,
+            received: 0,
+            into,
+        });
+    }
+    let up = s.state_upload.as_mut().ok_or((ErrorCode::BadData, 0))?;
+    if offset != up.received || up.total != total || offset + bytes.len() > total {
+        return Err((ErrorCode::BadData, 0));
+    }
+    up.into.extend_from_slice(bytes);
+    up.received += bytes.len();
+    if up.received == total {
+        let Some(up) = s.state_upload.take() else {
+            return Err((ErrorCode::BadData, 0));
+        };
+        let st = TrainState::decode(&up.into).map_err(|e| (ErrorCode::BadTrainState, e.code()))?;
+        drop(up);
+        s.state = Some(st);
+    }
+    Ok(0)
+}
+
+fn data_write(
+    s: &mut Session,
+    (features, divisor): (u16, u16),
+    total: usize,
+    offset: usize,
+    bytes: &[u8],
+) -> Result<usize, Failure> {
+    let rec = usize::from(features) + 1;
+    if offset == 0 {
+        s.data = None;
+        s.data_upload = None;
+        s.order = None;
+        if features == 0 || divisor == 0 || !total.is_multiple_of(rec) {
+            return Err((ErrorCode::BadData, 0));
+        }
+        let n = total / rec;
+        let pixels = reserve(s, n * usize::from(features))?;
+        let labels = reserve(s, n)?;
+        s.data_upload = Some(Upload {
+            total,
+            received: 0,
+            into: DataSet {
+                features: features.into(),
+                divisor,
+                pixels,
+                labels,
+            },
+        });
+    }
+    let up = s.data_upload.as_mut().ok_or((ErrorCode::BadData, 0))?;
+    let set = &mut up.into;
+    if offset != up.received
+        || up.total != total
+        || offset + bytes.len() > total
+        || (set.features, set.divisor) != (features.into(), divisor)
+    {
+        return Err((ErrorCode::BadData, 0));
+    }
+    for (i, &b) in bytes.iter().enumerate() {
+        if (offset + i) % rec == usize::from(features) {
+            set.labels.push(b);
+        } else {
+            set.pixels.push(b);
+        }
+    }
+    up.received += bytes.len();
+    if up.received == total {
+        s.data = s.data_upload.take().map(|u| u.into);
+    }
+    Ok(0)
+}
+
+fn failure<E>(e: &ProductsError<E>) -> StepFailure {
+    match e {
+        ProductsError::Step(StepError::Diverged { .. }) => StepFailure::Diverged,
+        ProductsError::Driver { .. } => StepFailure::Driver,
+        ProductsError::ConvNeedsLowering { .. } => StepFailure::ConvUnit,
+        _ => StepFailure::Step,
+    }
+}
+
+fn run_request<B: AcceleratorBus>(
+    s: &mut Session,
+    (run, in_order): (&RunSteps, bool),
+    bus: &mut B,
+    config: &ArrayConfig,
+    clock: Option<fn() -> u64>,
+    out: &mut [u8],
+) -> Result<usize, Failure> {
+    let t0 = clock.map(|now| now());
+    let st = s.state.as_mut().ok_or((ErrorCode::NotLoaded, 0))?;
+    let data = s.data.as_ref().ok_or((ErrorCode::NotLoaded, 1))?;
+    data.check_model(st).map_err(|_| (ErrorCode::BadData, 1))?;
+    if !run.fits(data.len()) || RUN_REPLY_HEADER + run.steps * STEP_RESULT_BYTES > MAX_PAYLOAD {
+        return Err((ErrorCode::OutOfRange, 0));
+    }
+    // The stored order has a key of its own (no epoch), so it is never taken for a drawn one.
+    let key = match in_order {
+        true => (st.run_seed, None, data.len()),
+        false => (st.run_seed, Some(run.epochs_done as u32), data.len()),
+    };
+    if s.order.as_ref().is_none_or(|(k, _)| *k != key) {
+        s.order = None;
+        s.order = Some((
+            key,
+            match in_order {
+                true => (0..data.len()).collect(),
+                false => epoch_order(st.run_seed, run.epochs_done, data.len()),
+            },
+        ));
+    }
+    let order = s.order.as_ref().map_or(&[][..], |(_, o)| o.as_slice());
+    let mut a = st.arith(BoardProducts::new(&mut *bus, *config));
+    let mut at = RUN_REPLY_HEADER;
+    let result = run_steps(&mut a, st, data, order, run, &mut |r| {
+        out[at..at + 4].copy_from_slice(&r.loss.to_bits().to_le_bytes());
+        let correct = u16::try_from(r.correct).unwrap_or(u16::MAX);
+        out[at + 4..at + 6].copy_from_slice(&correct.to_le_bytes());
+        at += STEP_RESULT_BYTES;
+    });
+    let stats = *a.products().stats();
+    drop(a);
+    if let Err(e) = result {
+        // The state is part-way through a step: it must not be trained on or read back.
+        s.state = None;
+        return Err((ErrorCode::StepFailed, failure(&e) as u16));
+    }
+    let counters = RunCounters {
+        steps: run.steps as u16,
+        cpu_cycles: match (clock, t0) {
+            (Some(now), Some(t0)) => now().wrapping_sub(t0),
+            _ => 0,
+        },
+        array_cycles: stats.cycles,
+        mac_cycles: stats.mac_cycles,
+    };
+    counters.encode(&mut out[..RUN_REPLY_HEADER]);
+    Ok(at)
+}

@@ -1,0 +1,299 @@
+//! A run that lives on the board (issue 17): the whole training state and the data set are
+//! uploaded once and the board runs the steps. The state's wire form ([`TrainState::encode`] /
+//! [`TrainState::decode`]) is written here once and used by both sides: the host encodes what
+//! it uploads and decodes what it reads back, the firmware the reverse.
+//!
+//! Wire form (little-endian): magic `STS1`; layer count u8, each layer kind u8 (0 dense: inp
+//! u16, out u16, relu u8; 1 conv block: in_ch, out_ch, h, w u16); classes u16; rounding u8
+//! (`Rounding` code), W u8, master bits u8; run seed u64, step u64, momentum f32 bits; the
+//! remembered formats: count u16, each key length u8, key (UTF-8), frac u8; then the `2L`
+//! parameters and the `2L` momentum tensors, each rows u32, cols u32, frac u8, words i16.
+//! [`TrainState::decode`] checks everything (shapes against the layers, words against the
+//! master width, fracs against W) so a board never takes a state it cannot train.
+
+use crate::model::Layer;
+use crate::width::{fits, Widths};
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+use systole_core::numeric::max_frac;
+use systole_core::tensor::QMatrix;
+use systole_core::Rounding;
+
+mod data;
+mod wire;
+pub use data::{run_steps, DataError, DataSet, RunSteps, StepResult};
+use wire::{Reader, Writer};
+
+/// The magic a state's wire form starts with.
+pub const MAGIC: [u8; 4] = *b"STS1";
+
+/// Everything a run needs to continue its steps: the model, the numeric choices, the counters
+/// and the tensors (what a checkpoint holds beside the history).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrainState {
+    /// The layers.
+    pub layers: Vec<Layer>,
+    /// Classes (the last layer's outputs).
+    pub classes: usize,
+    /// Rounding of every conversion.
+    pub rounding: Rounding,
+    /// Word and master widths.
+    pub widths: Widths,
+    /// The run's seed (op seeds and the epoch order derive from it).
+    pub run_seed: u64,
+    /// The next step's id.
+    pub step: u64,
+    /// SGD momentum.
+    pub momentum: f32,
+    /// Parameters: for each layer `W` then `b`.
+    pub params: Vec<QMatrix>,
+    /// Momentum tensors, shaped as `params`.
+    pub velocity: Vec<QMatrix>,
+    /// The remembered fractional bits per operation name.
+    pub fracs: BTreeMap<String, u32>,
+}
+
+/// Why a state's wire form was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateError {
+    /// It ends early.
+    #[error("the training state ends early")]
+    Truncated,
+    /// It does not start with [`MAGIC`].
+    #[error("not a training state (wrong magic)")]
+    Magic,
+    /// A field has a value no state has (`what` names it).
+    #[error("the training state's {what} is invalid")]
+    Field {
+        /// The field.
+        what: &'static str,
+    },
+    /// A tensor's shape is not its layer's.
+    #[error("tensor {index} of the training state has the wrong shape for its layer")]
+    Shape {
+        /// Index among params then velocity.
+        index: usize,
+    },
+    /// A tensor's words or fractional bits do not fit the run's widths.
+    #[error("tensor {index} of the training state does not fit the run's word widths")]
+    Width {
+        /// Index among params then velocity.
+        index: usize,
+    },
+    /// Bytes follow the last tensor.
+    #[error("the training state has trailing bytes")]
+    Trailing,
+}
+
+impl StateError {
+    /// A small code for the protocol's error detail.
+    pub fn code(&self) -> u16 {
+        match self {
+            StateError::Truncated => 1,
+            StateError::Magic => 2,
+            StateError::Field { .. } => 3,
+            StateError::Shape { .. } => 4,
+            StateError::Width { .. } => 5,
+            StateError::Trailing => 6,
+        }
+    }
+
+    /// What a protocol error detail from [`StateError::code`] means.
+    pub fn describe(code: u16) -> &'static str {
+        match code {
+            1 => "the training state ends early",
+            2 => "not a training state (wrong magic)",
+            3 => "a field of the training state is invalid",
+            4 => "a tensor of the training state has the wrong shape for its layer",
+            5 => "a tensor of the training state does not fit the run's word widths",
+            6 => "the training state has trailing bytes",
+            _ => "the training state was refused",
+        }
+    }
+}
+
+/// `(rows, cols)` of parameter `i` (W then b per layer) of `layers`.
+pub fn param_shape(layers: &[Layer], i: usize) -> Option<(usize, usize)> {
+    let l = layers.get(i / 2)?;
+    let (w, b) = match *l {
+        Layer::Dense { inp, out, .. } => ((inp, out), (1, out)),
+        Layer::ConvBlock { in_ch, out_ch, .. } => ((out_ch, in_ch * 9), (1, out_ch)),
+    };
+    Some(if i.is_multiple_of(2) { w } else { b })
+}
+
+impl TrainState {
+    /// The arithmetic of this state's run, its products on `products` (the remembered formats
+    /// stay in the state: [`run_steps`] moves them in and back).
+    pub fn arith<P: crate::Products>(&self, products: P) -> crate::Fixed<P> {
+        crate::Fixed::with_widths(products, self.rounding, self.run_seed, self.widths)
+    }
+
+    /// The wire form.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.bytes(&MAGIC);
+        w.u8(self.layers.len() as u8);
+        for l in &self.layers {
+            match *l {
+                Layer::Dense { inp, out, relu } => {
+                    w.u8(0);
+                    w.u16(inp as u16);
+                    w.u16(out as u16);
+                    w.u8(relu.into());
+                }
+                Layer::ConvBlock {
+                    in_ch,
+                    out_ch,
+                    h,
+                    w: ww,
+                } => {
+                    w.u8(1);
+                    for d in [in_ch, out_ch, h, ww] {
+                        w.u16(d as u16);
+                    }
+                }
+            }
+        }
+        w.u16(self.classes as u16);
+        w.u8(self.rounding as u8);
+        w.u8(self.widths.word() as u8);
+        w.u8(self.widths.master() as u8);
+        w.u64(self.run_seed);
+        w.u64(self.step);
+        w.u32(self.momentum.to_bits());
+        w.u16(self.fracs.len() as u16);
+        for (k, &f) in &self.fracs {
+            w.u8(k.len() as u8);
+            w.bytes(k.as_bytes());
+            w.u8(f as u8);
+        }
+        for t in self.params.iter().chain(&self.velocity) {
+            w.u32(t.rows as u32);
+            w.u32(t.cols as u32);
+            w.u8(t.frac as u8);
+            for &x in &t.data {
+                w.bytes(&x.to_le_bytes());
+            }
+        }
+        w.0
+    }
+
+    /// Checks that [`TrainState::encode`] can carry this state (field widths of the wire form):
+    /// the host calls it before an upload.
+    pub fn encodable(&self) -> bool {
+        self.layers.len() <= u8::MAX as usize
+            && self.classes <= u16::MAX as usize
+            && self.fracs.len() <= u16::MAX as usize
+            && self
+                .fracs
+                .iter()
+                .all(|(k, &f)| k.len() <= u8::MAX as usize && f <= u8::MAX as u32)
+            && self.layers.iter().all(|l| match *l {
+                Layer::Dense { inp, out, .. } => inp.max(out) <= u16::MAX as usize,
+                Layer::ConvBlock {
+                    in_ch,
+                    out_ch,
+                    h,
+                    w,
+                } => in_ch.max(out_ch).max(h).max(w) <= u16::MAX as usize,
+            })
+    }
+
+    /// Parses and checks a wire form.
+    pub fn decode(bytes: &[u8]) -> Result<TrainState, StateError> {
+        let mut r = Reader(bytes);
+        if r.take(4)? != MAGIC {
+            return Err(StateError::Magic);
+        }
+        let field = |what| StateError::Field { what };
+        let nl = usize::from(r.u8()?);
+        let mut layers = Vec::new();
+        for _ in 0..nl {
+            layers.push(match r.u8()? {
+                0 => Layer::Dense {
+                    inp: r.u16()?.into(),
+                    out: r.u16()?.into(),
+                    relu: match r.u8()? {
+                        0 => false,
+                        1 => true,
+                        _ => return Err(field("ReLU flag")),
+                    },
+                },
+                1 => Layer::ConvBlock {
+                    in_ch: r.u16()?.into(),
+                    out_ch: r.u16()?.into(),
+                    h: r.u16()?.into(),
+                    w: r.u16()?.into(),
+                },
+                _ => return Err(field("layer kind")),
+            });
+        }
+        let classes = usize::from(r.u16()?);
+        if !matches!(layers.last(), Some(Layer::Dense { out, .. }) if *out == classes) {
+            return Err(field("class count"));
+        }
+        let rounding = Rounding::from_code(r.u8()?.into()).ok_or(field("rounding"))?;
+        let (word, master) = (u32::from(r.u8()?), u32::from(r.u8()?));
+        let widths = Widths::new(word, master).map_err(|_| field("word widths"))?;
+        let (run_seed, step) = (r.u64()?, r.u64()?);
+        let momentum = f32::from_bits(r.u32()?);
+        if !momentum.is_finite() {
+            return Err(field("momentum"));
+        }
+        let mut fracs = BTreeMap::new();
+        for _ in 0..r.u16()? {
+            let n = usize::from(r.u8()?);
+            let key = core::str::from_utf8(r.take(n)?).map_err(|_| field("operation name"))?;
+            let f = u32::from(r.u8()?);
+            if f > max_frac(word) {
+                return Err(field("remembered fractional bits"));
+            }
+            fracs.insert(String::from(key), f);
+        }
+        let mut tensors = Vec::with_capacity(4 * nl);
+        for index in 0..4 * nl {
+            let (rows, cols) = (r.u32()? as usize, r.u32()? as usize);
+            let frac = u32::from(r.u8()?);
+            if param_shape(&layers, index % (2 * nl)) != Some((rows, cols)) {
+                return Err(StateError::Shape { index });
+            }
+            let words = r.take(
+                rows.checked_mul(cols)
+                    .and_then(|n| n.checked_mul(2))
+                    .ok_or(StateError::Truncated)?,
+            )?;
+            let data: Vec<i16> = words
+                .chunks_exact(2)
+                .map(|c| i16::from_le_bytes([c[0], c[1]]))
+                .collect();
+            let q = QMatrix::from_vec(rows, cols, frac, data)
+                .map_err(|_| StateError::Width { index })?;
+            if !fits(&q, master) {
+                return Err(StateError::Width { index });
+            }
+            tensors.push(q);
+        }
+        if !r.0.is_empty() {
+            return Err(StateError::Trailing);
+        }
+        let velocity = tensors.split_off(2 * nl);
+        Ok(TrainState {
+            layers,
+            classes,
+            rounding,
+            widths,
+            run_seed,
+            step,
+            momentum,
+            params: tensors,
+            velocity,
+            fracs,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

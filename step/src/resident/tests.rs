@@ -1,0 +1,214 @@
+//! The state's wire form byte by byte, its refusals, the data set's records, and steps on
+//! resident data equal to the same steps run the host's way.
+
+use super::*;
+use crate::step::{train_step, Batch};
+use crate::tests::Exact;
+use alloc::vec;
+
+/// A 2-1 dense model: W 2x1, b 1x1.
+fn tiny() -> TrainState {
+    let mut fracs = BTreeMap::new();
+    fracs.insert(String::from("ab"), 12);
+    TrainState {
+        layers: vec![Layer::Dense {
+            inp: 2,
+            out: 1,
+            relu: false,
+        }],
+        classes: 1,
+        rounding: Rounding::NearestEven,
+        widths: Widths::FULL,
+        run_seed: 0x0102,
+        step: 3,
+        momentum: 0.5,
+        params: vec![
+            QMatrix::from_vec(2, 1, 14, vec![1, -2]).unwrap(),
+            QMatrix::from_vec(1, 1, 15, vec![0x0304]).unwrap(),
+        ],
+        velocity: vec![QMatrix::zeros(2, 1, 15), QMatrix::zeros(1, 1, 15)],
+        fracs,
+    }
+}
+
+#[test]
+fn wire_form_byte_by_byte() {
+    let b = tiny().encode();
+    let mut want = vec![b'S', b'T', b'S', b'1', 1, 0, 2, 0, 1, 0, 0, 1, 0, 1, 16, 16];
+    want.extend_from_slice(&0x0102u64.to_le_bytes());
+    want.extend_from_slice(&3u64.to_le_bytes());
+    want.extend_from_slice(&0.5f32.to_bits().to_le_bytes());
+    want.extend_from_slice(&[1, 0, 2, b'a', b'b', 12]);
+    want.extend_from_slice(&[2, 0, 0, 0, 1, 0, 0, 0, 14, 1, 0, 0xFE, 0xFF]);
+    want.extend_from_slice(&[1, 0, 0, 0, 1, 0, 0, 0, 15, 0x04, 0x03]);
+    want.extend_from_slice(&[2, 0, 0, 0, 1, 0, 0, 0, 15, 0, 0, 0, 0]);
+    want.extend_from_slice(&[1, 0, 0, 0, 1, 0, 0, 0, 15, 0, 0]);
+    assert_eq!(b, want);
+    assert_eq!(TrainState::decode(&b), Ok(tiny()));
+}
+
+#[test]
+fn every_cut_and_bad_field_is_refused() {
+    let b = tiny().encode();
+    for n in 0..b.len() {
+        assert_eq!(
+            TrainState::decode(&b[..n]),
+            Err(StateError::Truncated),
+            "{n}"
+        );
+    }
+    let mut long = b.clone();
+    long.push(0);
+    assert_eq!(TrainState::decode(&long), Err(StateError::Trailing));
+    let mut magic = b.clone();
+    magic[0] = b'X';
+    assert_eq!(TrainState::decode(&magic), Err(StateError::Magic));
+    let mut rounding = b.clone();
+    rounding[13] = 7;
+    assert!(matches!(
+        TrainState::decode(&rounding),
+        Err(StateError::Field { .. })
+    ));
+    // W's rows say 3: not the layer's 2.
+    let mut shape = b.clone();
+    let at = b.len() - 13 - 11 - 11 - 13;
+    shape[at] = 3;
+    assert_eq!(
+        TrainState::decode(&shape),
+        Err(StateError::Shape { index: 0 })
+    );
+    // A frac of 16 in a 16-bit word.
+    let mut frac = b.clone();
+    frac[at + 8] = 16;
+    assert_eq!(
+        TrainState::decode(&frac),
+        Err(StateError::Width { index: 0 })
+    );
+}
+
+#[test]
+fn records_round_trip_and_values_must_be_pixels() {
+    let images = [0.0, 1.0, 0.5, 15.0 / 16.0];
+    let d = DataSet::from_values(&images, &[3, 4], 2, 16).unwrap();
+    assert_eq!(d.pixels, vec![0, 16, 8, 15]);
+    assert_eq!(d.encode_records(), vec![0, 16, 3, 8, 15, 4]);
+    assert_eq!(
+        DataSet::from_records(2, 16, &d.encode_records()),
+        Ok(d.clone())
+    );
+    assert_eq!(d.images(&[1, 0]), vec![0.5, 15.0 / 16.0, 0.0, 1.0]);
+    assert_eq!(
+        DataSet::from_values(&[0.0, 0.3], &[1], 2, 16),
+        Err(DataError::NotPixels {
+            index: 1,
+            divisor: 16
+        })
+    );
+    assert!(DataSet::from_records(2, 16, &[1, 2, 3, 4]).is_err());
+}
+
+/// A 4-3-2 MLP and 10 images of 4 pixels.
+fn mlp_and_data() -> (TrainState, DataSet) {
+    let w1: Vec<i16> = (0..12).map(|i| (i * 2731 % 4001) as i16 - 2000).collect();
+    let w2: Vec<i16> = (0..6).map(|i| (i * 1777 % 3001) as i16 - 1500).collect();
+    let state = TrainState {
+        layers: vec![
+            Layer::Dense {
+                inp: 4,
+                out: 3,
+                relu: true,
+            },
+            Layer::Dense {
+                inp: 3,
+                out: 2,
+                relu: false,
+            },
+        ],
+        classes: 2,
+        rounding: Rounding::NearestEven,
+        widths: Widths::FULL,
+        run_seed: 9,
+        step: 0,
+        momentum: 0.9,
+        params: vec![
+            QMatrix::from_vec(4, 3, 14, w1).unwrap(),
+            QMatrix::zeros(1, 3, 15),
+            QMatrix::from_vec(3, 2, 14, w2).unwrap(),
+            QMatrix::zeros(1, 2, 15),
+        ],
+        velocity: vec![
+            QMatrix::zeros(4, 3, 15),
+            QMatrix::zeros(1, 3, 15),
+            QMatrix::zeros(3, 2, 15),
+            QMatrix::zeros(1, 2, 15),
+        ],
+        fracs: BTreeMap::new(),
+    };
+    let pixels: Vec<u8> = (0..40).map(|i| (i * 7 % 17) as u8).collect();
+    let labels: Vec<u8> = (0..10).map(|i| (i % 2) as u8).collect();
+    let data = DataSet {
+        features: 4,
+        divisor: 16,
+        pixels,
+        labels,
+    };
+    (state, data)
+}
+
+#[test]
+fn resident_steps_are_the_hosts_steps() {
+    let (mut board, data) = mlp_and_data();
+    let (host0, _) = mlp_and_data();
+    data.check_model(&board).unwrap();
+    let order = crate::rng::epoch_order(board.run_seed, 0, data.len());
+    // The board: batches 1..4 of the epoch at batch 3 (the last one of 1 image).
+    let mut a = board.arith(Exact::default());
+    let mut results = Vec::new();
+    let req = RunSteps {
+        epochs_done: 0,
+        first_batch: 0,
+        steps: 4,
+        batch: 3,
+        lr: 0.25,
+    };
+    run_steps(&mut a, &mut board, &data, &order, &req, &mut |r| {
+        results.push(r)
+    })
+    .unwrap();
+    // The host's way: its own arithmetic and batches.
+    let mut h = host0.arith(Exact::default());
+    let (mut params, mut velocity) = (host0.params.clone(), host0.velocity.clone());
+    for (s, idx) in order.chunks(3).enumerate() {
+        let images = data.images(idx);
+        let labels: Vec<u8> = idx.iter().map(|&i| data.labels[i]).collect();
+        let batch = Batch {
+            layers: &host0.layers,
+            classes: 2,
+            images: &images,
+            labels: &labels,
+        };
+        let (loss, correct) = train_step(
+            &mut h,
+            &batch,
+            &mut params,
+            &mut velocity,
+            (s as u64, 0.25, 0.9),
+        )
+        .unwrap();
+        assert_eq!(results[s], StepResult { loss, correct }, "step {s}");
+    }
+    assert_eq!(board.params, params);
+    assert_eq!(board.velocity, velocity);
+    assert_eq!(board.fracs, h.fracs);
+    assert_eq!(board.step, 4);
+    assert!(!board.fracs.is_empty());
+    // Steps past the epoch's end are refused before anything runs.
+    let past = RunSteps {
+        first_batch: 3,
+        steps: 2,
+        ..req
+    };
+    let before = board.clone();
+    assert!(run_steps(&mut a, &mut board, &data, &order, &past, &mut |_| ()).is_err());
+    assert_eq!(board, before);
+}
