@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use systole_core::ArrayConfig;
 use systole_firmware::frame::{self, Decoder, FRAME_CAPACITY, MAX_PAYLOAD};
 use systole_firmware::protocol::board_ops::{CAP_BOARD_OPS, PING_REPLY, PING_REPLY_WITH_CAPS};
+use systole_firmware::protocol::stack::{StackUse, STACK_USE};
 use systole_firmware::protocol::{
     boot, cmd, panic, Buffer, DriverFailure, ErrorCode, RemoteError, Request, Words,
     BATCH_ENTRY_HEADER, COUNTERS_REPLY, ERROR, RESPONSE, WRITE_FM_HEADER, WRITE_ROWS_HEADER,
@@ -159,6 +160,19 @@ impl<T: Read + Write> SerialBus<T> {
         let mut cycles = [0u8; 8];
         cycles.copy_from_slice(&p[5..13]);
         Ok((frames, (p[0] != 0).then_some(u64::from_le_bytes(cycles))))
+    }
+
+    /// The board's stack reserve and the deepest its firmware's stack has been since it
+    /// started (`STACK_USE`, `protocol::stack`). Sends every buffered write first; like
+    /// [`Self::board_counters`] the exchange is left out of [`Self::counters`].
+    pub fn stack_use(&mut self) -> Result<StackUse, LinkError> {
+        self.flush()?;
+        let kept = self.counters;
+        let r = self.transact(STACK_USE, &[]);
+        self.counters = kept;
+        let p = r?;
+        StackUse::parse(&p)
+            .ok_or_else(|| LinkError::Protocol(format!("STACK_USE answer of {} bytes", p.len())))
     }
 
     /// Asks the board who it is.
@@ -414,9 +428,11 @@ impl<T: Read + Write> SerialBus<T> {
                             let m = String::from_utf8_lossy(m).into_owned();
                             // It restarts next and announces that.
                             self.start_expected = true;
+                            self.forget_board_store();
                             return Err(LinkError::BoardPanicked(m));
                         }
                         if boot::is_boot(f.cmd, f.payload) {
+                            self.forget_board_store();
                             if std::mem::take(&mut self.start_expected) {
                                 continue;
                             }
@@ -449,6 +465,15 @@ impl<T: Read + Write> SerialBus<T> {
         }
     }
 
+    /// The board restarted, so its tensor store is empty: the host's record of it (which
+    /// tensors are resident) must not name a tensor to it again, whichever exchange saw the
+    /// restart (also one outside a board operation, on the register path).
+    fn forget_board_store(&mut self) {
+        if let Some(b) = self.board.as_mut() {
+            b.forget();
+        }
+    }
+
     fn guard<R>(&mut self, r: Result<R, LinkError>) -> Result<R, LinkError> {
         if r.is_err() {
             self.discard();
@@ -472,25 +497,35 @@ impl SerialDevice {
                 path: path.to_string(),
                 source,
             })?;
+        BusDevice::on_port(port, config, path)
+    }
+}
+
+impl<T: Read + Write> BusDevice<SerialBus<T>> {
+    /// The board behind the byte stream `port` (a serial port; in tests also a simulated
+    /// board's pins with faults put in its way), called `at` in messages: pings the board and
+    /// checks it implements `config`. `port`'s reads must time out (see [`SerialBus`]).
+    pub fn on_port(port: T, config: ArrayConfig, at: &str) -> Result<Self, DeviceError> {
+        config.validate()?;
         let mut bus = SerialBus::new(port, config.size);
         let info = bus.ping().map_err(|e| DeviceError::Transport {
-            device: path.to_string(),
+            device: at.to_string(),
             source: Box::new(e),
         })?;
-        check_id(path, info.id)?;
-        check_config(path, info.config_word, &config)?;
+        check_id(at, info.id)?;
+        check_config(at, info.config_word, &config)?;
         // Every frame this host sends may be as long as its own limit: a board that takes
         // less would lose the end of the longer ones.
         if usize::from(info.max_payload) < MAX_PAYLOAD {
             return Err(DeviceError::Unsupported(format!(
-                "the board at {path} takes frames of at most {} payload bytes, this host sends up to {MAX_PAYLOAD}: update the board's firmware",
+                "the board at {at} takes frames of at most {} payload bytes, this host sends up to {MAX_PAYLOAD}: update the board's firmware",
                 info.max_payload
             )));
         }
         if let Some(words) = info.store_words {
             bus.use_board_ops(words);
         }
-        Ok(BusDevice::with_bus(config, bus, Some(path.to_string())))
+        Ok(BusDevice::with_bus(config, bus, Some(at.to_string())))
     }
 
     /// Sets the per-frame timeout and resend count.
@@ -501,6 +536,11 @@ impl SerialDevice {
     /// Link counters (bytes and frames actually moved).
     pub fn link_counters(&self) -> LinkCounters {
         self.bus.counters()
+    }
+
+    /// The board's stack use so far ([`SerialBus::stack_use`]).
+    pub fn stack_use(&mut self) -> Result<StackUse, LinkError> {
+        self.bus.stack_use()
     }
 }
 

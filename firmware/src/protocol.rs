@@ -26,6 +26,7 @@
 //! | 0x0D | `FREE_TENSORS` | ids u8 ... (`0xFF`: every tensor) | free words u32 (not in a batch) | frees the tensors in order; the ones above each move down, so the free space is one run |
 //! | 0x0E | `MATMUL` | a u8, b u8, out u8, flags u8, shift u8, rounding u8, seed u32 | m u16, n u16, stats (36 B), the first `min(m·n, (MAX_PAYLOAD - 40) / 2)` words of C | `C = op(A)·op(B)`, `op(X) = Xᵀ` when flag bit 0 (A) / bit 1 (B) is set (the stored tensor is then `k x m` / `n x k`); run by the board's tile driver with the shift, rounding (0 truncate, 1 nearest-even, 2 stochastic) and seed exactly as a host-driven product; C (`m x n`) stored as tensor `out` (an old `out` freed first; `out` differs from `a` and `b`) |
 //! | 0x0F | `CONV` | op u8 (0 forward, 1 input gradient, 2 weight gradient), x u8, dy u8, w u8, out u8, batch u16, in_ch u16, in_h u16, in_w u16, out_ch u16, kernel u8, stride u8, pad u8, shift u8, rounding u8, seed u32 | as `MATMUL` | one op of the conv driver on stored maps (`x`: `batch x in_ch·in_h·in_w`, `dy`: `batch x out_ch·oh·ow`, `w`: `out_ch x in_ch·k·k`; an operand the op does not use is `0xFF`); the lowered output (table of [`crate::conv`]) stored as `out` |
+//! | 0x18 | `STACK_USE` | — | reserve bytes u32, deepest use u32 | the firmware's stack high-water mark ([`stack`]) |
 //!
 //! Row words are little-endian, lane 0 first; `size` is the board's array size and every row of
 //! a request must be exactly `size` words. Feature-map words are little-endian too, lowest
@@ -57,6 +58,7 @@ use crate::frame::MAX_PAYLOAD;
 pub mod board_ops;
 pub mod boot;
 pub mod panic;
+pub mod stack;
 
 pub use board_ops::{ConvRequest, MatmulRequest};
 
