@@ -23,10 +23,10 @@ mod paint {
         addi t1, t1, %lo(_hart_stack_size)
         sub t0, t0, t1
         li t2, {paint}
-    1:  bgeu t0, sp, 2f
-        sw t2, 0(t0)
+        bgeu t0, sp, 2f
+    1:  sw t2, 0(t0)
         addi t0, t0, 4
-        j 1b
+        bltu t0, sp, 1b
     2:  ret"#,
         paint = const PAINT,
     );

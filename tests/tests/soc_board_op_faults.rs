@@ -1,20 +1,22 @@
 //! Faults on the board-operation path (`WRITE_TENSOR`, `MATMUL`, `READ_TENSOR` run by the
 //! firmware on the Verilated SoC), through the UART pins only: a truncated and a corrupted
-//! request, a reset of the SoC and a firmware panic in the middle of a board operation, and a
-//! pty closed mid-operation. Each ends in a typed host error or a resend that succeeds, never in a wrong or partial result,
+//! request, a reset of the SoC and a firmware panic in the middle of a board operation, a
+//! receiver overrun forced while the firmware is busy, and a pty closed mid-operation. Each
+//! ends in a typed host error or a resend that succeeds, never in a wrong or partial result,
 //! and after a restart the host uploads the operands again instead of naming tensors the board
 //! lost. Skipped with a note when this build has no SoC model.
 
 use std::io::{self, Read, Write};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use systole_core::soc::RX_FIFO_BYTES;
 use systole_core::Rounding;
 use systole_device::backend::BusDevice;
 use systole_device::serial::{LinkError, SerialBus};
 use systole_device::{Device, DeviceError};
-use systole_firmware::frame::{Decoder, HEADER, SYNC};
+use systole_firmware::frame::{self, Decoder, FRAME_CAPACITY, HEADER, MAX_PAYLOAD, SYNC};
 use systole_firmware::protocol::panic::PANIC_TEST_OP_SEED;
-use systole_firmware::protocol::{cmd, ErrorCode, RemoteError, ERROR};
+use systole_firmware::protocol::{cmd, ErrorCode, RemoteError, Request, ERROR};
 use systole_golden::{OutputSpec, QMatrix};
 use systole_sim::{SimError, VerilatedSoc};
 
@@ -27,7 +29,19 @@ enum Fault {
     ResetAfter { cmd: Option<u8>, cycles: u64 },
     /// Presses the reset button just before that frame goes out.
     ResetBefore { cmd: Option<u8> },
+    /// Sends an `IDLE` of [`OVERRUN_IDLE`] cycles and a full-size frame just ahead of that
+    /// frame (of at least [`OVERRUN_FRAME`] bytes): more than the UART's receive FIFO holds
+    /// arrives while the firmware is busy, and the end of the host's frame is lost.
+    Overrun { cmd: Option<u8> },
 }
+
+/// Cycles the firmware idles in [`Fault::Overrun`]: longer than the line takes for the two
+/// frames behind it (at most 2 x 1,032 bytes at 160 cycles a byte).
+const OVERRUN_IDLE: u32 = 400_000;
+
+/// The shortest host frame [`Fault::Overrun`] acts on: with the full-size frame ahead of it,
+/// 8 bytes more than the FIFO holds.
+const OVERRUN_FRAME: usize = RX_FIFO_BYTES + 8 - FRAME_CAPACITY;
 
 /// The SoC's serial pins with a [`Fault`] armed by the test; it notes every error code the
 /// board answered.
@@ -59,6 +73,21 @@ impl Write for Line {
             }
             Some(Fault::ResetBefore { cmd }) if hit(cmd) => {
                 self.soc.press_reset();
+                *fault = None;
+            }
+            Some(Fault::Overrun { cmd }) if hit(cmd) && buf.len() >= OVERRUN_FRAME => {
+                let mut idle = [0u8; 4];
+                Request::Idle {
+                    cycles: OVERRUN_IDLE,
+                }
+                .encode_payload(&mut idle)
+                .unwrap();
+                let mut bytes = [0u8; FRAME_CAPACITY];
+                let n = frame::encode(0xE0, cmd::IDLE, &idle, &mut bytes).unwrap();
+                self.soc.write_all(&bytes[..n])?;
+                // A PING with a payload, refused as malformed once it has all arrived.
+                let n = frame::encode(0xE1, cmd::PING, &[0x33; MAX_PAYLOAD], &mut bytes).unwrap();
+                self.soc.write_all(&bytes[..n])?;
                 *fault = None;
             }
             _ => {}
@@ -277,6 +306,27 @@ fn a_panic_mid_board_op_is_reported_and_the_next_one_runs() {
     };
     assert!(m.contains("panic-test: an operation seeded"), "{m}");
     matmul_equals_golden(&mut rig, &a, &b);
+}
+
+/// More bytes than the UART's receive FIFO holds arrive while the firmware idles: the end of
+/// the host's first `WRITE_TENSOR` batch is lost, the board answers it `BytesLost`, the host
+/// resends it at once (one resend, no timeout) and the product is right.
+#[test]
+fn a_receiver_overrun_is_answered_bytes_lost_and_the_resend_runs() {
+    let Some(mut rig) = rig(false) else { return };
+    let (a, b) = operands(SHAPE.0, SHAPE.1, SHAPE.2, 5);
+    rig.arm(Fault::Overrun {
+        cmd: Some(cmd::BATCH),
+    });
+    matmul_equals_golden(&mut rig, &a, &b);
+    assert!(
+        rig.fault.lock().unwrap().is_none(),
+        "the overrun was forced"
+    );
+    // The filler PING is refused as malformed (its SEQ is none of the host's).
+    let refusals = rig.refusals.lock().unwrap().clone();
+    assert_eq!(refusals, [ErrorCode::Malformed, ErrorCode::BytesLost]);
+    assert_eq!(rig.dev.stats().resends, 1);
 }
 
 /// The simulated SoC board unplugged (its pty closed) while the operands of a board operation
