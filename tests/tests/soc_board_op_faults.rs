@@ -170,8 +170,7 @@ impl Rig {
     }
 }
 
-/// Operands of an `m x k x n` product with a C longer than a `MATMUL` answer carries (so the
-/// rest is read with `READ_TENSOR`), all on the board's store.
+/// Operands of an `m x k x n` product (words within +-2048, 8 fractional bits).
 fn operands(m: usize, k: usize, n: usize, salt: i16) -> (QMatrix, QMatrix) {
     let a = (0..m * k).map(|i| (i as i16).wrapping_mul(37) ^ salt);
     let b = (0..k * n).map(|i| (i as i16).wrapping_mul(-11) ^ salt);
@@ -181,7 +180,13 @@ fn operands(m: usize, k: usize, n: usize, salt: i16) -> (QMatrix, QMatrix) {
     )
 }
 
-const SHAPE: (usize, usize, usize) = (24, 40, 24);
+/// The product the tests run: its operands take 1,920 bytes, so the first upload frame is
+/// full (as [`Fault::Overrun`] needs) and the pty test's board closes mid-upload.
+const SHAPE: (usize, usize, usize) = (12, 40, 12);
+
+/// A product whose C (576 words) is longer than a `MATMUL` answer carries (492): the rest is
+/// read with `READ_TENSOR`.
+const WIDE: (usize, usize, usize) = (24, 8, 24);
 
 fn spec(seed: u32) -> OutputSpec {
     OutputSpec {
@@ -255,16 +260,22 @@ fn corrupted_board_op_requests_are_resent_or_end_as_damage() {
 #[test]
 fn a_reset_mid_board_op_fails_it_and_the_next_one_reuploads() {
     let Some(mut rig) = rig(false) else { return };
-    let (a, b) = operands(SHAPE.0, SHAPE.1, SHAPE.2, 1);
-    for fault in [
-        Fault::ResetAfter {
-            cmd: Some(cmd::MATMUL),
-            cycles: 20_000,
-        },
-        Fault::ResetBefore {
-            cmd: Some(cmd::READ_TENSOR),
-        },
+    for (fault, (m, k, n)) in [
+        (
+            Fault::ResetAfter {
+                cmd: Some(cmd::MATMUL),
+                cycles: 20_000,
+            },
+            SHAPE,
+        ),
+        (
+            Fault::ResetBefore {
+                cmd: Some(cmd::READ_TENSOR),
+            },
+            WIDE,
+        ),
     ] {
+        let (a, b) = operands(m, k, n, 1);
         rig.arm(fault);
         let e = link_error(rig.dev.matmul(&a, &b, &spec(7)));
         assert_eq!(e, LinkError::BoardRestarted, "{fault:?}");
@@ -334,7 +345,7 @@ fn a_receiver_overrun_is_answered_bytes_lost_and_the_resend_runs() {
 #[test]
 fn a_pty_closed_mid_board_op_is_a_lost_link_with_no_result() {
     use systole_device::board_sim::SimBoard;
-    let (board, config) = match SimBoard::spawn_soc_image_closing_after(3000) {
+    let (board, config) = match SimBoard::spawn_soc_image_closing_after(1000) {
         Ok(b) => b,
         Err(e @ DeviceError::NotBuilt { .. }) => {
             eprintln!("SKIPPED: {e}");
