@@ -191,7 +191,9 @@ impl SimBoard {
             None => ImagePins::bridge_image()?,
             Some(w) => ImagePins::with_trace(w)?,
         };
-        SimBoard::spawn_pins("systole-bridge-image", move || Ok(Pins::Bridge(board)))
+        SimBoard::spawn_pins("systole-bridge-image", None, move || {
+            Ok(Pins::Bridge(board))
+        })
     }
 
     /// The SoC image (the VexRiscv CPU running the firmware image of `soc-firmware/`, the
@@ -212,7 +214,19 @@ impl SimBoard {
             Some(w) => VerilatedSoc::with_firmware_traced(w)?,
         };
         let config = soc.config();
-        let board = SimBoard::spawn_pins("systole-soc-image", move || Ok(Pins::Soc(soc)))?;
+        let board = SimBoard::spawn_pins("systole-soc-image", None, move || Ok(Pins::Soc(soc)))?;
+        Ok((board, config))
+    }
+
+    /// [`SimBoard::spawn_soc_image`] whose board closes the pty once it has received `bytes`
+    /// bytes from the host (those still reach the SoC), as a board unplugged mid-operation.
+    pub fn spawn_soc_image_closing_after(
+        bytes: usize,
+    ) -> Result<(SimBoard, ArrayConfig), DeviceError> {
+        let soc = VerilatedSoc::with_firmware()?;
+        let config = soc.config();
+        let board =
+            SimBoard::spawn_pins("systole-soc-image", Some(bytes), move || Ok(Pins::Soc(soc)))?;
         Ok((board, config))
     }
 
@@ -234,7 +248,7 @@ impl SimBoard {
             Some(w) => VerilatedSoc::with_trace(&bytes, w)?,
         };
         let config = soc.config();
-        let board = SimBoard::spawn_pins("systole-soc-image", move || Ok(Pins::Soc(soc)))?;
+        let board = SimBoard::spawn_pins("systole-soc-image", None, move || Ok(Pins::Soc(soc)))?;
         Ok((board, config))
     }
 
@@ -242,6 +256,7 @@ impl SimBoard {
     /// while a command is in flight and sleeps on the pty otherwise.
     fn spawn_pins(
         name: &str,
+        close_after: Option<usize>,
         make: impl FnOnce() -> Result<Pins, systole_sim::SimError> + Send + 'static,
     ) -> Result<SimBoard, DeviceError> {
         let (mut master, slave, path) = open_pty()?;
@@ -266,7 +281,9 @@ impl SimBoard {
                 let mut silent = SILENT_SLICES;
                 // Slices since the host's last bytes while no answer came (`None`: answered).
                 let mut unanswered: Option<u32> = None;
-                while !stopped.load(Ordering::Relaxed) {
+                // Bytes still to take from the host before the link drops (`None`: never).
+                let mut budget = close_after;
+                while !stopped.load(Ordering::Relaxed) && budget != Some(0) {
                     let busy = unanswered.is_some_and(|n| n < BUSY_SLICES);
                     if busy {
                         silent = 0;
@@ -275,8 +292,12 @@ impl SimBoard {
                     let mut fds = [PollFd::new(master.as_fd(), PollFlags::POLLIN)];
                     let wait = PollTimeout::from(if running { 0u8 } else { 20u8 });
                     if nix::poll::poll(&mut fds, wait).map_err(|e| e.to_string())? > 0 {
-                        let n = master.read(&mut buf).map_err(|e| e.to_string())?;
+                        let want = budget.map_or(buf.len(), |b| b.min(buf.len()));
+                        let n = master.read(&mut buf[..want]).map_err(|e| e.to_string())?;
                         board.write_all(&buf[..n]).map_err(|e| e.to_string())?;
+                        if let Some(b) = &mut budget {
+                            *b -= n;
+                        }
                         silent = 0;
                         if answers_every_request {
                             unanswered = Some(0);

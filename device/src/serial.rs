@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use systole_core::ArrayConfig;
 use systole_firmware::frame::{self, Decoder, FRAME_CAPACITY, MAX_PAYLOAD};
 use systole_firmware::protocol::board_ops::{CAP_BOARD_OPS, PING_REPLY, PING_REPLY_WITH_CAPS};
+use systole_firmware::protocol::stack::{StackUse, STACK_USE};
 use systole_firmware::protocol::train::{CAP_TRAIN, PING_REPLY_WITH_TRAIN};
 use systole_firmware::protocol::{
     boot, cmd, panic, Buffer, DriverFailure, ErrorCode, RemoteError, Request, Words,
@@ -168,6 +169,19 @@ impl<T: Read + Write> SerialBus<T> {
         let mut cycles = [0u8; 8];
         cycles.copy_from_slice(&p[5..13]);
         Ok((frames, (p[0] != 0).then_some(u64::from_le_bytes(cycles))))
+    }
+
+    /// The board's stack reserve and the deepest its firmware's stack has been since it
+    /// started (`STACK_USE`, `protocol::stack`). Sends every buffered write first; like
+    /// [`Self::board_counters`] the exchange is left out of [`Self::counters`].
+    pub fn stack_use(&mut self) -> Result<StackUse, LinkError> {
+        self.flush()?;
+        let kept = self.counters;
+        let r = self.transact(STACK_USE, &[]);
+        self.counters = kept;
+        let p = r?;
+        StackUse::parse(&p)
+            .ok_or_else(|| LinkError::Protocol(format!("STACK_USE answer of {} bytes", p.len())))
     }
 
     /// Asks the board who it is.
@@ -436,9 +450,11 @@ impl<T: Read + Write> SerialBus<T> {
                             let m = String::from_utf8_lossy(m).into_owned();
                             // It restarts next and announces that.
                             self.start_expected = true;
+                            self.forget_board_store();
                             return Err(LinkError::BoardPanicked(m));
                         }
                         if boot::is_boot(f.cmd, f.payload) {
+                            self.forget_board_store();
                             if std::mem::take(&mut self.start_expected) {
                                 continue;
                             }
@@ -471,6 +487,15 @@ impl<T: Read + Write> SerialBus<T> {
         }
     }
 
+    /// The board restarted, so its tensor store is empty: the host's record of it (which
+    /// tensors are resident) must not name a tensor to it again, whichever exchange saw the
+    /// restart (also one outside a board operation, on the register path).
+    fn forget_board_store(&mut self) {
+        if let Some(b) = self.board.as_mut() {
+            b.forget();
+        }
+    }
+
     fn guard<R>(&mut self, r: Result<R, LinkError>) -> Result<R, LinkError> {
         if r.is_err() {
             self.discard();
@@ -494,12 +519,22 @@ impl SerialDevice {
                 path: path.to_string(),
                 source,
             })?;
+        BusDevice::on_port(port, config, path)
+    }
+}
+
+impl<T: Read + Write> BusDevice<SerialBus<T>> {
+    /// The board behind the byte stream `port` (a serial port; in tests also a simulated
+    /// board's pins with faults put in its way), called `at` in messages: pings the board and
+    /// checks it implements `config`. `port`'s reads must time out (see [`SerialBus`]).
+    pub fn on_port(port: T, config: ArrayConfig, at: &str) -> Result<Self, DeviceError> {
+        config.validate()?;
         let mut bus = SerialBus::new(port, config.size);
         let info = bus.ping().map_err(|e| DeviceError::Transport {
-            device: path.to_string(),
+            device: at.to_string(),
             source: Box::new(e),
         })?;
-        check_id(path, info.id)?;
+        check_id(at, info.id)?;
         // The host's options cannot name a board's conv unit: a board that is the array asked
         // for but with another feature-map depth (the SoC's 4096 words) is taken as it is.
         let with_boards_unit = ArrayConfig {
@@ -511,12 +546,12 @@ impl SerialDevice {
         } else {
             config
         };
-        check_config(path, info.config_word, &config)?;
+        check_config(at, info.config_word, &config)?;
         // Every frame this host sends may be as long as its own limit: a board that takes
         // less would lose the end of the longer ones.
         if usize::from(info.max_payload) < MAX_PAYLOAD {
             return Err(DeviceError::Unsupported(format!(
-                "the board at {path} takes frames of at most {} payload bytes, this host sends up to {MAX_PAYLOAD}: update the board's firmware",
+                "the board at {at} takes frames of at most {} payload bytes, this host sends up to {MAX_PAYLOAD}: update the board's firmware",
                 info.max_payload
             )));
         }
@@ -524,7 +559,7 @@ impl SerialDevice {
             bus.use_board_ops(words);
         }
         bus.heap_bytes = info.heap_bytes;
-        Ok(BusDevice::with_bus(config, bus, Some(path.to_string())))
+        Ok(BusDevice::with_bus(config, bus, Some(at.to_string())))
     }
 
     /// Sets the per-frame timeout and resend count.
@@ -535,6 +570,11 @@ impl SerialDevice {
     /// Link counters (bytes and frames actually moved).
     pub fn link_counters(&self) -> LinkCounters {
         self.bus.counters()
+    }
+
+    /// The board's stack use so far ([`SerialBus::stack_use`]).
+    pub fn stack_use(&mut self) -> Result<StackUse, LinkError> {
+        self.bus.stack_use()
     }
 }
 

@@ -30,6 +30,7 @@
 //! | 0x11 | `STATE_READ` | offset u32, count u16 | total u32, bytes `offset..` (at most `count`) | the state as it is now, for checkpoints and the end; `offset = 0` takes a fresh snapshot |
 //! | 0x12 | `DATA_WRITE` | features u16, divisor u16, total u32, offset u32, bytes | — | bytes `offset..` of a data set's records (each image's pixels, then its label; a value is `pixel / divisor`), `total` bytes in all; `offset = 0` starts a new data set (the old one dropped), other offsets continue in order |
 //! | 0x13 | `RUN_STEPS` | epochs done u32, first batch u32, steps u16, batch u16, lr f32 bits, flags u8 (bit 0 [`train::IN_ORDER`]: the resident images in their stored order) | steps u16, CPU cycles u64, array cycles u64, MAC cycles u64, then per step loss (f32 bits) u32 and correct u16 | batches `first..first + steps` (within the epoch) of epoch `epochs done + 1`, in the order the board draws with the trainer's shuffle (`systole_step::rng::epoch_order`) over the resident images; the state's step counter advances by `steps`; a step that fails drops the state (`StepFailed`, detail [`train::StepFailure`]) |
+//! | 0x18 | `STACK_USE` | — | reserve bytes u32, deepest use u32 | the firmware's stack high-water mark ([`stack`]) |
 //!
 //! Row words are little-endian, lane 0 first; `size` is the board's array size and every row of
 //! a request must be exactly `size` words. Feature-map words are little-endian too, lowest
@@ -69,6 +70,7 @@ use crate::frame::MAX_PAYLOAD;
 pub mod board_ops;
 pub mod boot;
 pub mod panic;
+pub mod stack;
 pub mod train;
 
 pub use board_ops::{ConvRequest, MatmulRequest};

@@ -3,6 +3,7 @@
 //! the simulated one) and writes one response frame per request.
 
 use crate::frame::{self, Decoder, Frame, FrameError, FRAME_CAPACITY, HEADER, MAX_PAYLOAD};
+use crate::protocol::stack::{StackUse, STACK_USE, STACK_USE_REPLY};
 use crate::protocol::{BatchIter, Buffer, ErrorCode, RemoteError, Request, MAX_LANES, RESPONSE};
 use crate::protocol::{COUNTERS_REPLY, ERROR, VERSION};
 use embedded_io::{Read, Write};
@@ -68,6 +69,8 @@ pub struct FrameServer<IO, B> {
     store: board_ops::Store,
     /// The training session, if the board trains (feature `step`).
     train: TrainSlot,
+    /// Measures the stack's high-water mark (`STACK_USE`), if the board paints its stack.
+    stack_use: Option<fn() -> StackUse>,
 }
 
 /// The training session's place in the server: a session with feature `step`, nothing without.
@@ -92,6 +95,7 @@ impl<IO: Read + Write, B: AcceleratorBus> FrameServer<IO, B> {
             clock: None,
             store: None,
             train: Default::default(),
+            stack_use: None,
         }
     }
 
@@ -128,6 +132,13 @@ impl<IO: Read + Write, B: AcceleratorBus> FrameServer<IO, B> {
     pub fn with_clock(mut self, clock: fn() -> u64) -> Self {
         self.clock = Some(clock);
         self.stats.busy_cycles = Some(0);
+        self
+    }
+
+    /// Answers `STACK_USE` with `probe`, which measures the firmware's stack
+    /// ([`crate::protocol::stack`]).
+    pub fn with_stack_use(mut self, probe: fn() -> StackUse) -> Self {
+        self.stack_use = Some(probe);
         self
     }
 
@@ -209,6 +220,7 @@ impl<IO: Read + Write, B: AcceleratorBus> FrameServer<IO, B> {
                 clock,
                 store,
                 train,
+                stack_use,
                 ..
             } = self;
             decoder.skip_garbage();
@@ -216,6 +228,10 @@ impl<IO: Read + Write, B: AcceleratorBus> FrameServer<IO, B> {
             let start = clock.map(|now| now());
             match decoder.next_frame() {
                 None => return Ok(()),
+                // Read-only, so not kept for replay: a resend measures again.
+                Some(Ok(f)) if f.cmd == STACK_USE => {
+                    *tx_len = answer_stack_use(f, *stack_use, tx, stats);
+                }
                 Some(Ok(f)) => {
                     // `COUNTERS` itself is not counted: a host asking after every operation
                     // must not see its own questions in the cost of the next one.
@@ -526,6 +542,34 @@ fn run_write<B: AcceleratorBus>(
         }
         _ => Err((ErrorCode::NotBatchable, 0)),
     }
+}
+
+/// Answers a `STACK_USE` frame into `tx` with the board's `probe` (refused as unknown
+/// without one); returns the frame's length.
+fn answer_stack_use(
+    f: Frame<'_>,
+    probe: Option<fn() -> StackUse>,
+    tx: &mut [u8; FRAME_CAPACITY],
+    stats: &mut LinkStats,
+) -> usize {
+    let mut p = [0u8; STACK_USE_REPLY];
+    let (cmd, n) = match (probe, f.payload.is_empty()) {
+        (Some(probe), true) => {
+            p = probe().encode();
+            stats.frames_ok = stats.frames_ok.wrapping_add(1);
+            (f.cmd | RESPONSE, STACK_USE_REPLY)
+        }
+        (probe, _) => {
+            let code = match probe {
+                None => ErrorCode::UnknownCommand,
+                Some(_) => ErrorCode::Malformed,
+            };
+            p[..4].copy_from_slice(&RemoteError::payload(code, f.cmd, 0));
+            stats.frames_rejected = stats.frames_rejected.wrapping_add(1);
+            (ERROR, 4)
+        }
+    };
+    frame::encode(f.seq, cmd, &p[..n], tx).unwrap_or(0)
 }
 
 mod board_ops;

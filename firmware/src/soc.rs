@@ -36,4 +36,6 @@ pub fn reset<R: Regs>(regs: &mut R) {
 }
 
 #[cfg(test)]
+mod overrun_tests;
+#[cfg(test)]
 mod tests;

@@ -14,6 +14,7 @@ use systole_firmware::soc::{cycles, reset, MmioBus, Uart, UartError};
 
 #[cfg(feature = "panic-test")]
 mod panic_test;
+mod stack;
 #[cfg(feature = "training")]
 mod training;
 
@@ -29,10 +30,11 @@ fn main() -> ! {
     };
     let config = *bus.config();
     #[cfg(feature = "panic-test")]
-    let bus = panic_test::PanicOnIdle(bus);
+    let bus = panic_test::PanicTestBus(bus);
     let board = FrameServer::new(uart, bus, config)
         .with_clock(timer_cycles)
-        .with_store(store());
+        .with_store(store())
+        .with_stack_use(stack::stack_use);
     #[cfg(feature = "training")]
     let board = board.with_training(heap_bytes, Some(training::heap_free));
     let mut board = board;

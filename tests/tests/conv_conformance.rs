@@ -250,12 +250,13 @@ fn soc_firmware_conv_4x4() {
         return;
     };
     let t = std::time::Instant::now();
-    conv_conformance(dev.as_mut(), 2, 0xC0_0008);
+    conv_conformance(&mut dev, 2, 0xC0_0008);
     eprintln!("soc_firmware_conv_4x4: {:.1} s", t.elapsed().as_secs_f64());
     // The firmware ran every operation itself (board operations), none driven from the host.
     let st = dev.stats();
     assert!(st.ops > 0);
     assert_eq!(st.board_ops, st.ops, "{st:?}");
+    common::check_stack(&mut dev, "soc_firmware_conv_4x4");
     drop(dev);
     board.close().expect("the SoC image reported an error");
 }

@@ -352,7 +352,7 @@ fn soc_firmware_4x4() {
     };
     let t = std::time::Instant::now();
     let words = conformance(
-        dev.as_mut(),
+        &mut dev,
         &Plan {
             seed: 0x5EED_0006,
             ..QUICK
@@ -369,6 +369,7 @@ fn soc_firmware_4x4() {
         "the plan has products on both paths"
     );
     assert_eq!(st.board_ops, fit, "{st:?}");
+    common::check_stack(&mut dev, "soc_firmware_4x4");
     drop(dev);
     board.close().expect("the SoC image reported an error");
 }

@@ -325,3 +325,80 @@ fn a_full_store_and_an_unknown_tensor_are_refused_with_their_codes() {
         (4, cmd::READ_TENSOR | RESPONSE, two.to_vec())
     );
 }
+
+/// Board operations cut short: a `WRITE_TENSOR` batch truncated (and completed by the next
+/// request's bytes) is refused under its `SEQ` and the stored tensor keeps its words; a
+/// `MATMUL` cut short never runs (its output tensor does not appear); resent whole it runs.
+#[test]
+fn truncated_board_op_requests_are_refused_and_never_run() {
+    use systole_firmware::protocol::{MatmulRequest, Words};
+    let Some(mut soc) = soc(false) else { return };
+    let mut seq = 0u8;
+    let mut send = |soc: &mut VerilatedSoc, r: &Request<'_>, cut: usize| {
+        seq += 1;
+        let bytes = encode(seq, r);
+        soc.write_all(&bytes[..bytes.len() - cut]).unwrap();
+        seq
+    };
+    let words = |w: &[i16]| w.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
+    let (a, b, other) = (words(&[1, 2, 3, 4]), words(&[5, 6, 7, 8]), words(&[9; 4]));
+    let store = |id, bytes| {
+        let mut batch = [0u8; 64];
+        let n = Request::WriteTensor {
+            id,
+            rows: 2,
+            cols: 2,
+            offset: 0,
+            words: Words::from_le_bytes(bytes),
+        }
+        .encode_batch_entry(&mut batch)
+        .unwrap();
+        batch[..n].to_vec()
+    };
+    let (store_a, store_b, store_other) = (store(1, &a), store(2, &b), store(1, &other));
+    for entry in [&store_a, &store_b] {
+        let s = send(&mut soc, &Request::Batch(entry), 0);
+        assert_eq!(next_frame(&mut soc), (s, cmd::BATCH | RESPONSE, vec![]));
+    }
+    let product = |out| MatmulRequest {
+        a: 1,
+        b: 2,
+        out,
+        flags: 0,
+        shift: 0,
+        rounding: Rounding::Truncate,
+        seed: 0,
+    };
+    let read = |id| Request::ReadTensor {
+        id,
+        offset: 0,
+        count: 4,
+    };
+    let refused = |soc: &mut VerilatedSoc, cut_seq: u8| {
+        let (s, c, p) = next_frame(soc);
+        let e = RemoteError::parse(&p).unwrap();
+        assert_eq!((s, c, e.code), (cut_seq, ERROR, Some(ErrorCode::BadCrc)));
+        let (_, c, _) = next_frame(soc);
+        assert_eq!(c, cmd::PING | RESPONSE, "the next request answered");
+    };
+    // The rewrite of tensor 1 cut short: refused, tensor 1 unchanged.
+    let cut = send(&mut soc, &Request::Batch(&store_other), 4);
+    send(&mut soc, &Request::Ping, 0);
+    refused(&mut soc, cut);
+    let s = send(&mut soc, &read(1), 0);
+    assert_eq!(next_frame(&mut soc), (s, cmd::READ_TENSOR | RESPONSE, a));
+    // A product into tensor 3 cut short: refused, tensor 3 never made.
+    let cut = send(&mut soc, &Request::Matmul(product(3)), 3);
+    send(&mut soc, &Request::Ping, 0);
+    refused(&mut soc, cut);
+    let s = send(&mut soc, &read(3), 0);
+    let (rs, c, p) = next_frame(&mut soc);
+    let code = RemoteError::parse(&p).unwrap().code;
+    assert_eq!((rs, c, code), (s, ERROR, Some(ErrorCode::UnknownTensor)));
+    // Whole, it runs: C = A·B = [[19, 22], [43, 50]] after the answer's header.
+    let s = send(&mut soc, &Request::Matmul(product(3)), 0);
+    let (rs, c, p) = next_frame(&mut soc);
+    assert_eq!((rs, c), (s, cmd::MATMUL | RESPONSE));
+    let header = systole_firmware::protocol::board_ops::OP_REPLY_HEADER;
+    assert_eq!(p[header..], words(&[19, 22, 43, 50]));
+}

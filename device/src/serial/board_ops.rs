@@ -61,6 +61,11 @@ impl BoardStore {
             unknown: true,
         }
     }
+
+    /// Forgets every tensor: the board may hold any (or none), so the next upload clears it.
+    pub(crate) fn forget(&mut self) {
+        *self = BoardStore::new(self.capacity);
+    }
 }
 
 /// One operand of a board operation: a stored tensor's shape and words.
@@ -214,7 +219,7 @@ impl<T: Read + Write> SerialBus<T> {
         if r.is_err() {
             self.discard();
             if let Some(b) = self.board.as_mut() {
-                *b = BoardStore::new(b.capacity);
+                b.forget();
             }
         }
         Some(r)

@@ -25,6 +25,11 @@ pub const PANIC_FRAME_CAPACITY: usize = OVERHEAD + PANIC_HEADER + MAX_PANIC_MESS
 /// many cycles panics, so tests can watch the report and the reset from the host.
 pub const PANIC_TEST_IDLE_CYCLES: u32 = 0xDEAD_0001;
 
+/// Test hook of the same build on the board-operation path: a `MATMUL` or `CONV` with this
+/// seed panics in its board driver when it sets up its first output tile (the operands are on
+/// the board, the product is under way).
+pub const PANIC_TEST_OP_SEED: u32 = 0xDEAD_0002;
+
 /// A panic message collected through `core::fmt::Write`, cut to [`MAX_PANIC_MESSAGE`] bytes at
 /// a character boundary (writing never fails, so a long message still yields its start).
 pub struct PanicMessage {

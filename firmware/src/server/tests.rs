@@ -472,3 +472,55 @@ fn counters_report_the_cycles_requests_cost() {
 mod board_ops;
 mod train;
 mod write_fm;
+
+fn fake_stack() -> StackUse {
+    StackUse {
+        reserve: 8192,
+        used: 1500,
+    }
+}
+
+/// `STACK_USE` is answered from the board's probe, with a payload refused as malformed, and
+/// refused as unknown by a board without a probe; the board serves on after each.
+#[test]
+fn stack_use_is_answered_from_the_probe_and_refused_without_one() {
+    let frame_of = |seq: u8, payload: &[u8]| {
+        let mut buf = [0u8; 16];
+        let n = frame::encode(seq, STACK_USE, payload, &mut buf).unwrap();
+        Vec::from(&buf[..n])
+    };
+    let input = cat(&[&frame_of(1, &[]), &frame_of(2, &[0]), PING]);
+    let cfg = config();
+    let answers = |probe: Option<fn() -> StackUse>| {
+        let pipe = Pipe {
+            input: input.clone(),
+            pos: 0,
+            chunk: 64,
+            output: Vec::new(),
+        };
+        let mut board = FrameServer::new(pipe, MockBus::new(&cfg), cfg);
+        if let Some(p) = probe {
+            board = board.with_stack_use(p);
+        }
+        assert_eq!(board.serve(), ServerError::Closed);
+        let (pipe, _) = board.into_parts();
+        let mut d = Decoder::new();
+        d.push(&pipe.output);
+        let mut replies = Vec::new();
+        while let Some(Ok(f)) = d.next_frame() {
+            replies.push((f.seq, f.cmd, Vec::from(f.payload)));
+        }
+        replies
+    };
+    let refusal = |code: ErrorCode| Vec::from(RemoteError::payload(code, STACK_USE, 0));
+    let with = answers(Some(fake_stack));
+    assert_eq!(
+        with[0],
+        (1, STACK_USE | RESPONSE, Vec::from(fake_stack().encode()))
+    );
+    assert_eq!(with[1], (2, ERROR, refusal(ErrorCode::Malformed)));
+    assert_eq!(with[2].1, crate::protocol::cmd::PING | RESPONSE);
+    let without = answers(None);
+    assert_eq!(without[0], (1, ERROR, refusal(ErrorCode::UnknownCommand)));
+    assert_eq!(without[2].1, crate::protocol::cmd::PING | RESPONSE);
+}

@@ -8,9 +8,10 @@ use systole_core::soc::{UART_DATA, UART_RX_OVERRUN, UART_RX_VALID, UART_STATUS, 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum UartError {
-    /// At least one received byte was lost (the receiver was full). Reported once, by the read
-    /// after the loss was seen; the frame layer's CRC catches the damaged frame and the host
-    /// resends it.
+    /// At least one received byte was lost (the receiver was full). Reported once, by a read
+    /// that finds the receiver empty after the loss was seen: the lost bytes came after every
+    /// byte the receiver held, so the frame being received then is the one they belonged to
+    /// (the server answers it `BytesLost`, and the host resends it).
     Overrun,
 }
 
@@ -85,9 +86,6 @@ impl<R: Regs> Read for Uart<R> {
         }
         let mut n = 0;
         loop {
-            if n == 0 && core::mem::take(&mut self.overrun_seen) {
-                return Err(UartError::Overrun);
-            }
             let s = self.status();
             if UART_RX_VALID.get(s) != 0 {
                 buf[n] = self.regs.read32(UART_DATA) as u8;
@@ -97,6 +95,11 @@ impl<R: Regs> Read for Uart<R> {
                 }
             } else if n > 0 {
                 return Ok(n);
+            } else if core::mem::take(&mut self.overrun_seen) {
+                // The receiver dropped the bytes that came while it was full: they followed
+                // every byte it held then, all delivered now, so the frame received last is
+                // the damaged one.
+                return Err(UartError::Overrun);
             }
         }
     }

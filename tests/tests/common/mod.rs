@@ -4,6 +4,7 @@
 
 use systole_core::ArrayConfig;
 use systole_device::board_sim::SimBoard;
+use systole_device::serial::SerialDevice;
 use systole_device::{self as device, Device, DeviceError};
 use systole_golden::QMatrix;
 
@@ -26,7 +27,7 @@ pub fn bridge_image() -> Option<(SimBoard, Box<dyn Device>)> {
 /// The simulated SoC image (the firmware on the VexRiscv CPU, UART, 4x4 array with its conv
 /// unit) on a pty, as `systole-board-sim --soc` serves it, and the serial device opened on it,
 /// or `None` (with a message) when this build has no SoC model.
-pub fn soc_image() -> Option<(SimBoard, Box<dyn Device>)> {
+pub fn soc_image() -> Option<(SimBoard, SerialDevice)> {
     let (board, config) = match SimBoard::spawn_soc_image() {
         Ok(b) => b,
         Err(e @ DeviceError::NotBuilt { .. }) => {
@@ -35,9 +36,30 @@ pub fn soc_image() -> Option<(SimBoard, Box<dyn Device>)> {
         }
         Err(e) => panic!("simulated SoC image: {e}"),
     };
-    let spec = format!("serial:{}", board.path().display());
-    let dev = device::open(&spec, config).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    let path = board.path().display().to_string();
+    let dev = SerialDevice::open(&path, config).unwrap_or_else(|e| panic!("{path}: {e}"));
     Some((board, dev))
+}
+
+/// The firmware's stack after a workload (`what`) on the SoC image: printed, and checked to
+/// have stayed inside the reserve it was linked with (`STACK_USE`, painted at boot).
+pub fn check_stack(dev: &mut SerialDevice, what: &str) {
+    let stack = dev.stack_use().unwrap_or_else(|e| panic!("STACK_USE: {e}"));
+    eprintln!(
+        "{what}: the firmware's stack reached {} of its {} B reserve",
+        stack.used, stack.reserve
+    );
+    assert_eq!(
+        stack.reserve,
+        systole_firmware::soc::STACK_RESERVE_BYTES,
+        "the reserve the image was linked with"
+    );
+    assert!(
+        stack.fits(),
+        "{what}: the stack used {} B, its whole reserve of {} B: raise STACK_RESERVE_BYTES",
+        stack.used,
+        stack.reserve
+    );
 }
 
 /// `e` and every cause under it, one line: what a conformance failure prints (each cause
