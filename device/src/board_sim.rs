@@ -78,11 +78,32 @@ fn open_pty() -> Result<(File, OwnedFd, PathBuf), DeviceError> {
     Ok((File::from(pty.master), pty.slave, path))
 }
 
+/// Why a simulated board stopped other than by being closed: [`SimBoard::close`]'s verdict.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SimBoardError {
+    /// The image could not be created on the board's thread.
+    #[error("the simulated image could not start")]
+    Start(#[source] systole_sim::SimError),
+    /// The pty or the image's serial pins failed.
+    #[error("the simulated board's link failed")]
+    Link(#[source] std::io::Error),
+    /// Waiting on the pty failed.
+    #[error("waiting on the simulated board's pty failed")]
+    Poll(#[source] nix::Error),
+    /// The frame server stopped for a reason this build does not name.
+    #[error("the simulated board's frame server stopped")]
+    Server,
+    /// The board's thread panicked.
+    #[error("the simulated board's thread panicked")]
+    Panicked,
+}
+
 /// A running simulated board. Dropping it stops the board and closes the pty.
 pub struct SimBoard {
     path: PathBuf,
     stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Result<(), String>>>,
+    thread: Option<JoinHandle<Result<(), SimBoardError>>>,
     /// Kept open so the master side never sees a hang-up while no host has the port open.
     _slave: OwnedFd,
 }
@@ -99,7 +120,7 @@ impl SimBoard {
     where
         B: AcceleratorBus,
         B::Error: std::fmt::Debug,
-        F: FnOnce() -> Result<B, String> + Send + 'static,
+        F: FnOnce() -> B + Send + 'static,
     {
         SimBoard::spawn_as(config, make_bus, drop_after, None)
     }
@@ -116,7 +137,7 @@ impl SimBoard {
     where
         B: AcceleratorBus,
         B::Error: std::fmt::Debug,
-        F: FnOnce() -> Result<B, String> + Send + 'static,
+        F: FnOnce() -> B + Send + 'static,
     {
         SimBoard::spawn_as(config, make_bus, None, Some(heap_bytes))
     }
@@ -130,7 +151,7 @@ impl SimBoard {
     where
         B: AcceleratorBus,
         B::Error: std::fmt::Debug,
-        F: FnOnce() -> Result<B, String> + Send + 'static,
+        F: FnOnce() -> B + Send + 'static,
     {
         let (master, slave, path) = open_pty()?;
         let stop = Arc::new(AtomicBool::new(false));
@@ -142,7 +163,7 @@ impl SimBoard {
         let thread = std::thread::Builder::new()
             .name("systole-board-sim".into())
             .spawn(move || {
-                let bus = make_bus()?;
+                let bus = make_bus();
                 let board = FrameServer::new(io, bus, config);
                 let mut board = match heap_bytes {
                     Some(heap) => {
@@ -155,8 +176,8 @@ impl SimBoard {
                 };
                 match board.serve() {
                     ServerError::Closed => Ok(()),
-                    ServerError::Io(e) => Err(format!("board link error: {e}")),
-                    other => Err(format!("board stopped: {other}")),
+                    ServerError::Io(e) => Err(SimBoardError::Link(e)),
+                    _ => Err(SimBoardError::Server),
                 }
                 // The master end closes here, as the board's thread ends.
             })
@@ -265,7 +286,7 @@ impl SimBoard {
         let thread = std::thread::Builder::new()
             .name(name.into())
             .spawn(move || {
-                let mut board = make().map_err(|e| e.to_string())?;
+                let mut board = make().map_err(SimBoardError::Start)?;
                 // Short slices of simulated time, so new bytes from the host are taken in
                 // between; the image is clocked only while the host may wait for an answer
                 // (until `SILENT_SLICES` slices passed without a byte; on the SoC, whose
@@ -291,10 +312,10 @@ impl SimBoard {
                     let running = silent < SILENT_SLICES;
                     let mut fds = [PollFd::new(master.as_fd(), PollFlags::POLLIN)];
                     let wait = PollTimeout::from(if running { 0u8 } else { 20u8 });
-                    if nix::poll::poll(&mut fds, wait).map_err(|e| e.to_string())? > 0 {
+                    if nix::poll::poll(&mut fds, wait).map_err(SimBoardError::Poll)? > 0 {
                         let want = budget.map_or(buf.len(), |b| b.min(buf.len()));
-                        let n = master.read(&mut buf[..want]).map_err(|e| e.to_string())?;
-                        board.write_all(&buf[..n]).map_err(|e| e.to_string())?;
+                        let n = master.read(&mut buf[..want]).map_err(SimBoardError::Link)?;
+                        board.write_all(&buf[..n]).map_err(SimBoardError::Link)?;
                         if let Some(b) = &mut budget {
                             *b -= n;
                         }
@@ -306,7 +327,7 @@ impl SimBoard {
                     if silent < SILENT_SLICES {
                         match board.read(&mut buf) {
                             Ok(n) => {
-                                master.write_all(&buf[..n]).map_err(|e| e.to_string())?;
+                                master.write_all(&buf[..n]).map_err(SimBoardError::Link)?;
                                 silent = 0;
                                 unanswered = None;
                             }
@@ -320,7 +341,7 @@ impl SimBoard {
                                     silent + 1
                                 }
                             }
-                            Err(e) => return Err(e.to_string()),
+                            Err(e) => return Err(SimBoardError::Link(e)),
                         }
                     }
                 }
@@ -354,7 +375,7 @@ impl SimBoard {
         if let Some(w) = trace {
             sim.open_trace(w)?;
         }
-        SimBoard::spawn(config, move || Ok(sim), None)
+        SimBoard::spawn(config, move || sim, None)
     }
 
     /// The pty path to open as a serial port.
@@ -363,16 +384,14 @@ impl SimBoard {
     }
 
     /// Stops the board and closes its end of the link; returns the board's own verdict.
-    pub fn close(mut self) -> Result<(), String> {
+    pub fn close(mut self) -> Result<(), SimBoardError> {
         self.shutdown()
     }
 
-    fn shutdown(&mut self) -> Result<(), String> {
+    fn shutdown(&mut self) -> Result<(), SimBoardError> {
         self.stop.store(true, Ordering::Relaxed);
         match self.thread.take() {
-            Some(t) => t
-                .join()
-                .map_err(|_| "the board thread panicked".to_string())?,
+            Some(t) => t.join().map_err(|_| SimBoardError::Panicked)?,
             None => Ok(()),
         }
     }
@@ -445,11 +464,7 @@ pub fn run_board_sim(
         }
         let sim = systole_sim::VerilatedArray::new(&config)?;
         // The training SoC's RAM: the host's memory is larger, but plans by this.
-        SimBoard::spawn_training(
-            config,
-            move || Ok(sim),
-            systole_core::soc::TRAINING_RAM_BYTES,
-        )?
+        SimBoard::spawn_training(config, move || sim, systole_core::soc::TRAINING_RAM_BYTES)?
     } else {
         SimBoard::spawn_verilated_traced(config, trace)?
     };
@@ -505,5 +520,25 @@ pub fn run_bridge_image_sim(trace: Option<systole_sim::TraceWindow>) -> Result<(
     );
     loop {
         std::thread::park();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The board's verdict keeps its cause typed: an image that cannot start is
+    /// `SimBoardError::Start` with the simulator's own error as its source.
+    #[test]
+    fn a_board_that_cannot_start_says_why_typed() {
+        let b = SimBoard::spawn_pins("test-board", None, || Err(systole_sim::SimError::NotBuilt))
+            .unwrap();
+        let e = b.close().unwrap_err();
+        assert!(matches!(e, SimBoardError::Start(_)), "{e:?}");
+        let source = std::error::Error::source(&e).expect("the simulator's error is the source");
+        assert!(
+            source.downcast_ref::<systole_sim::SimError>().is_some(),
+            "{source:?}"
+        );
     }
 }

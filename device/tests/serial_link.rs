@@ -166,7 +166,7 @@ impl AcceleratorBus for ModelBus {
 }
 
 fn board(cfg: ArrayConfig, drop_after: Option<usize>) -> SimBoard {
-    SimBoard::spawn(cfg, move || Ok(ModelBus::new(cfg)), drop_after).unwrap()
+    SimBoard::spawn(cfg, move || ModelBus::new(cfg), drop_after).unwrap()
 }
 
 fn matrix(rows: usize, cols: usize, frac: u32, salt: u32) -> QMatrix {
@@ -283,7 +283,7 @@ fn long_write_fm_arrives_in_order_around_other_writes() {
     assert!(cfg.fm_depth >= 3100);
     let seen = Arc::new(Mutex::new(Seen::default()));
     let probe = seen.clone();
-    let b = SimBoard::spawn(cfg, move || Ok(ModelBus::watched(cfg, probe)), None).unwrap();
+    let b = SimBoard::spawn(cfg, move || ModelBus::watched(cfg, probe), None).unwrap();
     let port = serialport::new(b.path().to_str().unwrap(), 3_000_000)
         .timeout(std::time::Duration::from_millis(20))
         .open()

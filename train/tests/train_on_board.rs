@@ -52,7 +52,7 @@ fn board_with(heap: u32) -> Option<SimBoard> {
             return None;
         }
     };
-    Some(SimBoard::spawn_training(config, move || Ok(sim), heap).unwrap())
+    Some(SimBoard::spawn_training(config, move || sim, heap).unwrap())
 }
 
 fn train(
