@@ -11,7 +11,7 @@
 //!
 //! | CMD | name | request payload | response payload | action |
 //! |-----|------|-----------------|------------------|--------|
-//! | 0x01 | `PING` | — | `ID` u32, `CONFIG` u32, [`VERSION`] u8, [`crate::frame::MAX_PAYLOAD`] u16; with a tensor store also capabilities u8 ([`board_ops::CAP_BOARD_OPS`]), store words u32 | identifies the board; never replayed, so a restarted host resynchronises with it |
+//! | 0x01 | `PING` | — | `ID` u32, `CONFIG` u32, [`VERSION`] u8, [`crate::frame::MAX_PAYLOAD`] u16; with a tensor store also capabilities u8 ([`board_ops::CAP_BOARD_OPS`]), store words u32; with [`train::CAP_TRAIN`] also the heap's bytes u32 | identifies the board; never replayed, so a restarted host resynchronises with it |
 //! | 0x02 | `READ_REG` | addr u8 | value u32 | reads one register |
 //! | 0x03 | `WRITE_REG` | addr u8, value u32 | — | writes one register (one clock) |
 //! | 0x04 | `WRITE_ROWS` | buffer u8 (0 = A, 1 = B), bank u8, start u16, count u16, `count x size` words i16 | — | writes rows `start..start+count` of that bank, one row per clock |

@@ -11,6 +11,10 @@
 //! `systole-board-sim --soc [--array N]`: the SoC image (VexRiscv running the firmware image,
 //! UART, the array with its conv unit) simulated through its serial pins; use
 //! `--device serial:PATH`. Its array size is the one the SoC model was built with.
+//!
+//! `--train` (with or without `--soc`): a board whose firmware trains itself (issue 17): without
+//! `--soc` the firmware's training session runs on the host over the Verilated array; with it,
+//! the training image runs on the Verilated SoC (built at run time).
 
 use clap::Parser;
 use systole::cli::{error_text, TraceArgs};

@@ -364,7 +364,7 @@ pub struct ExploreArgs {
     /// Feature-map words of the conv unit (0: none), e.g. 0,4096.
     #[arg(long, default_value = "0")]
     pub fm_depth: String,
-    /// Word widths W in bits, 8 to 16, e.g. 8,12,16 (each trains at W on the golden model; resources only at 16).
+    /// Word widths W in bits, 8 to 16, e.g. 8,12,16 (each trains at W on the golden model; Yosys resources at W, none for a conv unit below 16 or with --resources estimate).
     #[arg(long, default_value = "16")]
     pub word_bits: String,
     /// Roundings: stochastic, nearest, truncate.
