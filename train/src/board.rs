@@ -24,7 +24,7 @@ pub(crate) fn trains(arith: &mut FixedArith) -> bool {
     arith.products_mut().device_mut().board_training().is_some()
 }
 
-fn dev_err(op: &str) -> impl Fn(DeviceError) -> TrainError + '_ {
+pub(crate) fn dev_err(op: &str) -> impl Fn(DeviceError) -> TrainError + '_ {
     move |source| TrainError::Device {
         op: op.to_string(),
         source,
@@ -32,7 +32,7 @@ fn dev_err(op: &str) -> impl Fn(DeviceError) -> TrainError + '_ {
 }
 
 /// The host trainer's state as the board takes it.
-fn state_of(t: &Trainer<FixedArith>) -> TrainState {
+pub(crate) fn state_of(t: &Trainer<FixedArith>) -> TrainState {
     TrainState {
         layers: t.layers.clone(),
         classes: t.classes,
@@ -48,7 +48,7 @@ fn state_of(t: &Trainer<FixedArith>) -> TrainState {
 }
 
 /// Takes the board's state into the host trainer (after checking it is this run's).
-fn take_state(t: &mut Trainer<FixedArith>, s: TrainState) -> Result<(), TrainError> {
+pub(crate) fn take_state(t: &mut Trainer<FixedArith>, s: TrainState) -> Result<(), TrainError> {
     if s.layers != t.layers || s.run_seed != t.cfg.seed || s.params.len() != t.params.len() {
         return Err(TrainError::Checkpoint(
             "the board's training state is not this run's".into(),
@@ -118,6 +118,86 @@ fn step_heap(t: &Trainer<FixedArith>, batch: usize, features: usize) -> usize {
     batch * features * 6 + batch * widest * 2 * 6 + params * 2 * 3 + 16 * 1024
 }
 
+/// The host's trainer beside the board: on the golden model of the board's array `config`.
+pub(crate) fn host_trainer(
+    cfg: &TrainConfig,
+    data: &Dataset,
+    config: &systole_core::ArrayConfig,
+) -> Result<Trainer<FixedArith>, TrainError> {
+    let golden = systole_device::golden::GoldenDevice::new(*config)
+        .map_err(dev_err("opening the golden model"))?;
+    let arith = fixed::on_device_at(
+        Box::new(golden),
+        cfg.rounding,
+        cfg.seed,
+        false,
+        cfg.widths()?,
+    );
+    Trainer::new(cfg.clone(), data, arith)
+}
+
+/// The run's training images (up to `--limit`) as the board takes them: 8-bit pixels, labels.
+pub(crate) fn data_set(cfg: &TrainConfig, data: &Dataset) -> Result<DataSet, TrainError> {
+    let n = data.train.len().min(cfg.train_limit.unwrap_or(usize::MAX));
+    let features = data.features();
+    let all: Vec<usize> = (0..n).collect();
+    let images = Trainer::<FixedArith>::batch_images(&data.train, &all, features);
+    DataSet::from_values(
+        &images,
+        &data.train.labels[..n],
+        features,
+        pixel_divisor(&data.name),
+    )
+    .map_err(|e| TrainError::Config(format!("the board trains on 8-bit pixels: {e}")))
+}
+
+/// The images `idx` of `set`, in that order, as a data set of their own (a request's batches).
+pub(crate) fn images_of(set: &DataSet, idx: &[usize]) -> DataSet {
+    DataSet {
+        features: set.features,
+        divisor: set.divisor,
+        pixels: idx
+            .iter()
+            .flat_map(|&i| {
+                set.pixels[i * set.features..(i + 1) * set.features]
+                    .iter()
+                    .copied()
+            })
+            .collect(),
+        labels: idx.iter().map(|&i| set.labels[i]).collect(),
+    }
+}
+
+/// How the board trains `t`'s run on `set` with a heap of `heap` bytes: whether the data set
+/// stays resident, and how many batches one request runs (batch by batch: as many as fit the
+/// heap beside the step, a record and its place in the order each image). Refuses a step
+/// that does not fit.
+pub(crate) fn plan(
+    t: &Trainer<FixedArith>,
+    data: &Dataset,
+    set: &DataSet,
+    heap: usize,
+) -> Result<(bool, usize), TrainError> {
+    let (cfg, features, n) = (&t.cfg, set.features, set.len());
+    let state_bytes = state_of(t).encode().len();
+    let need = state_bytes + step_heap(t, cfg.batch, features);
+    if need > heap {
+        return Err(TrainError::Config(format!(
+            "{} at batch {} needs about {need} bytes of the board's heap (state {state_bytes}, step {}), the board has {heap}: train a smaller model or batch, or drive the step from the host with --host-step",
+            cfg.model.describe(data.channels, data.height, data.width, data.classes),
+            cfg.batch,
+            need - state_bytes
+        )));
+    }
+    let resident = need + set.pixels.len() + set.labels.len() + 4 * n <= heap;
+    let per_upload = if resident {
+        MAX_RUN_STEPS
+    } else {
+        ((heap - need) / (cfg.batch * (features + 1 + 4))).clamp(1, MAX_RUN_STEPS)
+    };
+    Ok((resident, per_upload))
+}
+
 /// Trains `cfg` on the board behind `dev_arith`'s device; the host's own trainer runs on the
 /// golden model of the same array.
 pub(crate) fn run(
@@ -128,16 +208,7 @@ pub(crate) fn run(
     mut dev_arith: FixedArith,
 ) -> Result<RunSummary, TrainError> {
     let dev = dev_arith.products_mut().device_mut();
-    let golden = systole_device::golden::GoldenDevice::new(*dev.config())
-        .map_err(dev_err("opening the golden model"))?;
-    let arith = fixed::on_device_at(
-        Box::new(golden),
-        cfg.rounding,
-        cfg.seed,
-        false,
-        cfg.widths()?,
-    );
-    let mut t = Trainer::new(cfg.clone(), data, arith)?;
+    let mut t = host_trainer(cfg, data, dev.config())?;
     let ck_path = opts.out.as_ref().map(|d| d.join(checkpoint::FILE_NAME));
     if opts.resume {
         let p = ck_path.as_ref().ok_or_else(|| {
@@ -154,36 +225,14 @@ pub(crate) fn run(
     if let Some(d) = &opts.out {
         crate::outfile::probe_dir(d, 2 * t.checkpoint().size_bound() + (1 << 20))?;
     }
-    let n = data.train.len().min(cfg.train_limit.unwrap_or(usize::MAX));
-    let features = data.features();
-    let divisor = pixel_divisor(&data.name);
-    let all: Vec<usize> = (0..n).collect();
-    let images = Trainer::<FixedArith>::batch_images(&data.train, &all, features);
-    let set = DataSet::from_values(&images, &data.train.labels[..n], features, divisor)
-        .map_err(|e| TrainError::Config(format!("the board trains on 8-bit pixels: {e}")))?;
+    let set = data_set(cfg, data)?;
+    let n = set.len();
     let name = dev.name();
     let mut board = dev
         .board_training()
         .ok_or_else(|| TrainError::Config(format!("{name} does not train itself")))?;
-    let state_bytes = state_of(&t).encode().len();
-    let need = state_bytes + step_heap(&t, cfg.batch, features);
     let heap = board.heap_bytes() as usize;
-    if need > heap {
-        return Err(TrainError::Config(format!(
-            "{} at batch {} needs about {need} bytes of the board's heap (state {state_bytes}, step {}), the board has {heap}: train a smaller model or batch, or drive the step from the host with --host-step",
-            cfg.model.describe(data.channels, data.height, data.width, data.classes),
-            cfg.batch,
-            need - state_bytes
-        )));
-    }
-    let resident = need + set.pixels.len() + set.labels.len() + 4 * n <= heap;
-    // Batch by batch: as many batches a request as fit the heap beside the step (a record and
-    // its place in the order each image).
-    let per_upload = if resident {
-        MAX_RUN_STEPS
-    } else {
-        ((heap - need) / (cfg.batch * (features + 1 + 4))).clamp(1, MAX_RUN_STEPS)
-    };
+    let (resident, per_upload) = plan(&t, data, &set, heap)?;
     obs.run_start(&format!(
         "the whole training step runs on the board ({name}: its heap {heap} bytes; data set {})",
         if resident {
@@ -267,21 +316,8 @@ fn epoch(
         } else {
             // The epoch's next batches, in its order, as the board's whole data set.
             let idx = &order[first * batch..((first + k) * batch).min(n)];
-            let part = DataSet {
-                features: set.features,
-                divisor: set.divisor,
-                pixels: idx
-                    .iter()
-                    .flat_map(|&i| {
-                        set.pixels[i * set.features..(i + 1) * set.features]
-                            .iter()
-                            .copied()
-                    })
-                    .collect(),
-                labels: idx.iter().map(|&i| set.labels[i]).collect(),
-            };
             board
-                .write_data(&part)
+                .write_data(&images_of(set, idx))
                 .map_err(dev_err("uploading a batch"))?;
             board.run_steps((epoch32, 0), k as u16, batch16, lr, true)
         };

@@ -10,6 +10,7 @@
 
 pub mod agreement;
 mod board;
+pub mod board_bench;
 mod config;
 mod error;
 /// The operations a model needs (`systole_step::arith`, shared with the board's step).

@@ -160,9 +160,10 @@ pub struct BenchArgs {
     /// model of its own, untraced.
     #[command(flatten)]
     pub trace: TraceArgs,
-    /// Instead: the link. Trains --steps digits-MLP steps over serial: on the simulated SoC
-    /// image and over bridge: on the simulated bridge image, and prints bytes, frames, round
-    /// trips, firmware cycles and projected epoch times per link (slow: minutes).
+    /// Instead: the link. Trains the same --steps digits-MLP steps three ways in one run: the
+    /// whole step on the simulated training SoC image, the host-driven step on it (board
+    /// operations) and over bridge: on the simulated bridge image; prints bytes, frames, round
+    /// trips, firmware cycles, projected epoch and 20-epoch demo times (slow: minutes).
     #[arg(long)]
     pub link: bool,
     /// Training steps of --link.
