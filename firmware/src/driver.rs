@@ -141,22 +141,18 @@ impl Strided<'_> {
     /// bounds check in the driver's hot loop.
     #[inline(always)]
     fn fill(&self, kk: usize, first: usize, row: &mut [i16]) {
-        let count = self.lanes.saturating_sub(first).min(row.len());
-        let (head, tail) = row.split_at_mut(count);
+        let count = self.lanes.saturating_sub(first);
         let start = kk * self.row_step + first * self.lane_step;
         let src = self.data.get(start..).unwrap_or(&[]);
-        if self.lane_step == 1 {
-            match src.get(..head.len()) {
-                Some(s) => head.copy_from_slice(s),
-                None => head.fill(0),
-            }
-        } else {
-            let mut words = src.iter().step_by(self.lane_step.max(1));
-            for x in head.iter_mut() {
-                *x = words.next().copied().unwrap_or(0);
-            }
+        let mut words = src.iter().step_by(self.lane_step.max(1));
+        // One loop for words and padding: no `memcpy`/`memset` call, whose code lies
+        // elsewhere in the image and would evict the loop from the I-cache every row.
+        for (l, x) in row.iter_mut().enumerate() {
+            *x = match l < count {
+                true => words.next().copied().unwrap_or(0),
+                false => 0,
+            };
         }
-        tail.fill(0);
     }
 }
 
