@@ -113,6 +113,47 @@ pub(crate) trait Feed {
     fn a(&self, i: usize, kk: usize) -> i16;
     /// `B[kk][j]`, for a host-written B (`j < n`).
     fn b(&self, kk: usize, j: usize) -> i16;
+    /// A host-written A as one strided slice, when it is one (then the driver fills rows
+    /// from it inline instead of calling [`Feed::a`] a word).
+    fn strided_a(&self) -> Option<Strided<'_>> {
+        None
+    }
+    /// A host-written B as one strided slice, when it is one.
+    fn strided_b(&self) -> Option<Strided<'_>> {
+        None
+    }
+}
+
+/// An operand whose row `kk` lane `l` (lane index `i` below `lanes`) is
+/// `data[kk * row_step + i * lane_step]`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Strided<'a> {
+    data: &'a [i16],
+    row_step: usize,
+    lane_step: usize,
+    /// Lanes that exist (`m` for A, `n` for B); the rest are padding.
+    lanes: usize,
+}
+
+impl Strided<'_> {
+    /// `row[l]` = the word of lane `first + l` in row `kk`, 0 past the last lane (padding).
+    /// Out-of-range words (never for a validated job) read as 0: no panic, and no per-word
+    /// bounds check in the driver's hot loop.
+    #[inline(always)]
+    fn fill(&self, kk: usize, first: usize, row: &mut [i16]) {
+        let count = self.lanes.saturating_sub(first);
+        let start = kk * self.row_step + first * self.lane_step;
+        let src = self.data.get(start..).unwrap_or(&[]);
+        let mut words = src.iter().step_by(self.lane_step.max(1));
+        // One loop for words and padding: no `memcpy`/`memset` call, whose code lies
+        // elsewhere in the image and would evict the loop from the I-cache every row.
+        for (l, x) in row.iter_mut().enumerate() {
+            *x = match l < count {
+                true => words.next().copied().unwrap_or(0),
+                false => 0,
+            };
+        }
+    }
 }
 
 impl Feed for MatmulJob<'_> {
@@ -237,6 +278,28 @@ impl Feed for Views<'_, '_> {
             true => self.job.b[j * self.job.k + kk],
             false => self.job.b(kk, j),
         }
+    }
+    fn strided_a(&self) -> Option<Strided<'_>> {
+        let (m, k) = (self.job.m, self.job.k);
+        // A[i][kk] = a[i * k + kk]; Aᵀ stored: a[kk * m + i].
+        let (row_step, lane_step) = if self.transposed.a { (m, 1) } else { (1, k) };
+        Some(Strided {
+            data: self.job.a,
+            row_step,
+            lane_step,
+            lanes: m,
+        })
+    }
+    fn strided_b(&self) -> Option<Strided<'_>> {
+        let (k, n) = (self.job.k, self.job.n);
+        // B[kk][j] = b[kk * n + j]; Bᵀ stored: b[j * k + kk].
+        let (row_step, lane_step) = if self.transposed.b { (1, k) } else { (n, 1) };
+        Some(Strided {
+            data: self.job.b,
+            row_step,
+            lane_step,
+            lanes: n,
+        })
     }
 }
 
@@ -421,23 +484,28 @@ impl<'b, 'j, B: AcceleratorBus> Run<'b, 'j, B> {
         let mut c_row = [0i16; MAX_LANES];
         let size = self.size;
         let rows = if write_a || write_b { cmd.klen } else { 0 };
+        let (strided_a, strided_b) = (self.feed.strided_a(), self.feed.strided_b());
+        // Beats until the next poll (counted down: no division a row on the board's CPU).
+        let mut until_poll = 0;
         for r in 0..rows {
             let kk = cmd.k0 + r;
             if write_a {
-                for (l, x) in a_row[..size].iter_mut().enumerate() {
-                    let i = cmd.i0 + l;
-                    *x = if i < self.m { self.feed.a(i, kk) } else { 0 };
+                match strided_a {
+                    Some(s) => s.fill(kk, cmd.i0, &mut a_row[..size]),
+                    None => self.fill_a(kk, cmd.i0, &mut a_row[..size]),
                 }
             }
             if write_b {
-                for (l, x) in b_row[..size].iter_mut().enumerate() {
-                    let j = cmd.j0 + l;
-                    *x = if j < self.n { self.feed.b(kk, j) } else { 0 };
+                match strided_b {
+                    Some(s) => s.fill(kk, cmd.j0, &mut b_row[..size]),
+                    None => self.fill_b(kk, cmd.j0, &mut b_row[..size]),
                 }
             }
             // Poll for finished tiles only every `size` beats: on a serial bus a poll is a
             // round trip, and a tile needs `size` beats to read anyway.
-            let c = self.next_c_read(r % size == 0)?;
+            let poll = until_poll == 0;
+            until_poll = if poll { size - 1 } else { until_poll - 1 };
+            let c = self.next_c_read(poll)?;
             let beat = Beat {
                 a: write_a.then(|| RowWrite {
                     bank: bank as u8,
@@ -507,6 +575,24 @@ impl<'b, 'j, B: AcceleratorBus> Run<'b, 'j, B> {
             true,
             "the queued command to start",
         )
+    }
+
+    /// `row[l] = A[i0 + l][kk]` through [`Feed::a`], 0 past row `m` (padding).
+    #[inline(never)]
+    fn fill_a(&self, kk: usize, i0: usize, row: &mut [i16]) {
+        for (l, x) in row.iter_mut().enumerate() {
+            let i = i0 + l;
+            *x = if i < self.m { self.feed.a(i, kk) } else { 0 };
+        }
+    }
+
+    /// `row[l] = B[kk][j0 + l]` through [`Feed::b`], 0 past column `n` (padding).
+    #[inline(never)]
+    fn fill_b(&self, kk: usize, j0: usize, row: &mut [i16]) {
+        for (l, x) in row.iter_mut().enumerate() {
+            let j = j0 + l;
+            *x = if j < self.n { self.feed.b(kk, j) } else { 0 };
+        }
     }
 
     /// Starts the conv unit's fills for `cmd` into `bank` (none without a conv unit).

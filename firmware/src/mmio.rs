@@ -24,9 +24,11 @@ pub trait Regs {
 }
 
 impl<R: Regs + ?Sized> Regs for &mut R {
+    #[inline(always)]
     fn read32(&mut self, addr: u32) -> u32 {
         (**self).read32(addr)
     }
+    #[inline(always)]
     fn write32(&mut self, addr: u32, value: u32) {
         (**self).write32(addr, value)
     }
@@ -62,6 +64,7 @@ impl Default for Volatile {
 
 #[cfg(all(target_arch = "riscv32", target_os = "none"))]
 impl Regs for Volatile {
+    #[inline(always)]
     fn read32(&mut self, addr: u32) -> u32 {
         if !is_mmio(addr) {
             return 0;
@@ -71,6 +74,7 @@ impl Regs for Volatile {
         unsafe { core::ptr::read_volatile(addr as usize as *const u32) }
     }
 
+    #[inline(always)]
     fn write32(&mut self, addr: u32, value: u32) {
         if !is_mmio(addr) {
             return;

@@ -34,6 +34,8 @@ impl<B: AcceleratorBus> Run<'_, '_, B> {
     }
 
     /// The next C row to read `(bank, row)`, oldest tile first, if one is known to be ready.
+    /// Inlined: it runs every beat of the hot loop.
+    #[inline(always)]
     pub(super) fn next_c_read(&mut self, poll: bool) -> Res<Option<(usize, usize)>, B::Error> {
         let oldest = match (self.pending[0], self.pending[1]) {
             (Some(x), Some(y)) => Some(if x.emit.wrapping_sub(y.emit) > 1 << 31 {
@@ -61,6 +63,7 @@ impl<B: AcceleratorBus> Run<'_, '_, B> {
     }
 
     /// Copies C row `row` of the tile pending in `bank` into `out`, dropping padding lanes.
+    #[inline(always)]
     pub(super) fn store_c_row(&mut self, bank: usize, row: usize, data: &[i16], out: &mut [i16]) {
         let n = self.n;
         let Some(p) = self.pending[bank].as_mut() else {

@@ -97,6 +97,49 @@ fn random_shapes_match_the_contract_without_hazards() {
     }
 }
 
+/// `rows x cols` row-major to its transpose.
+fn transpose(x: &[i16], rows: usize, cols: usize) -> Vec<i16> {
+    (0..cols * rows)
+        .map(|t| x[(t % rows) * cols + t / rows])
+        .collect()
+}
+
+#[test]
+fn transposed_views_equal_the_product_of_the_copies() {
+    // The row fills read each view by its own stride, padding the edge tiles with zeros.
+    let mut rng = Rng(0x5EED_0017);
+    for case in 0..24 {
+        let size = [2, 4, 8][case % 3];
+        let cfg = ArrayConfig::new(size, 8, 16).unwrap();
+        let (m, k, n) = (1 + rng.below(19), 1 + rng.below(37), 1 + rng.below(19));
+        let (a, b) = (rng.words(m * k), rng.words(k * n));
+        let job = MatmulJob {
+            a: &a,
+            b: &b,
+            m,
+            k,
+            n,
+            shift: 7,
+            rounding: Rounding::ALL[case % 3],
+            seed: rng.next() as u32,
+        };
+        let expect = reference(&job, size);
+        let (at, bt) = (transpose(&a, m, k), transpose(&b, k, n));
+        for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+            let view = MatmulJob {
+                a: if ta { &at } else { &a },
+                b: if tb { &bt } else { &b },
+                ..job
+            };
+            let tr = Transposed { a: ta, b: tb };
+            let mut mock = MockArray::new(cfg);
+            let mut out = vec![0i16; m * n];
+            matmul_views(&mut mock, &cfg, &view, tr, &mut out).unwrap();
+            assert_eq!(out, expect, "case {case}: {m}x{k}x{n} on {size}, {tr:?}");
+        }
+    }
+}
+
 #[test]
 fn slow_conversion_still_correct() {
     // A converter much slower than a command: C reads fall back to draining before the queue.
