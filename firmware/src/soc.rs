@@ -25,6 +25,23 @@ use systole_core::soc::{SYS_RESET, SYS_RESET_KEY};
 /// stack holds a few row buffers of `MAX_LANES` words and the call chain.
 pub const STACK_RESERVE_BYTES: u32 = 8 * 1024;
 
+/// Stack the training image reserves (it is linked for more than `BASE_RAM_BYTES`): a step's
+/// call chain (the model's forward and backward, the drivers, soft float and `libm`) went to
+/// 8,188 of an 8,192-byte reserve on the simulated SoC (digits MLP, `STACK_USE` after 3 steps),
+/// so the training image takes a larger one from the RAM its heap would otherwise get.
+pub const TRAINING_STACK_RESERVE_BYTES: u32 = 32 * 1024;
+
+/// The stack reserve of an image linked for `ram_bytes` of RAM: the serving image's
+/// [`STACK_RESERVE_BYTES`] in `BASE_RAM_BYTES`, the training image's
+/// [`TRAINING_STACK_RESERVE_BYTES`] above it.
+pub const fn stack_reserve_bytes(ram_bytes: u32) -> u32 {
+    if ram_bytes > systole_core::soc::BASE_RAM_BYTES {
+        TRAINING_STACK_RESERVE_BYTES
+    } else {
+        STACK_RESERVE_BYTES
+    }
+}
+
 // The host sends one frame and waits for its answer: the UART's receive FIFO must hold the
 // largest frame, or a request arriving while the firmware runs the last one loses bytes.
 const _: () = assert!(crate::frame::FRAME_CAPACITY <= systole_core::soc::RX_FIFO_BYTES);

@@ -6,7 +6,7 @@
 use systole_core::soc::{SYS_RAM_BYTES, TRAINING_RAM_BYTES};
 use systole_firmware::mmio::heap::{heap_region, Heap};
 use systole_firmware::mmio::{Regs, Volatile};
-use systole_firmware::soc::STACK_RESERVE_BYTES;
+use systole_firmware::soc::TRAINING_STACK_RESERVE_BYTES;
 
 #[global_allocator]
 static HEAP: Heap = Heap::empty();
@@ -23,7 +23,7 @@ pub fn init_heap() -> u32 {
         start as usize,
         TRAINING_RAM_BYTES,
         board,
-        STACK_RESERVE_BYTES,
+        TRAINING_STACK_RESERVE_BYTES,
     ) {
         Ok(region) => region,
         Err(e) => panic!("{e}"),

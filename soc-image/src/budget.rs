@@ -14,7 +14,7 @@ pub struct Budget {
     /// Of `bss`, the tensor store of the board operations
     /// (`systole_core::soc::TENSOR_STORE_BYTES`).
     pub tensor_store: u32,
-    /// Stack kept free at the top of RAM (`systole_firmware::soc::STACK_RESERVE_BYTES`).
+    /// Stack kept free at the top of RAM (`systole_firmware::soc::stack_reserve_bytes` of the image's RAM).
     pub stack_reserve: u32,
     /// Bytes of the flat image (what the RAM is initialised with).
     pub image: u32,

@@ -6,7 +6,7 @@ use object::elf::{EM_RISCV, PT_LOAD, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, SHT_NO
 use object::read::elf::{ElfFile32, FileHeader, ProgramHeader, SectionHeader};
 use object::Endianness;
 use systole_core::soc::RAM_BASE;
-use systole_firmware::soc::STACK_RESERVE_BYTES;
+use systole_firmware::soc::stack_reserve_bytes;
 
 /// Why an ELF is not a loadable SoC image.
 #[derive(Debug, thiserror::Error)]
@@ -95,7 +95,7 @@ pub fn flatten(elf: &[u8], ram_bytes: u32) -> Result<Flat, ElfError> {
         bytes[at..at + data.len()].copy_from_slice(data);
     }
     let mut budget = Budget {
-        stack_reserve: STACK_RESERVE_BYTES,
+        stack_reserve: stack_reserve_bytes(ram_bytes),
         tensor_store: systole_core::soc::TENSOR_STORE_BYTES,
         ram: ram_bytes,
         image: bytes.len() as u32,

@@ -194,6 +194,28 @@ fn three_steps_on_the_simulated_soc_equal_the_golden_model() {
         &mut Quiet,
     )
     .unwrap_or_else(|e| panic!("{e:?}"));
+    // The training step's own stack on the board: the deepest use since boot (`STACK_USE`),
+    // which must have stayed inside the reserve the image was linked with.
+    let path = b.path().display().to_string();
+    let mut dev = systole_device::serial::SerialDevice::open(&path, config).unwrap();
+    let stack = dev.stack_use().unwrap();
+    println!(
+        "the training firmware's stack reached {} of its {} B reserve",
+        stack.used, stack.reserve
+    );
+    assert_eq!(
+        stack.reserve,
+        systole_firmware::soc::TRAINING_STACK_RESERVE_BYTES,
+        "the reserve the training image was linked with"
+    );
+    // A quarter of the reserve left: the paint cannot show a frame that reached below the
+    // reserve's bottom word without writing it (at 8 KiB the step read 8,188 of 8,192 B, and
+    // 8,264 B with a larger reserve: it had overrun into the heap).
+    assert!(
+        stack.fits() && stack.used <= stack.reserve / 4 * 3,
+        "{stack:?}: raise TRAINING_STACK_RESERVE_BYTES"
+    );
+    drop(dev);
     b.close().unwrap();
     let golden = run(&c, &d, &opts("golden".into()), &mut Quiet).unwrap();
     let (name, st) = on_board.device.as_ref().unwrap();
