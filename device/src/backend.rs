@@ -53,7 +53,7 @@ pub trait Link: AcceleratorBus {
     }
 
     /// The board's training requests, when the device behind this link trains itself.
-    fn train_link(&mut self) -> Option<&mut dyn crate::serial::TrainLink> {
+    fn train_link(&mut self) -> Option<&mut dyn crate::board_train::TrainLink> {
         None
     }
 

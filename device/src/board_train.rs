@@ -3,7 +3,7 @@
 //! request's link traffic and the board's cycles go into the device's [`DeviceStats`], as an
 //! operation's do.
 
-use crate::serial::{LinkError, TrainLink};
+use crate::serial::link_error::LinkError;
 use crate::{DeviceError, DeviceStats};
 use systole_firmware::protocol::train::RunCounters;
 use systole_step::resident::{DataSet, TrainState};
@@ -12,6 +12,32 @@ pub use systole_firmware::protocol::train::MAX_RUN_STEPS;
 
 /// The link's counts the stats are kept from: bytes out, bytes in, frames, resends.
 pub(crate) type Counts = (u64, u64, u64, u64);
+
+/// What a board that trains itself offers the host: uploads, steps and the state back.
+pub trait TrainLink {
+    /// The board's heap in bytes (where the state, the data set and the step's tensors live).
+    fn heap_bytes(&self) -> u32;
+    /// The link's `(bytes out, bytes in, frames, resends)` so far.
+    fn counts(&self) -> Counts;
+    /// Uploads a training state's wire form (`TrainState::encode`); the board checks and
+    /// installs it whole, replacing the one it held.
+    fn write_state(&mut self, bytes: &[u8]) -> Result<(), LinkError>;
+    /// Reads the board's state back (its wire form).
+    fn read_state(&mut self) -> Result<Vec<u8>, LinkError>;
+    /// Uploads a data set's records (`DataSet::encode_records`), replacing the one it held.
+    fn write_data(&mut self, features: u16, divisor: u16, records: &[u8]) -> Result<(), LinkError>;
+    /// Runs `steps` (at most [`MAX_RUN_STEPS`]) steps: batches `first_batch..` of epoch
+    /// `epochs_done + 1` at batch size `batch` and rate `lr` (`in_order`: of the resident
+    /// images in their stored order). Returns the board's counters and each step's loss and
+    /// correct count.
+    fn run_steps(
+        &mut self,
+        at: (u32, u32),
+        steps: u16,
+        batch: u16,
+        rate: (f32, bool),
+    ) -> Result<(RunCounters, Vec<(f32, u16)>), LinkError>;
+}
 
 /// A board that trains on resident state and data, borrowed from its device.
 pub struct BoardTraining<'d> {

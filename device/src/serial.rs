@@ -42,8 +42,8 @@ pub const DEFAULT_RETRIES: u32 = 3;
 pub(crate) mod board_ops;
 mod bus;
 mod train;
-pub use train::TrainLink;
-mod link_error;
+pub use crate::board_train::TrainLink;
+pub(crate) mod link_error;
 pub use link_error::{LinkError, PortError};
 
 /// Byte and frame counters of a [`SerialBus`].

@@ -11,7 +11,7 @@
 
 use crate::data::{pixel_divisor, Dataset};
 use crate::fixed::{self, FixedArith};
-use crate::run::{RunOptions, RunSummary};
+use crate::run_options::{RunOptions, RunSummary};
 use crate::{checkpoint, EpochRecord, Observer, TrainConfig, TrainError, Trainer};
 use systole_device::board_train::{BoardTraining, MAX_RUN_STEPS};
 use systole_device::DeviceError;

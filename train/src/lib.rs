@@ -27,6 +27,7 @@ pub mod pipeline;
 /// The seeded random streams (`systole_step::rng`, shared with the board's epoch order).
 use systole_step::rng;
 pub mod run;
+mod run_options;
 pub mod shard;
 
 // What front ends (the CLI, explore, benches) use of the fixed-point arithmetic, the output

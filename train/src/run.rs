@@ -4,38 +4,17 @@
 
 use super::agreement;
 use super::checkpoint::{self, Checkpoint};
-use super::fixed::{self, SaturationCount};
+use super::fixed;
 use super::float::{FloatArith, FloatFormat};
 use super::{
-    arith::Arith, arith::TensorState, EpochRecord, MaybeDevice, Observer, Precision, TrainConfig,
-    TrainError, Trainer,
+    arith::Arith, EpochRecord, MaybeDevice, Observer, Precision, TrainConfig, TrainError, Trainer,
 };
 use crate::data::Dataset;
 use crate::dist::{Collective, Single};
-use serde::Serialize;
-use std::collections::BTreeMap;
 use std::path::Path;
 use systole_core::ArrayConfig;
-use systole_device::DeviceStats;
 
-/// Where and how a run executes (none of this changes its results).
-#[derive(Clone, Debug)]
-pub struct RunOptions {
-    /// `--device` value (fixed point only).
-    pub device: String,
-    /// Recompute every offloaded op in the golden model.
-    pub check: bool,
-    /// Folder for the checkpoint (None: no checkpoints).
-    pub out: Option<std::path::PathBuf>,
-    /// Continue from the checkpoint in `out`.
-    pub resume: bool,
-    /// Start afresh even though `out` holds a checkpoint (which the run then replaces).
-    pub overwrite: bool,
-    /// The device's waveform window (`--trace`; the verilator device only).
-    pub trace: Option<systole_device::TraceWindow>,
-    /// Drive every step from the host even on a board that trains itself (`--host-step`).
-    pub host_step: bool,
-}
+pub use crate::run_options::{RunOptions, RunSummary};
 
 /// Refuses to start a fresh run in a folder that holds a checkpoint, unless told to overwrite
 /// it: a finished or interrupted run is never replaced unasked.
@@ -56,27 +35,6 @@ pub(crate) fn check_fresh_start(opts: &RunOptions) -> Result<(), TrainError> {
         "{} holds the checkpoint of an earlier run: continue it with --resume, or start over with --overwrite (which replaces it)",
         ck.display()
     )))
-}
-
-/// What a run produced.
-#[derive(Clone, Debug, Serialize)]
-pub struct RunSummary {
-    /// The options.
-    pub config: TrainConfig,
-    /// Model description.
-    pub model: String,
-    /// Arithmetic description (format, rounding, device).
-    pub arithmetic: String,
-    /// Per-epoch results (including epochs before a resume).
-    pub history: Vec<EpochRecord>,
-    /// Device name and counters for the epochs run in this process.
-    pub device: Option<(String, DeviceStats)>,
-    /// Fixed point: saturation counters per operation name, for the epochs run in this process
-    /// (under MPI, this rank's shards); empty for the float formats.
-    pub saturation: BTreeMap<String, SaturationCount>,
-    /// Final parameters.
-    #[serde(skip)]
-    pub params: Vec<TensorState>,
 }
 
 /// Trains one epoch of a [`Trainer`] (plain, sharded or pipelined).

@@ -1,9 +1,10 @@
 //! The host's half of training on the board (`systole_firmware::protocol::train`): the state
 //! and the data set go up in chunks, `RUN_STEPS` runs steps on them, the state comes back in
-//! chunks. [`TrainLink`] is what the trainer sees of it (through
+//! chunks. `board_train::TrainLink` is what the trainer sees of it (through
 //! `Device::board_training`).
 
 use super::{LinkError, SerialBus};
+use crate::board_train::{Counts, TrainLink};
 use std::io::{Read, Write};
 use std::time::Duration;
 use systole_firmware::frame::MAX_PAYLOAD;
@@ -17,32 +18,6 @@ use systole_step::resident::StateError;
 /// How long the host waits for one step's answer before resending (a real board at 100 MHz
 /// runs a digits step in well under a second; the simulated SoC a hundred times slower).
 pub const STEP_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// What a board that trains itself offers the host: uploads, steps and the state back.
-pub trait TrainLink {
-    /// The board's heap in bytes (where the state, the data set and the step's tensors live).
-    fn heap_bytes(&self) -> u32;
-    /// The link's `(bytes out, bytes in, frames, resends)` so far.
-    fn counts(&self) -> crate::board_train::Counts;
-    /// Uploads a training state's wire form (`TrainState::encode`); the board checks and
-    /// installs it whole, replacing the one it held.
-    fn write_state(&mut self, bytes: &[u8]) -> Result<(), LinkError>;
-    /// Reads the board's state back (its wire form).
-    fn read_state(&mut self) -> Result<Vec<u8>, LinkError>;
-    /// Uploads a data set's records (`DataSet::encode_records`), replacing the one it held.
-    fn write_data(&mut self, features: u16, divisor: u16, records: &[u8]) -> Result<(), LinkError>;
-    /// Runs `steps` (at most [`MAX_RUN_STEPS`]) steps: batches `first_batch..` of epoch
-    /// `epochs_done + 1` at batch size `batch` and rate `lr` (`in_order`: of the resident
-    /// images in their stored order). Returns the board's counters and each step's loss and
-    /// correct count.
-    fn run_steps(
-        &mut self,
-        at: (u32, u32),
-        steps: u16,
-        batch: u16,
-        rate: (f32, bool),
-    ) -> Result<(RunCounters, Vec<(f32, u16)>), LinkError>;
-}
 
 /// A training refusal in words.
 pub(super) fn describe_refusal(code: ErrorCode, detail: u16) -> String {
@@ -92,7 +67,7 @@ impl<T: Read + Write> TrainLink for SerialBus<T> {
         self.heap_bytes.unwrap_or(0)
     }
 
-    fn counts(&self) -> crate::board_train::Counts {
+    fn counts(&self) -> Counts {
         let c = &self.counters;
         (c.bytes_out, c.bytes_in, c.frames, c.resends)
     }
