@@ -49,9 +49,10 @@ pub fn loss_and_grads<A: Arith>(
     let (logits, caches): (A::T, Vec<Cache<A::T>>) =
         model::forward(a, batch.layers, params, x, rows)?;
     let logits = a.to_host(&logits);
-    let softmax = section(Section::Softmax);
-    let (loss, ok, grad) = softmax_xent_scaled(&logits, batch.labels, batch.classes, denom);
-    drop(softmax);
+    let (loss, ok, grad) = {
+        let _softmax = section(Section::Softmax);
+        softmax_xent_scaled(&logits, batch.labels, batch.classes, denom)
+    };
     if !loss.is_finite() {
         return Err(StepError::Diverged { step, loss }.into());
     }

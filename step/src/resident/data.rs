@@ -258,10 +258,11 @@ pub fn run_steps<P: Products>(
     a.fracs = core::mem::take(&mut state.fracs);
     for b in req.first_batch..req.first_batch + req.steps {
         let idx = &order[b * req.batch..((b + 1) * req.batch).min(order.len())];
-        let images_section = section(Section::BatchImages);
-        let images = data.images(idx);
-        let labels: Vec<u8> = idx.iter().map(|&i| data.labels[i]).collect();
-        drop(images_section);
+        let (images, labels) = {
+            let _images = section(Section::BatchImages);
+            let labels: Vec<u8> = idx.iter().map(|&i| data.labels[i]).collect();
+            (data.images(idx), labels)
+        };
         let batch = Batch {
             layers: &state.layers,
             classes: state.classes,
