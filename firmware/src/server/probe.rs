@@ -11,11 +11,14 @@ use crate::protocol::{ErrorCode, RemoteError, ERROR, RESPONSE};
 /// its length.
 pub type Probe = fn(&mut [u8]) -> usize;
 
+/// A probe as [`answer_probe`] takes it (a [`Probe`] or a closure around another kind).
+pub type ProbeRef<'p> = &'p dyn Fn(&mut [u8]) -> usize;
+
 /// Answers a read-only frame (`STACK_USE`, `STEP_PROFILE`) into `tx` with the board's
 /// `probe` (refused as unknown without one); returns the frame's length.
 pub(super) fn answer_probe(
     f: Frame<'_>,
-    probe: Option<&dyn Fn(&mut [u8]) -> usize>,
+    probe: Option<ProbeRef<'_>>,
     tx: &mut [u8; FRAME_CAPACITY],
     stats: &mut LinkStats,
 ) -> usize {
