@@ -25,12 +25,13 @@ use std::time::{Duration, Instant};
 use systole_core::ArrayConfig;
 use systole_firmware::frame::{self, Decoder, FRAME_CAPACITY, MAX_PAYLOAD};
 use systole_firmware::protocol::board_ops::{CAP_BOARD_OPS, PING_REPLY, PING_REPLY_WITH_CAPS};
-use systole_firmware::protocol::stack::{StackUse, STACK_USE};
+use systole_firmware::protocol::stack::{StackUse, STACK_USE, STEP_PROFILE};
 use systole_firmware::protocol::train::{CAP_TRAIN, PING_REPLY_WITH_TRAIN};
 use systole_firmware::protocol::{
     boot, cmd, panic, Buffer, DriverFailure, ErrorCode, RemoteError, Request, Words,
     BATCH_ENTRY_HEADER, COUNTERS_REPLY, ERROR, RESPONSE, WRITE_FM_HEADER, WRITE_ROWS_HEADER,
 };
+use systole_step::profile::{self, SectionCycles, SECTIONS};
 
 /// Line rate used to open a port (the simulated board ignores it).
 pub const DEFAULT_BAUD: u32 = 3_000_000;
@@ -175,13 +176,25 @@ impl<T: Read + Write> SerialBus<T> {
     /// started (`STACK_USE`, `protocol::stack`). Sends every buffered write first; like
     /// [`Self::board_counters`] the exchange is left out of [`Self::counters`].
     pub fn stack_use(&mut self) -> Result<StackUse, LinkError> {
-        self.flush()?;
-        let kept = self.counters;
-        let r = self.transact(STACK_USE, &[]);
-        self.counters = kept;
-        let p = r?;
+        let p = self.probe(STACK_USE)?;
         StackUse::parse(&p)
             .ok_or_else(|| LinkError::Protocol(format!("STACK_USE answer of {} bytes", p.len())))
+    }
+
+    /// The board's step cycles by section since it started (`STEP_PROFILE`, training image).
+    pub fn step_profile(&mut self) -> Result<[SectionCycles; SECTIONS], LinkError> {
+        let p = self.probe(STEP_PROFILE)?;
+        profile::decode(&p)
+            .ok_or_else(|| LinkError::Protocol(format!("STEP_PROFILE answer of {} bytes", p.len())))
+    }
+
+    /// A read-only request's answer, the exchange left out of [`Self::counters`].
+    fn probe(&mut self, cmd: u8) -> Result<Vec<u8>, LinkError> {
+        self.flush()?;
+        let kept = self.counters;
+        let r = self.transact(cmd, &[]);
+        self.counters = kept;
+        r
     }
 
     /// Asks the board who it is.
@@ -575,6 +588,11 @@ impl<T: Read + Write> BusDevice<SerialBus<T>> {
     /// The board's stack use so far ([`SerialBus::stack_use`]).
     pub fn stack_use(&mut self) -> Result<StackUse, LinkError> {
         self.bus.stack_use()
+    }
+
+    /// The board's step profile so far ([`SerialBus::step_profile`]).
+    pub fn step_profile(&mut self) -> Result<[SectionCycles; SECTIONS], LinkError> {
+        self.bus.step_profile()
     }
 }
 

@@ -3,7 +3,7 @@
 //! the simulated one) and writes one response frame per request.
 
 use crate::frame::{self, Decoder, Frame, FrameError, FRAME_CAPACITY, HEADER, MAX_PAYLOAD};
-use crate::protocol::stack::{StackUse, STACK_USE, STACK_USE_REPLY};
+use crate::protocol::stack::{StackUse, STACK_USE, STACK_USE_REPLY, STEP_PROFILE};
 use crate::protocol::{BatchIter, Buffer, ErrorCode, RemoteError, Request, MAX_LANES, RESPONSE};
 use crate::protocol::{COUNTERS_REPLY, ERROR, VERSION};
 use embedded_io::{Read, Write};
@@ -71,6 +71,8 @@ pub struct FrameServer<IO, B> {
     train: TrainSlot,
     /// Measures the stack's high-water mark (`STACK_USE`), if the board paints its stack.
     stack_use: Option<fn() -> StackUse>,
+    /// Writes the step's cycle profile (`STEP_PROFILE`), if the board keeps one.
+    step_profile: Option<Probe>,
 }
 
 /// The training session's place in the server: a session with feature `step`, nothing without.
@@ -96,6 +98,7 @@ impl<IO: Read + Write, B: AcceleratorBus> FrameServer<IO, B> {
             store: None,
             train: Default::default(),
             stack_use: None,
+            step_profile: None,
         }
     }
 
@@ -139,6 +142,13 @@ impl<IO: Read + Write, B: AcceleratorBus> FrameServer<IO, B> {
     /// ([`crate::protocol::stack`]).
     pub fn with_stack_use(mut self, probe: fn() -> StackUse) -> Self {
         self.stack_use = Some(probe);
+        self
+    }
+
+    /// Answers `STEP_PROFILE` with `probe` (`systole_step::profile::encode` on the training
+    /// image).
+    pub fn with_step_profile(mut self, probe: Probe) -> Self {
+        self.step_profile = Some(probe);
         self
     }
 
@@ -221,6 +231,7 @@ impl<IO: Read + Write, B: AcceleratorBus> FrameServer<IO, B> {
                 store,
                 train,
                 stack_use,
+                step_profile,
                 ..
             } = self;
             decoder.skip_garbage();
@@ -230,7 +241,16 @@ impl<IO: Read + Write, B: AcceleratorBus> FrameServer<IO, B> {
                 None => return Ok(()),
                 // Read-only, so not kept for replay: a resend measures again.
                 Some(Ok(f)) if f.cmd == STACK_USE => {
-                    *tx_len = answer_stack_use(f, *stack_use, tx, stats);
+                    let probe = stack_use.map(|p| {
+                        move |out: &mut [u8]| {
+                            out[..STACK_USE_REPLY].copy_from_slice(&p().encode());
+                            STACK_USE_REPLY
+                        }
+                    });
+                    *tx_len = answer_probe(f, probe.as_ref().map(|p| p as _), tx, stats);
+                }
+                Some(Ok(f)) if f.cmd == STEP_PROFILE => {
+                    *tx_len = answer_probe(f, step_profile.as_ref().map(|p| p as _), tx, stats);
                 }
                 Some(Ok(f)) => {
                     // `COUNTERS` itself is not counted: a host asking after every operation
@@ -544,35 +564,9 @@ fn run_write<B: AcceleratorBus>(
     }
 }
 
-/// Answers a `STACK_USE` frame into `tx` with the board's `probe` (refused as unknown
-/// without one); returns the frame's length.
-fn answer_stack_use(
-    f: Frame<'_>,
-    probe: Option<fn() -> StackUse>,
-    tx: &mut [u8; FRAME_CAPACITY],
-    stats: &mut LinkStats,
-) -> usize {
-    let mut p = [0u8; STACK_USE_REPLY];
-    let (cmd, n) = match (probe, f.payload.is_empty()) {
-        (Some(probe), true) => {
-            p = probe().encode();
-            stats.frames_ok = stats.frames_ok.wrapping_add(1);
-            (f.cmd | RESPONSE, STACK_USE_REPLY)
-        }
-        (probe, _) => {
-            let code = match probe {
-                None => ErrorCode::UnknownCommand,
-                Some(_) => ErrorCode::Malformed,
-            };
-            p[..4].copy_from_slice(&RemoteError::payload(code, f.cmd, 0));
-            stats.frames_rejected = stats.frames_rejected.wrapping_add(1);
-            (ERROR, 4)
-        }
-    };
-    frame::encode(f.seq, cmd, &p[..n], tx).unwrap_or(0)
-}
-
 mod board_ops;
+mod probe;
+use probe::{answer_probe, Probe};
 #[cfg(any(feature = "step", test))]
 pub mod train;
 

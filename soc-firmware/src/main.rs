@@ -36,7 +36,13 @@ fn main() -> ! {
         .with_store(store())
         .with_stack_use(stack::stack_use);
     #[cfg(feature = "training")]
-    let board = board.with_training(heap_bytes, Some(training::heap_free));
+    let board = {
+        // The step counts its cycles by section on the timer (`STEP_PROFILE`).
+        systole_step::profile::set_clock(timer_cycles);
+        board
+            .with_training(heap_bytes, Some(training::heap_free))
+            .with_step_profile(systole_step::profile::encode)
+    };
     let mut board = board;
     // The host learns that anything it sent before is gone (after a panic or a reset).
     let _ = board.announce_start();

@@ -4,8 +4,11 @@
 //! with the rule of [`crate::fixed`]'s module docs.
 
 use crate::arith::{max_pool2_backward_slice, max_pool2_slice, Arith, TensorState};
+use crate::exact;
 use crate::fixed::Fixed;
 use crate::offload::Product;
+use crate::profile::{section, Section};
+use crate::sgd_sums::convert_affine;
 use crate::width::{fits, frac_for_exact_at, frac_for_max_at, saturate_to};
 use crate::{numeric, Products, SaturationCount, StepError};
 use alloc::collections::BTreeMap;
@@ -16,30 +19,6 @@ use alloc::vec::Vec;
 use systole_core::conv2d::Conv2dGeom;
 use systole_core::elementwise::{self, convert_each, convert_sequential};
 use systole_core::tensor::QMatrix;
-
-/// `mu_q·v + (g << g_shift)` per element: the momentum sum, exact.
-fn momentum_sums<'a>(
-    v: &'a [i16],
-    g: &'a [i16],
-    mu_q: i64,
-    g_shift: u32,
-) -> impl Iterator<Item = i64> + 'a {
-    v.iter()
-        .zip(g)
-        .map(move |(&vi, &gi)| mu_q * vi as i64 + ((gi as i64) << g_shift))
-}
-
-/// `(w << w_shift) - lr_q·v` per element: the updated weight, exact.
-fn update_sums<'a>(
-    w: &'a [i16],
-    v: &'a [i16],
-    lr_q: i64,
-    w_shift: u32,
-) -> impl Iterator<Item = i64> + 'a {
-    w.iter()
-        .zip(v)
-        .map(move |(&wi, &vi)| ((wi as i64) << w_shift) - lr_q * vi as i64)
-}
 
 impl<P: Products> Arith for Fixed<P> {
     type T = QMatrix;
@@ -70,11 +49,12 @@ impl<P: Products> Arith for Fixed<P> {
         cols: usize,
         v: &[f32],
     ) -> Result<QMatrix, P::Error> {
+        let _p = section(Section::Import);
         let w = self.w();
-        let frac = frac_for_max_at(v.iter().fold(0f64, |m, &x| m.max((x as f64).abs())), w);
-        // 16 extra bits carry the value into the contract's conversion, which then rounds it.
-        let scale = (1u64 << (frac + 16)) as f64;
-        let exact = v.iter().map(|&x| libm::rint(x as f64 * scale) as i64);
+        let frac = frac_for_max_at(exact::max_abs(v), w);
+        // 16 extra bits carry the value into the contract's conversion, which then rounds it:
+        // `rint(x · 2^(frac + 16))`, formed in integers (`exact`: the same bits as in f64).
+        let exact = v.iter().map(|&x| exact::scaled_rint(x, frac + 16));
         let seed = self.next_seed();
         let q = QMatrix::from_vec(
             rows,
@@ -87,6 +67,7 @@ impl<P: Products> Arith for Fixed<P> {
     }
 
     fn to_host(&self, t: &QMatrix) -> Vec<f32> {
+        let _p = section(Section::ToHost);
         t.to_f32()
     }
 
@@ -148,6 +129,7 @@ impl<P: Products> Arith for Fixed<P> {
         bias: &QMatrix,
         repeat: usize,
     ) -> Result<QMatrix, P::Error> {
+        let _p = section(Section::BiasAdd);
         if repeat == 0 || bias.cols * repeat != y.cols {
             return Err(StepError::Shape {
                 op: String::from(op),
@@ -157,13 +139,8 @@ impl<P: Products> Arith for Fixed<P> {
         }
         let f = y.frac.max(bias.frac);
         let (sy, sb) = (f - y.frac, f - bias.frac);
-        let m = y
-            .data
-            .iter()
-            .enumerate()
-            .map(|(i, &v)| {
-                (((v as i64) << sy) + ((bias.data[(i % y.cols) / repeat] as i64) << sb)).abs()
-            })
+        let m = elementwise::with_bias(y, bias, repeat)
+            .map(|(v, b)| (((v as i64) << sy) + ((b as i64) << sb)).abs())
             .max()
             .unwrap_or(0);
         let w = self.w();
@@ -173,6 +150,7 @@ impl<P: Products> Arith for Fixed<P> {
     }
 
     fn bias_grad(&mut self, op: &str, dy: &QMatrix, repeat: usize) -> Result<QMatrix, P::Error> {
+        let _p = section(Section::BiasGrad);
         if repeat == 0 || (dy.cols / repeat) * repeat != dy.cols {
             return Err(StepError::Shape {
                 op: String::from(op),
@@ -181,8 +159,11 @@ impl<P: Products> Arith for Fixed<P> {
             .into());
         }
         let mut s = vec![0i64; dy.cols / repeat];
-        for (i, &v) in dy.data.iter().enumerate() {
-            s[(i % dy.cols) / repeat] += v as i64;
+        // Row by row, each group of `repeat` columns into its sum (no division per word).
+        for row in dy.data.chunks_exact(dy.cols.max(1)) {
+            for (sum, group) in s.iter_mut().zip(row.chunks_exact(repeat)) {
+                *sum += group.iter().map(|&v| v as i64).sum::<i64>();
+            }
         }
         let w = self.w();
         let frac = frac_for_exact_at(s.iter().map(|v| v.abs()).max().unwrap_or(0), dy.frac, w);
@@ -193,10 +174,12 @@ impl<P: Products> Arith for Fixed<P> {
     }
 
     fn relu(&self, x: &QMatrix) -> QMatrix {
+        let _p = section(Section::Relu);
         elementwise::relu(x)
     }
 
     fn relu_backward(&self, dy: &QMatrix, x: &QMatrix) -> Result<QMatrix, P::Error> {
+        let _p = section(Section::Relu);
         Ok(elementwise::relu_backward(dy, x).map_err(numeric("relu backward"))?)
     }
 
@@ -232,29 +215,36 @@ impl<P: Products> Arith for Fixed<P> {
         momentum: f32,
     ) -> Result<(), P::Error> {
         use systole_core::schedule::{quantize, LR_FRAC};
+        let _p = section(Section::Sgd);
         const MU_FRAC: u32 = 15;
         let mu_q = libm::round(momentum as f64 * (1u64 << MU_FRAC) as f64) as i64;
         // `lr` is a scheduled rate `lr_q / 2^LR_FRAC`, so this gives `lr_q` back exactly.
         let lr_q = quantize(lr);
-        // The exact values are computed twice (for their largest magnitude, then to convert
-        // them) rather than stored: a tensor of i64 is four times the words' RAM.
         // Momentum and weights are kept at the master width (W unless the run keeps wider
         // master weights).
         let mb = self.widths.master();
         // v = m·v + g, exact with MU_FRAC + v.frac (>= 15 >= g.frac) fractional bits.
         let f2 = MU_FRAC + v.frac;
-        let vx = || momentum_sums(&v.data, &g.data, mu_q, f2 - g.frac);
-        let vf = frac_for_exact_at(vx().map(i64::abs).max().unwrap_or(0), f2, mb);
         let seed = self.next_seed();
-        let data = convert_each(vx(), f2 - vf, self.rounding, seed);
+        let (vf, data) = convert_affine(
+            (mu_q, &v.data),
+            (&g.data, f2 - g.frac),
+            (f2, mb),
+            self.rounding,
+            seed,
+        );
         let nv = QMatrix::from_vec(v.rows, v.cols, vf, data).map_err(numeric(op))?;
         *v = saturate_to(nv, mb);
         // w = w - lr·v, exact with LR_FRAC + v.frac (>= 16 > w.frac) fractional bits.
         let f3 = LR_FRAC + v.frac;
-        let wx = || update_sums(&w.data, &v.data, lr_q, f3 - w.frac);
-        let wf = frac_for_exact_at(wx().map(i64::abs).max().unwrap_or(0), f3, mb);
         let seed = self.next_seed();
-        let data = convert_each(wx(), f3 - wf, self.rounding, seed);
+        let (wf, data) = convert_affine(
+            (-lr_q, &v.data),
+            (&w.data, f3 - w.frac),
+            (f3, mb),
+            self.rounding,
+            seed,
+        );
         let nw = QMatrix::from_vec(w.rows, w.cols, wf, data).map_err(numeric(op))?;
         *w = saturate_to(nw, mb);
         Ok(())

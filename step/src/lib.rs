@@ -25,15 +25,19 @@
 extern crate alloc;
 
 pub mod arith;
+mod exact;
+mod exp;
 pub mod fixed;
 mod fixed_arith;
 pub mod loss;
 pub mod model;
 mod offload;
 pub mod products;
+pub mod profile;
 pub mod resident;
 pub mod rng;
 pub mod seeds;
+mod sgd_sums;
 pub mod step;
 pub mod width;
 

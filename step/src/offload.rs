@@ -3,8 +3,10 @@
 //! reductions" rule, `systole_core::split`) and the saturation counters.
 
 use crate::fixed::{add_exact_at, Fixed};
+use crate::profile::{section, Section};
 use crate::width::{frac_for_max_at, saturate_to, saturated_at};
-use crate::{numeric, Products, StepError};
+use crate::{numeric, Products, SaturationCount, StepError};
+use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec;
@@ -12,6 +14,7 @@ use alloc::vec::Vec;
 use core::ops::Range;
 use systole_core::conv2d::{check_backward_input, check_forward, Conv2dGeom};
 use systole_core::gather::ConvGeom;
+use systole_core::numeric::{word_max, word_min};
 use systole_core::split::{channels_of, chunk_seed, cols_of, reduction_chunks, rows_of, SUM_FRAC};
 use systole_core::tensor::{NumericError, OutputSpec, QMatrix};
 
@@ -93,6 +96,29 @@ impl<'a> Chunks<'a> {
     fn units(&self, j: usize) -> usize {
         self.ranges[j].len()
     }
+}
+
+/// Adds `add` to the counters of operation `op` (its key allocated the first time only).
+fn count(counts: &mut BTreeMap<String, SaturationCount>, op: &str, add: SaturationCount) {
+    match counts.get_mut(op) {
+        Some(c) => {
+            c.ops += add.ops;
+            c.retries += add.retries;
+            c.saturated_words += add.saturated_words;
+        }
+        None => {
+            counts.insert(String::from(op), add);
+        }
+    }
+}
+
+/// [`saturated_at`] and the largest magnitude of `y`'s words, in one pass.
+fn saturated_and_largest(y: &QMatrix, w: u32) -> (u64, u32) {
+    let (lo, hi) = (word_min(w) as i32, word_max(w) as i32);
+    y.data.iter().fold((0, 0), |(sat, m), &x| {
+        let x = i32::from(x);
+        (sat + u64::from(x == lo || x == hi), m.max(x.unsigned_abs()))
+    })
 }
 
 fn max_abs(m: &QMatrix) -> f64 {
@@ -186,6 +212,7 @@ impl<P: Products> Fixed<P> {
         j: usize,
         spec: &OutputSpec,
     ) -> Result<QMatrix, P::Error> {
+        let _p = section(Section::Drivers);
         let (a, b) = (p.a(j), p.b(j));
         let geom = chunk_geom(kind, p.units(j));
         let x = &mut self.products;
@@ -214,13 +241,13 @@ impl<P: Products> Fixed<P> {
         a: &QMatrix,
         b: &QMatrix,
     ) -> Result<QMatrix, P::Error> {
+        let _p = section(Section::Product);
         // Master-width weights are rounded to W bits first: the array sees W-bit words only.
         let (a, b) = (self.narrow(op, a)?, self.narrow(op, b)?);
         let (a, b) = (a.as_ref(), b.as_ref());
         let w = self.w();
         let p = Self::chunks(op, kind, a, b)?;
         let frac_in = a.frac + b.frac;
-        let bound = max_abs(a) * max_abs(b) * p.k as f64;
         let chunks = p.len();
         let (lo, hi) = (
             frac_in.saturating_sub(systole_core::numeric::MAX_SHIFT),
@@ -231,36 +258,34 @@ impl<P: Products> Fixed<P> {
             .fracs
             .get(&key)
             .copied()
-            .unwrap_or_else(|| frac_for_max_at(bound, w))
+            // The first time only: a safe bound from the operands' largest magnitudes.
+            .unwrap_or_else(|| frac_for_max_at(max_abs(a) * max_abs(b) * p.k as f64, w))
             .clamp(lo, hi);
         let mut next = hi;
         let mut parts = Vec::with_capacity(chunks);
         for j in 0..chunks {
             let mut frac = start;
-            let y = loop {
+            let (y, m) = loop {
                 let mut spec = self.spec(frac);
                 if chunks > 1 {
                     spec.seed = chunk_seed(spec.seed, j);
                 }
                 // The 16-bit backend's words saturated to W: the W-bit conversion exactly.
                 let y = saturate_to(self.run_chunk(op, kind, &p, j, &spec)?, w);
-                let count = self.saturation.entry(String::from(op)).or_default();
-                count.ops += 1;
-                let sat = saturated_at(&y, w);
-                if frac > lo && sat > 0 {
-                    count.retries += 1;
+                let (sat, m) = saturated_and_largest(&y, w);
+                let retry = frac > lo && sat > 0;
+                let add = SaturationCount {
+                    ops: 1,
+                    retries: retry.into(),
+                    saturated_words: if retry { 0 } else { sat },
+                };
+                count(&mut self.saturation, op, add);
+                if retry {
                     frac -= 1;
                     continue;
                 }
-                count.saturated_words += sat;
-                break y;
+                break (y, m);
             };
-            let m = y
-                .data
-                .iter()
-                .map(|&w| (w as i32).unsigned_abs())
-                .max()
-                .unwrap_or(0);
             // Grow a small result into [2^(W-3), 2^(W-2)): one bit of headroom.
             next = next.min(if m > 0 && m < 1 << (w - 3) {
                 frac + ((w - 2) - (32 - m.leading_zeros()))
@@ -283,8 +308,12 @@ impl<P: Products> Fixed<P> {
         let y = self.from_exact(op, rows, cols, &sum, SUM_FRAC)?;
         if y.frac == 0 {
             // The sum did not fit even without fractional bits: its extreme words saturated.
-            let count = self.saturation.entry(String::from(op)).or_default();
-            count.saturated_words += saturated_at(&y, w);
+            let saturated_words = saturated_at(&y, w);
+            let add = SaturationCount {
+                saturated_words,
+                ..Default::default()
+            };
+            count(&mut self.saturation, op, add);
         }
         Ok(y)
     }

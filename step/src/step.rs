@@ -5,6 +5,7 @@
 use crate::arith::Arith;
 use crate::loss::{softmax_xent, softmax_xent_scaled};
 use crate::model::{self, Cache, Layer};
+use crate::profile::{section, Section};
 use crate::StepError;
 use alloc::format;
 use alloc::vec::Vec;
@@ -47,8 +48,11 @@ pub fn loss_and_grads<A: Arith>(
     let x = a.import("input", rows, features, batch.images)?;
     let (logits, caches): (A::T, Vec<Cache<A::T>>) =
         model::forward(a, batch.layers, params, x, rows)?;
-    let (loss, ok, grad) =
-        softmax_xent_scaled(&a.to_host(&logits), batch.labels, batch.classes, denom);
+    let logits = a.to_host(&logits);
+    let (loss, ok, grad) = {
+        let _softmax = section(Section::Softmax);
+        softmax_xent_scaled(&logits, batch.labels, batch.classes, denom)
+    };
     if !loss.is_finite() {
         return Err(StepError::Diverged { step, loss }.into());
     }
@@ -83,6 +87,7 @@ pub fn train_step<A: Arith>(
     velocity: &mut [A::T],
     (step, lr, momentum): (u64, f32, f32),
 ) -> Result<(f32, usize), A::Error> {
+    let _step = section(Section::Step);
     a.begin_step(step);
     let (loss, ok, grads) = loss_and_grads(a, batch, params, batch.rows(), step)?;
     update(a, params, velocity, &grads, lr, momentum)?;

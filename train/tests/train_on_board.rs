@@ -215,8 +215,13 @@ fn three_steps_on_the_simulated_soc_equal_the_golden_model() {
         stack.fits() && stack.used <= stack.reserve / 4 * 3,
         "{stack:?}: raise TRAINING_STACK_RESERVE_BYTES"
     );
+    let profile = dev.step_profile().unwrap();
     drop(dev);
     b.close().unwrap();
+    print_step_profile(
+        &profile,
+        on_board.device.as_ref().map_or(0, |d| d.1.board_steps),
+    );
     let golden = run(&c, &d, &opts("golden".into()), &mut Quiet).unwrap();
     let (name, st) = on_board.device.as_ref().unwrap();
     for line in [format!("{name}: {st:?}"), on_board.arithmetic.clone()] {
@@ -226,4 +231,25 @@ fn three_steps_on_the_simulated_soc_equal_the_golden_model() {
     assert_eq!(st.ops, 0);
     assert_eq!(on_board.params, golden.params);
     assert_eq!(results(&on_board), results(&golden));
+}
+
+/// Prints the board step's CPU cycles by section (`STEP_PROFILE`), per step, largest first:
+/// the ranking README's "Training on the board" quotes.
+fn print_step_profile(profile: &[systole_step::profile::SectionCycles], steps: u64) {
+    use systole_step::profile::Section;
+    let mut rows: Vec<_> = Section::ALL.iter().zip(profile).skip(1).collect();
+    rows.sort_by_key(|(_, c)| std::cmp::Reverse(c.cycles));
+    let total: u64 = rows.iter().map(|(_, c)| u64::from(c.cycles)).sum();
+    let steps = steps.max(1);
+    println!("the board step's CPU cycles by section, per step ({steps} steps):");
+    for (s, c) in rows {
+        println!(
+            "  {:>10} {:5.1}% {:>6} entries  {}",
+            u64::from(c.cycles) / steps,
+            100.0 * c.cycles as f64 / total.max(1) as f64,
+            u64::from(c.entries) / steps,
+            s.name()
+        );
+    }
+    println!("  {:>10} in all", total / steps);
 }

@@ -20,6 +20,16 @@ pub const STACK_USE: u8 = 0x18;
 /// Bytes of the response payload.
 pub const STACK_USE_REPLY: usize = 8;
 
+/// `STEP_PROFILE` (`0x19`, answered like `STACK_USE`, before parsing): where the training
+/// step's CPU cycles went since the board started, by section (`systole_step::profile`: per
+/// section cycles u32 and entries u32; decoded by `systole_step::profile::decode`). Only the
+/// training SoC image answers it (`FrameServer::with_step_profile`); others refuse it as an
+/// unknown command.
+pub const STEP_PROFILE: u8 = 0x19;
+
+/// Largest `STEP_PROFILE` answer a board sends.
+pub const STEP_PROFILE_MAX_REPLY: usize = 128;
+
 /// The word the stack reserve is painted with at boot (below `2^31`, so the assembler's `li`
 /// takes it on RV32).
 pub const PAINT: u32 = 0x5AC3_3CA5;

@@ -480,28 +480,26 @@ fn fake_stack() -> StackUse {
     }
 }
 
-/// `STACK_USE` is answered from the board's probe, with a payload refused as malformed, and
-/// refused as unknown by a board without a probe; the board serves on after each.
-#[test]
-fn stack_use_is_answered_from_the_probe_and_refused_without_one() {
+type ProbeBoard = FrameServer<Pipe, MockBus>;
+
+/// The answers of a board set up by `setup` to a read-only request `cmd` without a payload,
+/// the same with one byte of payload, and a `PING`.
+fn probe_answers(cmd: u8, setup: impl Fn(ProbeBoard) -> ProbeBoard) -> Vec<(u8, u8, Vec<u8>)> {
     let frame_of = |seq: u8, payload: &[u8]| {
         let mut buf = [0u8; 16];
-        let n = frame::encode(seq, STACK_USE, payload, &mut buf).unwrap();
+        let n = frame::encode(seq, cmd, payload, &mut buf).unwrap();
         Vec::from(&buf[..n])
     };
     let input = cat(&[&frame_of(1, &[]), &frame_of(2, &[0]), PING]);
     let cfg = config();
-    let answers = |probe: Option<fn() -> StackUse>| {
+    {
         let pipe = Pipe {
-            input: input.clone(),
+            input,
             pos: 0,
             chunk: 64,
             output: Vec::new(),
         };
-        let mut board = FrameServer::new(pipe, MockBus::new(&cfg), cfg);
-        if let Some(p) = probe {
-            board = board.with_stack_use(p);
-        }
+        let mut board = setup(FrameServer::new(pipe, MockBus::new(&cfg), cfg));
         assert_eq!(board.serve(), ServerError::Closed);
         let (pipe, _) = board.into_parts();
         let mut d = Decoder::new();
@@ -511,16 +509,42 @@ fn stack_use_is_answered_from_the_probe_and_refused_without_one() {
             replies.push((f.seq, f.cmd, Vec::from(f.payload)));
         }
         replies
-    };
+    }
+}
+
+/// `STACK_USE` is answered from the board's probe, with a payload refused as malformed, and
+/// refused as unknown by a board without a probe; the board serves on after each.
+#[test]
+fn stack_use_is_answered_from_the_probe_and_refused_without_one() {
     let refusal = |code: ErrorCode| Vec::from(RemoteError::payload(code, STACK_USE, 0));
-    let with = answers(Some(fake_stack));
+    let with = probe_answers(STACK_USE, |b| b.with_stack_use(fake_stack));
     assert_eq!(
         with[0],
         (1, STACK_USE | RESPONSE, Vec::from(fake_stack().encode()))
     );
     assert_eq!(with[1], (2, ERROR, refusal(ErrorCode::Malformed)));
     assert_eq!(with[2].1, crate::protocol::cmd::PING | RESPONSE);
-    let without = answers(None);
+    let without = probe_answers(STACK_USE, |b| b);
     assert_eq!(without[0], (1, ERROR, refusal(ErrorCode::UnknownCommand)));
     assert_eq!(without[2].1, crate::protocol::cmd::PING | RESPONSE);
+}
+
+/// `STEP_PROFILE` likewise, from its own probe (not `STACK_USE`'s).
+#[test]
+fn step_profile_is_answered_from_its_probe_and_refused_without_one() {
+    fn profile(out: &mut [u8]) -> usize {
+        out[..3].copy_from_slice(&[7, 8, 9]);
+        3
+    }
+    let refusal = |code: ErrorCode| Vec::from(RemoteError::payload(code, STEP_PROFILE, 0));
+    let with = probe_answers(STEP_PROFILE, |b| b.with_step_profile(profile));
+    assert_eq!(with[0], (1, STEP_PROFILE | RESPONSE, Vec::from([7, 8, 9])));
+    assert_eq!(with[1], (2, ERROR, refusal(ErrorCode::Malformed)));
+    assert_eq!(with[2].1, crate::protocol::cmd::PING | RESPONSE);
+    let only_stack = probe_answers(STEP_PROFILE, |b| b.with_stack_use(fake_stack));
+    assert_eq!(
+        only_stack[0],
+        (1, ERROR, refusal(ErrorCode::UnknownCommand))
+    );
+    assert_eq!(only_stack[2].1, crate::protocol::cmd::PING | RESPONSE);
 }
