@@ -36,7 +36,9 @@ fn main() -> ! {
         .with_store(store())
         .with_stack_use(stack::stack_use);
     #[cfg(feature = "training")]
-    let board = board.with_training(heap_bytes, Some(training::heap_free));
+    let board = board
+        .with_training(heap_bytes, Some(training::heap_free))
+        .with_heap_peak(training::heap_peak);
     let mut board = board;
     // The host learns that anything it sent before is gone (after a panic or a reset).
     let _ = board.announce_start();
