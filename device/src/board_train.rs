@@ -217,10 +217,13 @@ impl BoardTraining<'_> {
 mod tests {
     use super::*;
 
+    /// A data upload's (features, divisor, bits) and records.
+    type Upload = ((u16, u16, Option<u8>), Vec<u8>);
+
     /// A board link that records the data uploads it is asked for.
     struct Recording {
         packed: bool,
-        uploads: Vec<((u16, u16, Option<u8>), Vec<u8>)>,
+        uploads: Vec<Upload>,
     }
 
     impl TrainLink for Recording {

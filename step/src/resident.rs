@@ -140,17 +140,47 @@ impl TrainState {
 
     /// The wire form.
     pub fn encode(&self) -> Vec<u8> {
-        self.encode_form(true)
+        self.encode_to(true, Vec::new())
     }
 
     /// The parameters-only form: the wire form under [`PARAMS_MAGIC`] without the momentum
     /// tensors (what the host needs to evaluate; half the bytes).
     pub fn encode_params(&self) -> Vec<u8> {
-        self.encode_form(false)
+        self.encode_to(false, Vec::new())
     }
 
-    fn encode_form(&self, with_velocity: bool) -> Vec<u8> {
-        let mut w = Writer::default();
+    /// Bytes of the wire form (`with_velocity`) or of the parameters-only form.
+    pub fn encoded_len(&self, with_velocity: bool) -> usize {
+        let layers: usize = self
+            .layers
+            .iter()
+            .map(|l| match l {
+                Layer::Dense { .. } => 6,
+                Layer::ConvBlock { .. } => 9,
+            })
+            .sum();
+        let fracs: usize = self.fracs.keys().map(|k| k.len() + 2).sum();
+        let tensors = self.params.len()
+            + if with_velocity {
+                self.velocity.len()
+            } else {
+                0
+            };
+        let words: usize = self.params.iter().map(|t| t.data.len()).sum::<usize>()
+            + if with_velocity {
+                self.velocity.iter().map(|t| t.data.len()).sum()
+            } else {
+                0
+            };
+        4 + 1 + layers + 2 + 3 + 8 + 8 + 4 + 2 + fracs + 9 * tensors + 2 * words
+    }
+
+    /// The wire form (`with_velocity`) or the parameters-only form, appended to `out`: given
+    /// [`TrainState::encoded_len`] bytes of room, it allocates nothing (the board reserves
+    /// the room first, so a heap without it refuses instead of failing an allocation).
+    pub fn encode_to(&self, with_velocity: bool, mut out: Vec<u8>) -> Vec<u8> {
+        out.reserve(self.encoded_len(with_velocity));
+        let mut w = Writer(out);
         w.bytes(if with_velocity { &MAGIC } else { &PARAMS_MAGIC });
         w.u8(self.layers.len() as u8);
         for l in &self.layers {

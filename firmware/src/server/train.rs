@@ -125,14 +125,16 @@ pub(super) fn execute<B: AcceleratorBus>(
             count,
             part,
         } => {
-            let st = s.state.as_ref().ok_or((ErrorCode::NotLoaded, 0))?;
             if offset == 0 {
                 s.snapshot = Vec::new();
-                s.snapshot = match part {
-                    PART_WHOLE => st.encode(),
-                    _ => st.encode_params(),
-                };
+                let st = s.state.as_ref().ok_or((ErrorCode::NotLoaded, 0))?;
+                let whole = part == PART_WHOLE;
+                // The room first: a heap without it refuses, no allocation fails.
+                let room = reserve(s, st.encoded_len(whole))?;
+                s.snapshot = st.encode_to(whole, room);
                 s.snapshot_part = part;
+            } else if s.state.is_none() {
+                return Err((ErrorCode::NotLoaded, 0));
             } else if part != s.snapshot_part {
                 return Err((ErrorCode::BadData, 0));
             }

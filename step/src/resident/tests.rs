@@ -51,6 +51,10 @@ fn wire_form_byte_by_byte() {
 fn params_form_and_formats_byte_by_byte() {
     let full = tiny().encode();
     let p = tiny().encode_params();
+    assert_eq!(full.len(), tiny().encoded_len(true));
+    assert_eq!(p.len(), tiny().encoded_len(false));
+    let into = tiny().encode_to(true, Vec::with_capacity(full.len()));
+    assert_eq!((into.capacity(), &into), (full.len(), &full));
     // The same bytes under its own magic, less the two momentum tensors (13 + 11 bytes).
     assert_eq!(&p[..4], b"STP1");
     assert_eq!(p[4..], full[4..full.len() - 24]);

@@ -219,6 +219,8 @@ mod tests {
 
     #[test]
     fn resident_when_everything_fits_else_as_many_batches_as_fit() {
+        // The margin: a thirty-second of the training image's heap.
+        assert_eq!(margin(108_172), 3_380);
         // State, set 58,958, order 5,752, step 30,000, margin heap/32.
         let need = 10_000 + 58_958 + 5_752 + 30_000;
         let heap = (need + 1) * 32 / 31 + 32;
