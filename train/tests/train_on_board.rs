@@ -271,7 +271,7 @@ fn the_whole_digits_set_is_resident_on_the_simulated_soc() {
     let mut dev = systole_device::serial::SerialDevice::open(&path, config).unwrap();
     dev.set_retry_policy(std::time::Duration::from_secs(10), 3);
     let m = systole_train::board_bench::measure_steps(&mut dev, &c, &d, 3)
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap_or_else(|e| panic!("{e}: {e:?}"));
     println!("{}", m.fit);
     println!(
         "probe {:?}\ndata {:?}\nruns {:?}",
