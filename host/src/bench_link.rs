@@ -478,5 +478,16 @@ mod tests {
         assert!((epoch - 10.0 * 1.203).abs() < 1e-9, "{epoch}");
         assert!((read - (0.1 + 0.001)).abs() < 1e-9, "{read}");
         assert!((once - (1.0 + 0.01)).abs() < 1e-9, "{once}");
+        // Firmware that reads the parameters alone: they come back each epoch, the whole
+        // state once at the end, and the probe step is paid once.
+        let mut parts = bench.clone();
+        parts.board.params_read = stats(576, 1, 0);
+        parts.board.probe = stats(1_152, 2, 100_000_000);
+        let (_, read, once) = parts.board_demo_seconds(115_200);
+        assert!((read - (0.05 + 0.001)).abs() < 1e-9, "{read}");
+        assert!(
+            (once - (1.0 + 0.01 + 0.101 + 0.102 + 1.0)).abs() < 1e-9,
+            "{once}"
+        );
     }
 }
