@@ -26,7 +26,9 @@ use systole_core::ArrayConfig;
 use systole_firmware::frame::{self, Decoder, FRAME_CAPACITY, MAX_PAYLOAD};
 use systole_firmware::protocol::board_ops::{CAP_BOARD_OPS, PING_REPLY, PING_REPLY_WITH_CAPS};
 use systole_firmware::protocol::stack::{StackUse, STACK_USE, STEP_PROFILE};
-use systole_firmware::protocol::train::{CAP_TRAIN, PING_REPLY_WITH_TRAIN};
+use systole_firmware::protocol::train::{
+    CAP_HEAP_USE, CAP_PACKED_DATA, CAP_STATE_PARTS, CAP_TRAIN, PING_REPLY_WITH_TRAIN,
+};
 use systole_firmware::protocol::{
     boot, cmd, panic, Buffer, DriverFailure, ErrorCode, RemoteError, Request, Words,
     BATCH_ENTRY_HEADER, COUNTERS_REPLY, ERROR, RESPONSE, WRITE_FM_HEADER, WRITE_ROWS_HEADER,
@@ -77,6 +79,9 @@ pub struct BoardInfo {
     /// Bytes of the board's heap, when it trains on resident state and data itself
     /// (`protocol::train`); `None` on a board that does not.
     pub heap_bytes: Option<u32>,
+    /// The capability byte's training bits (`protocol::train::CAP_PACKED_DATA`,
+    /// `CAP_HEAP_USE`, `CAP_STATE_PARTS`), 0 on a board that does not train.
+    pub train_caps: u8,
 }
 
 /// A run of consecutive rows for one buffer and bank, not yet put into the batch.
@@ -111,6 +116,8 @@ pub struct SerialBus<T> {
     board: Option<board_ops::BoardStore>,
     /// The board's heap, when it trains itself ([`TrainLink`]).
     heap_bytes: Option<u32>,
+    /// [`BoardInfo::train_caps`].
+    train_caps: u8,
 }
 
 impl<T: Read + Write> SerialBus<T> {
@@ -131,6 +138,7 @@ impl<T: Read + Write> SerialBus<T> {
             board_counts: None,
             board: None,
             heap_bytes: None,
+            train_caps: 0,
         }
     }
 
@@ -217,6 +225,10 @@ impl<T: Read + Write> SerialBus<T> {
                 .then(|| u32_at(12)),
             heap_bytes: (p.len() == PING_REPLY_WITH_TRAIN && p[11] & CAP_TRAIN != 0)
                 .then(|| u32_at(16)),
+            train_caps: match p.len() == PING_REPLY_WITH_TRAIN && p[11] & CAP_TRAIN != 0 {
+                true => p[11] & (CAP_PACKED_DATA | CAP_HEAP_USE | CAP_STATE_PARTS),
+                false => 0,
+            },
         })
     }
 
@@ -572,6 +584,7 @@ impl<T: Read + Write> BusDevice<SerialBus<T>> {
             bus.use_board_ops(words);
         }
         bus.heap_bytes = info.heap_bytes;
+        bus.train_caps = info.train_caps;
         Ok(BusDevice::with_bus(config, bus, Some(at.to_string())))
     }
 

@@ -27,9 +27,12 @@
 //! | 0x0E | `MATMUL` | a u8, b u8, out u8, flags u8, shift u8, rounding u8, seed u32 | m u16, n u16, stats (36 B), the first `min(m·n, (MAX_PAYLOAD - 40) / 2)` words of C | `C = op(A)·op(B)`, `op(X) = Xᵀ` when flag bit 0 (A) / bit 1 (B) is set (the stored tensor is then `k x m` / `n x k`); run by the board's tile driver with the shift, rounding (0 truncate, 1 nearest-even, 2 stochastic) and seed exactly as a host-driven product; C (`m x n`) stored as tensor `out` (an old `out` freed first; `out` differs from `a` and `b`) |
 //! | 0x0F | `CONV` | op u8 (0 forward, 1 input gradient, 2 weight gradient), x u8, dy u8, w u8, out u8, batch u16, in_ch u16, in_h u16, in_w u16, out_ch u16, kernel u8, stride u8, pad u8, shift u8, rounding u8, seed u32 | as `MATMUL` | one op of the conv driver on stored maps (`x`: `batch x in_ch·in_h·in_w`, `dy`: `batch x out_ch·oh·ow`, `w`: `out_ch x in_ch·k·k`; an operand the op does not use is `0xFF`); the lowered output (table of [`crate::conv`]) stored as `out` |
 //! | 0x10 | `STATE_WRITE` | total u32, offset u32, bytes | — | bytes `offset..` of a training state (`systole_step::resident::TrainState`'s wire form) of `total` bytes; `offset = 0` starts a new one (the board drops the state it held), any other offset must be the bytes received so far; the last chunk installs it once it decodes and checks, else `BadTrainState` (detail: `systole_step::resident::StateError::code`) and nothing is installed |
-//! | 0x11 | `STATE_READ` | offset u32, count u16 | total u32, bytes `offset..` (at most `count`) | the state as it is now, for checkpoints and the end; `offset = 0` takes a fresh snapshot |
+//! | 0x11 | `STATE_READ` | offset u32, count u16, optional part u8 (0 or absent: the whole state; 1: the parameters and formats alone, `TrainState::encode_params`, with [`train::CAP_STATE_PARTS`]) | total u32, bytes `offset..` (at most `count`) | the state as it is now, for checkpoints and the end (part 1: for the host's evaluation between checkpoints); `offset = 0` takes a fresh snapshot of that part (its bytes reserved first: `OutOfMemory` when the heap has no room), other offsets continue it (another part than the snapshot's: `BadData`) |
 //! | 0x12 | `DATA_WRITE` | features u16, divisor u16, total u32, offset u32, bytes | — | bytes `offset..` of a data set's records (each image's pixels, then its label; a value is `pixel / divisor`), `total` bytes in all; `offset = 0` starts a new data set (the old one dropped), other offsets continue in order |
 //! | 0x13 | `RUN_STEPS` | epochs done u32, first batch u32, steps u16, batch u16, lr f32 bits, flags u8 (bit 0 [`train::IN_ORDER`]: the resident images in their stored order) | steps u16, CPU cycles u64, array cycles u64, MAC cycles u64, then per step loss (f32 bits) u32 and correct u16 | batches `first..first + steps` (within the epoch) of epoch `epochs done + 1`, in the order the board draws with the trainer's shuffle (`systole_step::rng::epoch_order`) over the resident images; the state's step counter advances by `steps`; a step that fails drops the state (`StepFailed`, detail [`train::StepFailure`]) |
+//! | 0x14 | `DATA_WRITE_PACKED` | features u16, divisor u16, bits u8 (1..=8), total u32, offset u32, bytes | — | as `DATA_WRITE`, each record's pixels packed at `bits` bits (`systole_step::resident::DataSet`: image `i` is `ceil(features·bits/8)` bytes, pixel `j` the `bits`-bit field at bit `j·bits`, least significant bit first, unused bits 0; then the label byte); at 8 bits the records are `DATA_WRITE`'s; the board keeps them packed |
+//! | 0x15 | `HEAP_USE` | — | heap bytes u32, in use u32, peak u32 ([`train::HeapUse`]) | the heap's bytes, the bytes allocated now and the most allocated at once since the previous `HEAP_USE` (or the start); the peak then restarts from what is in use, so two `HEAP_USE` around a `RUN_STEPS` measure its heap; refused as unknown on a board that cannot measure its heap |
+//! | 0x16 | `FORMATS_WRITE` | the remembered formats (`systole_step::resident::encode_formats`: count u16, each key length u8, key, frac u8) | — | replaces the state's remembered formats (an evaluation on the host changed them) and leaves the rest; with [`train::CAP_STATE_PARTS`]; refused `NotLoaded` without a state, `BadTrainState` (detail: the error code) when they do not decode or a frac is over the state's word |
 //! | 0x18 | `STACK_USE` | — | reserve bytes u32, deepest use u32 | the firmware's stack high-water mark ([`stack`]) |
 //!
 //! Row words are little-endian, lane 0 first; `size` is the board's array size and every row of
@@ -52,9 +55,11 @@
 //! another shape, a word past a tensor's end), `Driver` (detail: [`DriverFailure`]). A refused
 //! `MATMUL` / `CONV` may leave `out` holding a partial result; it is never answered as one.
 //!
-//! **Training on the board** (`0x10`..`0x13`, issue 17, [`train`]; on a board whose `PING`
+//! **Training on the board** (`0x10`..`0x16`, issue 17, [`train`]; on a board whose `PING`
 //! answer is 20 bytes with capability bit [`train::CAP_TRAIN`] and the heap's bytes u32 after
-//! the store's words): the state and the data set live on the board's heap; the whole request
+//! the store's words; `0x14` with [`train::CAP_PACKED_DATA`] too, `0x15` with
+//! [`train::CAP_HEAP_USE`], `0x16` and `STATE_READ`'s part with [`train::CAP_STATE_PARTS`];
+//! a host facing a board without a bit uses the first forms): the state and the data set live on the board's heap; the whole request
 //! is checked before it changes anything. Refusals: `NotLoaded` (detail 0: no state, 1: no data
 //! set), `BadTrainState` (detail: the state's error code), `OutOfMemory` (detail: free heap in
 //! KiB; nothing was kept), `BadData` (the data set does not fit the model, or a chunk out of
@@ -124,6 +129,12 @@ pub mod cmd {
     pub const DATA_WRITE: u8 = 0x12;
     /// Run training steps on the resident state and data.
     pub const RUN_STEPS: u8 = 0x13;
+    /// Upload (a chunk of) the resident data set, its pixels packed.
+    pub const DATA_WRITE_PACKED: u8 = 0x14;
+    /// The heap's use and its peak.
+    pub const HEAP_USE: u8 = 0x15;
+    /// Replace the state's remembered formats.
+    pub const FORMATS_WRITE: u8 = 0x16;
 }
 
 /// Bytes of a `COUNTERS` response payload.
@@ -410,7 +421,7 @@ impl<'a> Request<'a> {
             cmd::FREE_TENSORS => Request::FreeTensors(p),
             cmd::MATMUL => Request::Matmul(board_ops::parse_matmul(p)?),
             cmd::CONV => Request::Conv(board_ops::parse_conv(p)?),
-            cmd::STATE_WRITE..=cmd::RUN_STEPS => Request::Train(train::parse(cmd, p)?),
+            cmd::STATE_WRITE..=cmd::FORMATS_WRITE => Request::Train(train::parse(cmd, p)?),
             _ => return Err(ErrorCode::UnknownCommand),
         })
     }

@@ -112,6 +112,14 @@ impl<IO: Read + Write, B: AcceleratorBus> FrameServer<IO, B> {
         self
     }
 
+    /// Lets a training board answer `HEAP_USE` with `probe`: `(bytes in use, their peak since
+    /// the last call)` (the training image's allocator, `mmio::heap::Heap::take_peak`).
+    #[cfg(any(feature = "step", test))]
+    pub fn with_heap_peak(mut self, probe: fn() -> (usize, usize)) -> Self {
+        self.train = self.train.take().map(|s| s.with_heap_peak(probe));
+        self
+    }
+
     /// The training session, if the board trains.
     #[cfg(any(feature = "step", test))]
     pub fn training(&self) -> Option<&train::Session> {
@@ -490,7 +498,13 @@ fn execute<B: AcceleratorBus>(
 fn train_caps(train: &TrainSlot, caps_len: usize, out: &mut [u8]) -> usize {
     match train {
         Some(s) if caps_len > 0 => {
-            out[0] |= crate::protocol::train::CAP_TRAIN;
+            use crate::protocol::train::{
+                CAP_HEAP_USE, CAP_PACKED_DATA, CAP_STATE_PARTS, CAP_TRAIN,
+            };
+            out[0] |= CAP_TRAIN | CAP_PACKED_DATA | CAP_STATE_PARTS;
+            if s.measures_heap() {
+                out[0] |= CAP_HEAP_USE;
+            }
             out[caps_len..caps_len + 4].copy_from_slice(&s.heap_bytes().to_le_bytes());
             4
         }

@@ -96,13 +96,22 @@ impl LinkBench {
     }
 
     /// Projected seconds of the digits demo at `baud`, board step: (epoch of steps, per-epoch
-    /// state read-back, one-time state and data-set upload).
+    /// read-back: the parameters, or the whole state on older firmware; one-time: the probe
+    /// step, the state and data-set uploads, the whole state back at the end).
     pub fn board_demo_seconds(&self, baud: u32) -> (f64, f64, f64) {
         let b = &self.board;
         let epoch =
             self.steps_per_epoch as f64 * self.board_run().step_seconds(baud, self.clock_hz);
-        let read = seconds(&b.state_read, baud, self.clock_hz);
-        let once = seconds(&b.state_upload, baud, self.clock_hz)
+        let (read, end) = match b.params_read.round_trips {
+            0 => (seconds(&b.state_read, baud, self.clock_hz), 0.0),
+            _ => (
+                seconds(&b.params_read, baud, self.clock_hz),
+                seconds(&b.state_read, baud, self.clock_hz),
+            ),
+        };
+        let once = end
+            + seconds(&b.probe, baud, self.clock_hz)
+            + seconds(&b.state_upload, baud, self.clock_hz)
             + seconds(&b.data_upload, baud, self.clock_hz);
         (epoch, read, once)
     }
@@ -305,8 +314,10 @@ impl fmt::Display for LinkBench {
         if b.resident {
             writeln!(
                 f,
-                "board step: data set resident ({} images uploaded once); data bytes per step 0, the rest is RUN_STEPS and its answer",
-                b.images
+                "board step: data set resident ({} images at {} bits a pixel, {} B records uploaded once); data bytes per step 0, the rest is RUN_STEPS and its answer",
+                b.images,
+                b.bits,
+                b.images * b.image_bytes
             )?;
         } else {
             let up = (b.batch_uploads.bytes_to_device + b.batch_uploads.bytes_from_device) as f64
@@ -320,16 +331,21 @@ impl fmt::Display for LinkBench {
                 met(bytes(&board) <= 1.25 * own)
             )?;
         }
+        writeln!(f, "board step, the fit: {}", b.fit)?;
         let total = |s: &DeviceStats| s.bytes_to_device + s.bytes_from_device;
         writeln!(
             f,
-            "board step, one-time: state up {} bytes, {} round trips; data set up {} bytes, {} round trips; per epoch: state back {} bytes, {} round trips",
+            "board step, one-time: the probe step measuring the step's heap {} bytes, {} round trips; state up {} bytes, {} round trips; data set up {} bytes, {} round trips; whole state back {} bytes, {} round trips (each epoch on older firmware); per epoch: the parameters back {} bytes, {} round trips",
+            total(&b.probe),
+            b.probe.round_trips,
             total(&b.state_upload),
             b.state_upload.round_trips,
             total(&b.data_upload),
             b.data_upload.round_trips,
             total(&b.state_read),
-            b.state_read.round_trips
+            b.state_read.round_trips,
+            total(&b.params_read),
+            b.params_read.round_trips
         )?;
         let e = DEMO_EPOCHS as f64;
         let steps = self.steps_per_epoch as f64;
@@ -431,11 +447,15 @@ mod tests {
                 per_request: 2,
                 images: 64,
                 image_bytes: 65,
+                bits: 8,
+                fit: String::new(),
+                probe: stats(0, 0, 0),
                 state_upload: stats(11_520, 10, 0),
                 data_upload: stats(0, 0, 0),
                 batch_uploads: stats(2 * 2_304, 4, 0),
                 runs: stats(0, 2, 200_000_000),
                 state_read: stats(1_152, 1, 0),
+                params_read: DeviceStats::default(),
                 params: Vec::new(),
             },
             soc: LinkRun {
@@ -458,5 +478,16 @@ mod tests {
         assert!((epoch - 10.0 * 1.203).abs() < 1e-9, "{epoch}");
         assert!((read - (0.1 + 0.001)).abs() < 1e-9, "{read}");
         assert!((once - (1.0 + 0.01)).abs() < 1e-9, "{once}");
+        // Firmware that reads the parameters alone: they come back each epoch, the whole
+        // state once at the end, and the probe step is paid once.
+        let mut parts = bench.clone();
+        parts.board.params_read = stats(576, 1, 0);
+        parts.board.probe = stats(1_152, 2, 100_000_000);
+        let (_, read, once) = parts.board_demo_seconds(115_200);
+        assert!((read - (0.05 + 0.001)).abs() < 1e-9, "{read}");
+        assert!(
+            (once - (1.0 + 0.01 + 0.101 + 0.102 + 1.0)).abs() < 1e-9,
+            "{once}"
+        );
     }
 }

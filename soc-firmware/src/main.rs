@@ -41,6 +41,7 @@ fn main() -> ! {
         systole_step::profile::set_clock(timer_cycles);
         board
             .with_training(heap_bytes, Some(training::heap_free))
+            .with_heap_peak(training::heap_peak)
             .with_step_profile(systole_step::profile::encode)
     };
     let mut board = board;

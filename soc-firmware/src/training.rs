@@ -42,3 +42,8 @@ pub fn init_heap() -> u32 {
 pub fn heap_free() -> usize {
     HEAP.usage().0
 }
+
+/// `(bytes in use, their peak since the last call)`: the board's answer to `HEAP_USE`.
+pub fn heap_peak() -> (usize, usize) {
+    HEAP.take_peak()
+}

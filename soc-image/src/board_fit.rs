@@ -18,7 +18,8 @@ pub struct Need {
     pub heap: u64,
     /// The stack reserve.
     pub stack: u64,
-    /// The training set at a byte per pixel and a byte per label.
+    /// The training set as the board keeps it: pixels packed at the bits they need, a byte
+    /// per label.
     pub data_set: u64,
 }
 
@@ -31,7 +32,9 @@ impl Need {
             code,
             heap: heap as u64,
             stack: firmware.stack_reserve.into(),
-            data_set: (case.train_images * (c * h * w + 1)) as u64,
+            data_set: (case.train_images
+                * (systole_step::resident::image_bytes(c * h * w, case.pixel_bits) + 1))
+                as u64,
         }
     }
 
@@ -188,14 +191,14 @@ mod tests {
     #[test]
     fn runs_fit_by_the_boards_ram_and_a_refusal_names_the_boards_that_have_it() {
         let digits = &CASES[0];
-        // 1,438 images of 64 pixels and a label each.
-        assert_eq!(need(digits, 100_000).data_set, 1_438 * 65);
+        // 1,438 images of 64 pixels at 5 bits (40 bytes) and a label each.
+        assert_eq!(need(digits, 100_000).data_set, 1_438 * 41);
         let arty35 = systole_boards::find("arty-a7-35").unwrap();
         let arty100 = systole_boards::find("arty-a7-100").unwrap();
         let big = u64::from(TRAINING_RAM_BYTES);
-        let exact = need(digits, big - 1_438 * 65);
+        let exact = need(digits, big - 1_438 * 41);
         assert_eq!(fit(digits, &exact, arty100).unwrap(), Fit::Resident(0));
-        let over = need(digits, big - 1_438 * 65 + 1);
+        let over = need(digits, big - 1_438 * 41 + 1);
         assert_eq!(fit(digits, &over, arty100).unwrap(), Fit::ByBatch(1));
         let e = fit(digits, &over, arty35).unwrap_err().to_string();
         assert!(
@@ -212,7 +215,7 @@ mod tests {
         let t = table(&[(digits, exact)]);
         assert!(
             t.contains("| 64 KiB: arty-a7-35, basys3 | 256 KiB: arty-a7-100, nexys-a7-100 |")
-                && t.ends_with("| no: 103138 B over | yes, data set resident (0 B free) |"),
+                && t.ends_with("| no: 137650 B over | yes, data set resident (0 B free) |"),
             "{t}"
         );
     }

@@ -42,8 +42,11 @@ pub struct Case {
     pub image: (usize, usize, usize),
     /// The layers (the trainer's `model::build` of the model).
     pub layers: &'static [Layer],
-    /// Images in the training set, and so its bytes at one byte per pixel.
+    /// Images in the training set.
     pub train_images: usize,
+    /// Bits a pixel of the data set as the board keeps it (`systole_step::resident::bits_for`
+    /// of its largest pixel: digits' 16 takes 5, Fashion-MNIST's 255 takes 8).
+    pub pixel_bits: u8,
 }
 
 const fn dense(inp: usize, out: usize, relu: bool) -> Layer {
@@ -101,6 +104,8 @@ const fn case(
         image: (1, hw, hw),
         layers,
         train_images,
+        // Digits' pixels are 0..=16, Fashion-MNIST's bytes.
+        pixel_bits: if hw == 8 { 5 } else { 8 },
     }
 }
 

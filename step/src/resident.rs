@@ -9,7 +9,9 @@
 //! remembered formats: count u16, each key length u8, key (UTF-8), frac u8; then the `2L`
 //! parameters and the `2L` momentum tensors, each rows u32, cols u32, frac u8, words i16.
 //! [`TrainState::decode`] checks everything (shapes against the layers, words against the
-//! master width, fracs against W) so a board never takes a state it cannot train.
+//! master width, fracs against W) so a board never takes a state it cannot train. The
+//! parameters-only form ([`TrainState::encode_params`], magic `STP1`) leaves out the momentum
+//! tensors: what the host needs to evaluate between checkpoints.
 
 use crate::model::Layer;
 use crate::width::{fits, Widths};
@@ -21,12 +23,17 @@ use systole_core::tensor::QMatrix;
 use systole_core::Rounding;
 
 mod data;
+mod dataset;
 mod wire;
-pub use data::{run_steps, DataError, DataSet, RunSteps, StepResult};
+pub use data::{run_steps, RunSteps, StepResult};
+pub use dataset::{bits_for, image_bytes, DataError, DataSet};
 use wire::{Reader, Writer};
 
 /// The magic a state's wire form starts with.
 pub const MAGIC: [u8; 4] = *b"STS1";
+/// The magic of the parameters-only form ([`TrainState::encode_params`]: no momentum
+/// tensors), what an evaluation on the host needs.
+pub const PARAMS_MAGIC: [u8; 4] = *b"STP1";
 
 /// Everything a run needs to continue its steps: the model, the numeric choices, the counters
 /// and the tensors (what a checkpoint holds beside the history).
@@ -133,8 +140,48 @@ impl TrainState {
 
     /// The wire form.
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer::default();
-        w.bytes(&MAGIC);
+        self.encode_to(true, Vec::new())
+    }
+
+    /// The parameters-only form: the wire form under [`PARAMS_MAGIC`] without the momentum
+    /// tensors (what the host needs to evaluate; half the bytes).
+    pub fn encode_params(&self) -> Vec<u8> {
+        self.encode_to(false, Vec::new())
+    }
+
+    /// Bytes of the wire form (`with_velocity`) or of the parameters-only form.
+    pub fn encoded_len(&self, with_velocity: bool) -> usize {
+        let layers: usize = self
+            .layers
+            .iter()
+            .map(|l| match l {
+                Layer::Dense { .. } => 6,
+                Layer::ConvBlock { .. } => 9,
+            })
+            .sum();
+        let fracs: usize = self.fracs.keys().map(|k| k.len() + 2).sum();
+        let tensors = self.params.len()
+            + if with_velocity {
+                self.velocity.len()
+            } else {
+                0
+            };
+        let words: usize = self.params.iter().map(|t| t.data.len()).sum::<usize>()
+            + if with_velocity {
+                self.velocity.iter().map(|t| t.data.len()).sum()
+            } else {
+                0
+            };
+        4 + 1 + layers + 2 + 3 + 8 + 8 + 4 + 2 + fracs + 9 * tensors + 2 * words
+    }
+
+    /// The wire form (`with_velocity`) or the parameters-only form, appended to `out`: given
+    /// [`TrainState::encoded_len`] bytes of room, it allocates nothing (the board reserves
+    /// the room first, so a heap without it refuses instead of failing an allocation).
+    pub fn encode_to(&self, with_velocity: bool, mut out: Vec<u8>) -> Vec<u8> {
+        out.reserve(self.encoded_len(with_velocity));
+        let mut w = Writer(out);
+        w.bytes(if with_velocity { &MAGIC } else { &PARAMS_MAGIC });
         w.u8(self.layers.len() as u8);
         for l in &self.layers {
             match *l {
@@ -164,13 +211,13 @@ impl TrainState {
         w.u64(self.run_seed);
         w.u64(self.step);
         w.u32(self.momentum.to_bits());
-        w.u16(self.fracs.len() as u16);
-        for (k, &f) in &self.fracs {
-            w.u8(k.len() as u8);
-            w.bytes(k.as_bytes());
-            w.u8(f as u8);
-        }
-        for t in self.params.iter().chain(&self.velocity) {
+        write_formats(&mut w, &self.fracs);
+        let velocity = if with_velocity {
+            &self.velocity[..]
+        } else {
+            &[]
+        };
+        for t in self.params.iter().chain(velocity) {
             w.u32(t.rows as u32);
             w.u32(t.cols as u32);
             w.u8(t.frac as u8);
@@ -204,8 +251,19 @@ impl TrainState {
 
     /// Parses and checks a wire form.
     pub fn decode(bytes: &[u8]) -> Result<TrainState, StateError> {
+        Self::decode_form(bytes, true)
+    }
+
+    /// Parses and checks a parameters-only form ([`TrainState::encode_params`]); the state's
+    /// `velocity` is empty.
+    pub fn decode_params(bytes: &[u8]) -> Result<TrainState, StateError> {
+        Self::decode_form(bytes, false)
+    }
+
+    fn decode_form(bytes: &[u8], with_velocity: bool) -> Result<TrainState, StateError> {
         let mut r = Reader(bytes);
-        if r.take(4)? != MAGIC {
+        let magic = if with_velocity { MAGIC } else { PARAMS_MAGIC };
+        if r.take(4)? != magic {
             return Err(StateError::Magic);
         }
         let field = |what| StateError::Field { what };
@@ -243,18 +301,10 @@ impl TrainState {
         if !momentum.is_finite() {
             return Err(field("momentum"));
         }
-        let mut fracs = BTreeMap::new();
-        for _ in 0..r.u16()? {
-            let n = usize::from(r.u8()?);
-            let key = core::str::from_utf8(r.take(n)?).map_err(|_| field("operation name"))?;
-            let f = u32::from(r.u8()?);
-            if f > max_frac(word) {
-                return Err(field("remembered fractional bits"));
-            }
-            fracs.insert(String::from(key), f);
-        }
-        let mut tensors = Vec::with_capacity(4 * nl);
-        for index in 0..4 * nl {
+        let fracs = read_formats(&mut r, word)?;
+        let count = if with_velocity { 4 * nl } else { 2 * nl };
+        let mut tensors = Vec::with_capacity(count);
+        for index in 0..count {
             let (rows, cols) = (r.u32()? as usize, r.u32()? as usize);
             let frac = u32::from(r.u8()?);
             if param_shape(&layers, index % (2 * nl)) != Some((rows, cols)) {
@@ -279,7 +329,10 @@ impl TrainState {
         if !r.0.is_empty() {
             return Err(StateError::Trailing);
         }
-        let velocity = tensors.split_off(2 * nl);
+        let velocity = match with_velocity {
+            true => tensors.split_off(2 * nl),
+            false => Vec::new(),
+        };
         Ok(TrainState {
             layers,
             classes,
@@ -293,6 +346,48 @@ impl TrainState {
             fracs,
         })
     }
+}
+
+/// The remembered formats' wire form (count u16, then each key length u8, key, frac u8), as
+/// in the state's and `FORMATS_WRITE`'s.
+pub fn encode_formats(fracs: &BTreeMap<String, u32>) -> Vec<u8> {
+    let mut w = Writer::default();
+    write_formats(&mut w, fracs);
+    w.0
+}
+
+/// Parses and checks a formats' wire form for words of `word` bits.
+pub fn decode_formats(bytes: &[u8], word: u32) -> Result<BTreeMap<String, u32>, StateError> {
+    let mut r = Reader(bytes);
+    let fracs = read_formats(&mut r, word)?;
+    if !r.0.is_empty() {
+        return Err(StateError::Trailing);
+    }
+    Ok(fracs)
+}
+
+fn write_formats(w: &mut Writer, fracs: &BTreeMap<String, u32>) {
+    w.u16(fracs.len() as u16);
+    for (k, &f) in fracs {
+        w.u8(k.len() as u8);
+        w.bytes(k.as_bytes());
+        w.u8(f as u8);
+    }
+}
+
+fn read_formats(r: &mut Reader<'_>, word: u32) -> Result<BTreeMap<String, u32>, StateError> {
+    let field = |what| StateError::Field { what };
+    let mut fracs = BTreeMap::new();
+    for _ in 0..r.u16()? {
+        let n = usize::from(r.u8()?);
+        let key = core::str::from_utf8(r.take(n)?).map_err(|_| field("operation name"))?;
+        let f = u32::from(r.u8()?);
+        if f > max_frac(word) {
+            return Err(field("remembered fractional bits"));
+        }
+        fracs.insert(String::from(key), f);
+    }
+    Ok(fracs)
 }
 
 #[cfg(test)]

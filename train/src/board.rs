@@ -13,11 +13,13 @@ use crate::data::{pixel_divisor, Dataset};
 use crate::fixed::{self, FixedArith};
 use crate::run_options::{RunOptions, RunSummary};
 use crate::{checkpoint, EpochRecord, Observer, TrainConfig, TrainError, Trainer};
-use systole_device::board_train::{BoardTraining, MAX_RUN_STEPS};
+use systole_device::board_train::BoardTraining;
 use systole_device::DeviceError;
 use systole_step::arith::Arith;
 use systole_step::model::param_name;
 use systole_step::resident::{DataSet, TrainState};
+
+pub(crate) mod plan;
 
 /// Whether the device of `arith` is a board that trains itself.
 pub(crate) fn trains(arith: &mut FixedArith) -> bool {
@@ -45,6 +47,42 @@ pub(crate) fn state_of(t: &Trainer<FixedArith>) -> TrainState {
         velocity: t.velocity.clone(),
         fracs: t.arith.state(),
     }
+}
+
+/// What crosses the link in a run, in words (the run's header).
+fn link_words(board: &BoardTraining<'_>, opts: &RunOptions, resident: bool, out: bool) -> String {
+    let data = match resident {
+        true => "the data set once",
+        false => "each request's batches",
+    };
+    let back = match (opts.check, board.reads_parts(), out) {
+        (true, _, _) => "the whole state after every step (--check)".to_string(),
+        (false, false, _) => "the whole state each epoch (the board's firmware reads no less)".into(),
+        (false, true, true) => format!(
+            "the parameters each epoch for the host's evaluation, the whole state every {} epoch(s) for the checkpoint and at the end",
+            opts.checkpoint_every
+        ),
+        (false, true, false) => {
+            "the parameters each epoch for the host's evaluation, the whole state at the end".into()
+        }
+    };
+    format!(
+        "the link carries: the state up once, {data}, each step's loss and correct count, the remembered formats when an evaluation changes them; back {back}"
+    )
+}
+
+/// Takes the board's parameters, formats and step counter into the host trainer (after
+/// checking they are this run's); the host's momentum stays as it was.
+pub(crate) fn take_params(t: &mut Trainer<FixedArith>, s: TrainState) -> Result<(), TrainError> {
+    if s.layers != t.layers || s.run_seed != t.cfg.seed || s.params.len() != t.params.len() {
+        return Err(TrainError::Checkpoint(
+            "the board's training state is not this run's".into(),
+        ));
+    }
+    t.params = s.params;
+    t.arith.set_state(s.fracs);
+    t.step = s.step;
+    Ok(())
 }
 
 /// Takes the board's state into the host trainer (after checking it is this run's).
@@ -102,22 +140,6 @@ fn first_difference(host: &TrainState, board: &TrainState) -> Option<String> {
     (host.fracs != board.fracs).then(|| "the remembered formats".to_string())
 }
 
-/// Heap a step needs beside the state and the data set, estimated from the batch's largest
-/// activations (the images as f32 and as words, each layer's outputs and gradients kept for
-/// the backward pass) and twice the parameters (gradients, the update's new tensors).
-fn step_heap(t: &Trainer<FixedArith>, batch: usize, features: usize) -> usize {
-    let widest: usize = t
-        .layers
-        .iter()
-        .map(|l| match *l {
-            systole_step::model::Layer::Dense { out, .. } => out,
-            systole_step::model::Layer::ConvBlock { out_ch, h, w, .. } => out_ch * h * w,
-        })
-        .sum();
-    let params: usize = t.params.iter().map(|p| p.data.len()).sum();
-    batch * features * 6 + batch * widest * 2 * 6 + params * 2 * 3 + 16 * 1024
-}
-
 /// The host's trainer beside the board: on the golden model of the board's array `config`.
 pub(crate) fn host_trainer(
     cfg: &TrainConfig,
@@ -136,7 +158,8 @@ pub(crate) fn host_trainer(
     Trainer::new(cfg.clone(), data, arith)
 }
 
-/// The run's training images (up to `--limit`) as the board takes them: 8-bit pixels, labels.
+/// The run's training images (up to `--limit`) as the board takes them: pixels packed at the
+/// bits they need, labels.
 pub(crate) fn data_set(cfg: &TrainConfig, data: &Dataset) -> Result<DataSet, TrainError> {
     let n = data.train.len().min(cfg.train_limit.unwrap_or(usize::MAX));
     let features = data.features();
@@ -148,54 +171,7 @@ pub(crate) fn data_set(cfg: &TrainConfig, data: &Dataset) -> Result<DataSet, Tra
         features,
         pixel_divisor(&data.name),
     )
-    .map_err(|e| TrainError::Config(format!("the board trains on 8-bit pixels: {e}")))
-}
-
-/// The images `idx` of `set`, in that order, as a data set of their own (a request's batches).
-pub(crate) fn images_of(set: &DataSet, idx: &[usize]) -> DataSet {
-    DataSet {
-        features: set.features,
-        divisor: set.divisor,
-        pixels: idx
-            .iter()
-            .flat_map(|&i| {
-                set.pixels[i * set.features..(i + 1) * set.features]
-                    .iter()
-                    .copied()
-            })
-            .collect(),
-        labels: idx.iter().map(|&i| set.labels[i]).collect(),
-    }
-}
-
-/// How the board trains `t`'s run on `set` with a heap of `heap` bytes: whether the data set
-/// stays resident, and how many batches one request runs (batch by batch: as many as fit the
-/// heap beside the step, a record and its place in the order each image). Refuses a step
-/// that does not fit.
-pub(crate) fn plan(
-    t: &Trainer<FixedArith>,
-    data: &Dataset,
-    set: &DataSet,
-    heap: usize,
-) -> Result<(bool, usize), TrainError> {
-    let (cfg, features, n) = (&t.cfg, set.features, set.len());
-    let state_bytes = state_of(t).encode().len();
-    let need = state_bytes + step_heap(t, cfg.batch, features);
-    if need > heap {
-        return Err(TrainError::Config(format!(
-            "{} at batch {} needs about {need} bytes of the board's heap (state {state_bytes}, step {}), the board has {heap}: train a smaller model or batch, or drive the step from the host with --host-step",
-            cfg.model.describe(data.channels, data.height, data.width, data.classes),
-            cfg.batch,
-            need - state_bytes
-        )));
-    }
-    let resident = need + set.pixels.len() + set.labels.len() + 4 * n <= heap;
-    let per_upload = if resident {
-        MAX_RUN_STEPS
-    } else {
-        ((heap - need) / (cfg.batch * (features + 1 + 4))).clamp(1, MAX_RUN_STEPS)
-    };
-    Ok((resident, per_upload))
+    .map_err(|e| TrainError::Config(format!("the board trains on byte pixels: {e}")))
 }
 
 /// Trains `cfg` on the board behind `dev_arith`'s device; the host's own trainer runs on the
@@ -226,37 +202,40 @@ pub(crate) fn run(
         crate::outfile::probe_dir(d, 2 * t.checkpoint().size_bound() + (1 << 20))?;
     }
     let set = data_set(cfg, data)?;
-    let n = set.len();
     let name = dev.name();
     let mut board = dev
         .board_training()
         .ok_or_else(|| TrainError::Config(format!("{name} does not train itself")))?;
-    let heap = board.heap_bytes() as usize;
-    let (resident, per_upload) = plan(&t, data, &set, heap)?;
+    let fit = plan::measure(&t, &mut board, &set)?;
+    let p = fit
+        .plan(cfg.batch)
+        .ok_or_else(|| plan::no_room(&fit, data, &t))?;
+    let (resident, per_upload) = (p.resident, p.per_upload);
     obs.run_start(&format!(
-        "the whole training step runs on the board ({name}: its heap {heap} bytes; data set {})",
-        if resident {
-            format!("resident, {n} images uploaded once")
-        } else {
-            "uploaded batch by batch: it does not fit beside the step".to_string()
-        }
+        "the whole training step runs on the board ({name}); {}; {}",
+        fit.describe(&p, set.bits),
+        link_words(&board, opts, resident, ck_path.is_some())
     ));
     if resident {
         board
             .write_data(&set)
             .map_err(dev_err("uploading the data set"))?;
     }
-    let mut state_on_board = false;
+    // Not the run's state yet: after a probe step the board holds the probe's.
+    let mut sync = BoardSync::default();
     while t.epoch < cfg.epochs {
+        // The whole state comes back for a checkpoint and at the end; else the parameters.
+        let due = opts.checkpoint_due(t.epoch + 1, cfg.epochs);
+        let whole = t.epoch + 1 >= cfg.epochs || (due && ck_path.is_some());
         epoch(
             &mut t,
             &mut board,
             (data, &set),
-            (opts.check, resident, per_upload),
-            &mut state_on_board,
+            (opts.check, resident, per_upload, whole),
+            &mut sync,
             obs,
         )?;
-        if let Some(p) = &ck_path {
+        if let Some(p) = ck_path.as_ref().filter(|_| due) {
             t.checkpoint().save(p)?;
         }
     }
@@ -279,21 +258,32 @@ pub(crate) fn run(
     })
 }
 
-/// One epoch on the board, then the state back and the evaluation on the host.
+/// What the host knows of the board's state between epochs.
+#[derive(Clone, Copy, Debug, Default)]
+struct BoardSync {
+    /// The board holds the run's state (else it goes up before the next steps).
+    on_board: bool,
+    /// The host's momentum tensors are older than the board's (only the parameters came
+    /// back): the whole state must come back before the host writes or uploads it.
+    velocity_stale: bool,
+}
+
+/// One epoch on the board, then the state (`whole`) or its parameters back and the evaluation
+/// on the host.
 fn epoch(
     t: &mut Trainer<FixedArith>,
     board: &mut BoardTraining<'_>,
     (data, set): (&Dataset, &DataSet),
-    (check, resident, per_upload): (bool, bool, usize),
-    state_on_board: &mut bool,
+    (check, resident, per_upload, whole): (bool, bool, usize, bool),
+    sync: &mut BoardSync,
     obs: &mut dyn Observer,
 ) -> Result<EpochRecord, TrainError> {
     let t0 = std::time::Instant::now();
-    if !*state_on_board {
+    if !sync.on_board {
         board
             .write_state(&state_of(t))
             .map_err(dev_err("uploading the training state"))?;
-        *state_on_board = true;
+        sync.on_board = true;
     }
     let n = set.len();
     let batch = t.cfg.batch;
@@ -317,7 +307,7 @@ fn epoch(
             // The epoch's next batches, in its order, as the board's whole data set.
             let idx = &order[first * batch..((first + k) * batch).min(n)];
             board
-                .write_data(&images_of(set, idx))
+                .write_data(&set.select(idx))
                 .map_err(dev_err("uploading a batch"))?;
             board.run_steps((epoch32, 0), k as u16, batch16, lr, true)
         };
@@ -347,20 +337,57 @@ fn epoch(
         }
         first += k;
     }
-    if !check {
+    // Under --check the host ran every step itself: its state is the board's already.
+    if !check && (whole || !board.reads_parts()) {
         let s = board
             .read_state()
             .map_err(dev_err("reading the state back"))?;
         take_state(t, s)?;
+        sync.velocity_stale = false;
+    } else if !check {
+        let s = board
+            .read_params()
+            .map_err(dev_err("reading the parameters back"))?;
+        take_params(t, s)?;
+        sync.velocity_stale = true;
     }
     let fracs = t.arith.state();
     t.epoch += 1;
     let rec = t.finish_epoch(data, t0, (loss_sum, n), correct, sat0, obs)?;
     // Evaluation remembers formats too: the board must go on with the host's.
     if t.arith.state() != fracs {
-        *state_on_board = false;
+        send_formats(t, board, sync)?;
     }
     Ok(rec)
+}
+
+/// After an evaluation changed the remembered formats: the formats alone to a board that
+/// takes them, else the whole state goes up before the next steps (its momentum read back
+/// first when the host's is stale).
+fn send_formats(
+    t: &mut Trainer<FixedArith>,
+    board: &mut BoardTraining<'_>,
+    sync: &mut BoardSync,
+) -> Result<(), TrainError> {
+    match board.write_formats(&t.arith.state()) {
+        Ok(()) => return Ok(()),
+        Err(DeviceError::Unsupported(_)) => {}
+        Err(e) => return Err(dev_err("sending the remembered formats")(e)),
+    }
+    if sync.velocity_stale {
+        let s = board
+            .read_state()
+            .map_err(dev_err("reading the state back"))?;
+        if s.velocity.len() != t.velocity.len() {
+            return Err(TrainError::Checkpoint(
+                "the board's training state is not this run's".into(),
+            ));
+        }
+        t.velocity = s.velocity;
+        sync.velocity_stale = false;
+    }
+    sync.on_board = false;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! taken around each request, so the per-step costs and the one-time costs come apart.
 
 use crate::arith::TensorState;
-use crate::board::{data_set, dev_err, host_trainer, images_of, plan, state_of, take_state};
+use crate::board::{data_set, dev_err, host_trainer, plan, state_of, take_state};
 use crate::data::Dataset;
 use crate::{TrainConfig, TrainError};
 use systole_device::{Device, DeviceStats};
@@ -46,8 +46,15 @@ pub struct BoardSteps {
     pub per_request: usize,
     /// Images of the run's training set (what a resident upload carries).
     pub images: usize,
-    /// Bytes of one image as the board stores it (its pixels and its label).
+    /// Bytes of one image's record (its packed pixels and its label).
     pub image_bytes: usize,
+    /// Bits a pixel of the data set as it went up.
+    pub bits: u8,
+    /// The fit in words (the run header's): what decided where the data set lives.
+    pub fit: String,
+    /// The probe step that measured the step's heap on the board (its state, batch,
+    /// `HEAP_USE` and `RUN_STEPS`), once per run; zero on a board that does not measure.
+    pub probe: DeviceStats,
     /// Uploading the training state (`STATE_WRITE`), once per run.
     pub state_upload: DeviceStats,
     /// Uploading the whole data set (`DATA_WRITE`), once per run; zero batch by batch.
@@ -56,8 +63,12 @@ pub struct BoardSteps {
     pub batch_uploads: DeviceStats,
     /// The steps' `RUN_STEPS` requests (their cycles: the board's CPU and array).
     pub runs: DeviceStats,
-    /// Reading the state back (`STATE_READ`), once per epoch.
+    /// Reading the whole state back (`STATE_READ`): at checkpoints and the end (each epoch
+    /// on older firmware, `params_read` zero).
     pub state_read: DeviceStats,
+    /// Reading the parameters alone back for the host's evaluation (`STATE_READ` part 1),
+    /// once per epoch; zero on older firmware.
+    pub params_read: DeviceStats,
     /// The parameters the board reached (read back).
     pub params: Vec<TensorState>,
 }
@@ -81,8 +92,13 @@ pub fn measure_steps(
     }
     let name = dev.name();
     let no_board = || TrainError::Config(format!("{name} does not train itself"));
-    let heap = dev.board_training().ok_or_else(no_board)?.heap_bytes();
-    let (resident, per_request) = plan(&t, data, &set, heap as usize)?;
+    let before = dev.stats();
+    let fit = plan::measure(&t, &mut dev.board_training().ok_or_else(no_board)?, &set)?;
+    let probe = difference(&dev.stats(), &before);
+    let p = fit
+        .plan(batch)
+        .ok_or_else(|| plan::no_room(&fit, data, &t))?;
+    let (resident, per_request) = (p.resident, p.per_upload);
     // Each request alone between two readings of the device's counters.
     let counted = |dev: &mut dyn Device,
                    op: &str,
@@ -115,7 +131,7 @@ pub fn measure_steps(
         let from = if resident {
             first as u32
         } else {
-            let part = images_of(&set, &order[first * batch..((first + k) * batch).min(n)]);
+            let part = set.select(&order[first * batch..((first + k) * batch).min(n)]);
             let up = counted(dev, "uploading a batch", &mut |b| b.write_data(&part))?;
             batch_uploads = combine(&batch_uploads, &up, |a, b| a + b);
             0
@@ -126,6 +142,12 @@ pub fn measure_steps(
         })?;
         runs = combine(&runs, &run, |a, b| a + b);
         first += k;
+    }
+    let mut params_read = DeviceStats::default();
+    if dev.board_training().ok_or_else(no_board)?.reads_parts() {
+        params_read = counted(dev, "reading the parameters back", &mut |b| {
+            b.read_params().map(|_| ())
+        })?;
     }
     let mut read = None;
     let state_read = counted(dev, "reading the state back", &mut |b| {
@@ -138,12 +160,16 @@ pub fn measure_steps(
         resident,
         per_request,
         images: n,
-        image_bytes: set.features + 1,
+        image_bytes: set.record_bytes(),
+        bits: set.bits,
+        fit: fit.describe(&p, set.bits),
+        probe,
         state_upload,
         data_upload,
         batch_uploads,
         runs,
         state_read,
+        params_read,
         params: t.param_states(),
     })
 }

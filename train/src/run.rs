@@ -81,7 +81,8 @@ pub(crate) fn drive<A: Arith<Error = TrainError> + MaybeDevice>(
     while t.epoch < cfg.epochs {
         epoch(&mut t, data, obs)?;
         // Only the lead rank writes: all ranks hold the same state.
-        if let Some(p) = ck_path.as_ref().filter(|_| lead) {
+        let due = opts.checkpoint_due(t.epoch, cfg.epochs);
+        if let Some(p) = ck_path.as_ref().filter(|_| lead && due) {
             t.checkpoint().save(p)?;
         }
     }
@@ -120,6 +121,11 @@ pub fn run_dist(
 ) -> Result<RunSummary, TrainError> {
     cfg.validate()?;
     check_fresh_start(opts)?;
+    if opts.checkpoint_every == 0 {
+        return Err(TrainError::Config(
+            "--checkpoint-every 0: give a number of epochs, at least 1".into(),
+        ));
+    }
     if dist.size() > 1 && cfg.shards.is_none() {
         return Err(TrainError::Config(
             "a run over several MPI ranks needs --shards".into(),

@@ -26,6 +26,18 @@ pub struct RunOptions {
     pub trace: Option<systole_device::TraceWindow>,
     /// Drive every step from the host even on a board that trains itself (`--host-step`).
     pub host_step: bool,
+    /// Write the checkpoint every this many epochs, and after the last (`--checkpoint-every`,
+    /// at least 1). On a board that trains itself only those epochs read the whole state
+    /// back; the others read the parameters the evaluation needs.
+    pub checkpoint_every: usize,
+}
+
+impl RunOptions {
+    /// Whether the checkpoint is written after `done` of `total` epochs: every
+    /// `checkpoint_every` epochs and after the last.
+    pub fn checkpoint_due(&self, done: usize, total: usize) -> bool {
+        done >= total || done.is_multiple_of(self.checkpoint_every.max(1))
+    }
 }
 
 /// What a run produced.
@@ -47,4 +59,31 @@ pub struct RunSummary {
     /// Final parameters.
     #[serde(skip)]
     pub params: Vec<TensorState>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checkpoints_every_n_epochs_and_after_the_last() {
+        let opts = |checkpoint_every| RunOptions {
+            device: "golden".into(),
+            check: false,
+            out: None,
+            resume: false,
+            overwrite: false,
+            trace: None,
+            host_step: false,
+            checkpoint_every,
+        };
+        let due = |every, total| {
+            (1..=total)
+                .filter(|&done| opts(every).checkpoint_due(done, total))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(due(1, 3), [1, 2, 3]);
+        assert_eq!(due(2, 5), [2, 4, 5]);
+        assert_eq!(due(10, 4), [4]);
+    }
 }

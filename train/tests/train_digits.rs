@@ -43,6 +43,7 @@ fn opts() -> RunOptions {
     RunOptions {
         device: "golden".into(),
         host_step: false,
+        checkpoint_every: 1,
         check: false,
         out: None,
         resume: false,

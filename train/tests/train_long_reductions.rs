@@ -74,6 +74,7 @@ fn train(precision: Precision, device: &str, check: bool) -> Option<RunSummary> 
     let opts = RunOptions {
         device: device.into(),
         host_step: false,
+        checkpoint_every: 1,
         check,
         out: None,
         resume: false,

@@ -40,6 +40,7 @@ fn opts(out: Option<&std::path::Path>, resume: bool) -> RunOptions {
     RunOptions {
         device: "golden".into(),
         host_step: false,
+        checkpoint_every: 1,
         check: false,
         out: out.map(|p| p.to_path_buf()),
         resume,

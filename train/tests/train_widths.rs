@@ -36,6 +36,7 @@ fn opts(device: &str, out: Option<&std::path::Path>, resume: bool) -> RunOptions
     RunOptions {
         device: device.into(),
         host_step: false,
+        checkpoint_every: 1,
         check: false,
         out: out.map(|p| p.to_path_buf()),
         resume,

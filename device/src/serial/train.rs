@@ -9,8 +9,9 @@ use std::io::{Read, Write};
 use std::time::Duration;
 use systole_firmware::frame::MAX_PAYLOAD;
 use systole_firmware::protocol::train::{
-    RunCounters, StepFailure, TrainRequest, DATA_WRITE_HEADER, IN_ORDER, MAX_RUN_STEPS,
-    STATE_READ_HEADER, STATE_WRITE_HEADER,
+    HeapUse, RunCounters, StepFailure, TrainRequest, CAP_HEAP_USE, CAP_PACKED_DATA,
+    CAP_STATE_PARTS, DATA_WRITE_HEADER, DATA_WRITE_PACKED_HEADER, IN_ORDER, MAX_RUN_STEPS,
+    PART_PARAMS, PART_WHOLE, STATE_READ_HEADER, STATE_WRITE_HEADER,
 };
 use systole_firmware::protocol::{ErrorCode, Request};
 use systole_step::resident::StateError;
@@ -86,12 +87,26 @@ impl<T: Read + Write> TrainLink for SerialBus<T> {
         Ok(())
     }
 
-    fn read_state(&mut self) -> Result<Vec<u8>, LinkError> {
+    fn reads_parts(&self) -> bool {
+        self.train_caps & CAP_STATE_PARTS != 0
+    }
+
+    fn write_formats(&mut self, bytes: &[u8]) -> Result<(), LinkError> {
+        self.train_request(&TrainRequest::FormatsWrite { bytes })
+            .map(|_| ())
+    }
+
+    fn read_state(&mut self, params_only: bool) -> Result<Vec<u8>, LinkError> {
         let count = (MAX_PAYLOAD - STATE_READ_HEADER) as u16;
+        let part = if params_only { PART_PARAMS } else { PART_WHOLE };
         let mut out = Vec::new();
         loop {
             let offset = out.len() as u32;
-            let p = self.train_request(&TrainRequest::StateRead { offset, count })?;
+            let p = self.train_request(&TrainRequest::StateRead {
+                offset,
+                count,
+                part,
+            })?;
             let bad = || LinkError::Protocol(format!("STATE_READ answer of {} bytes", p.len()));
             let total =
                 u32::from_le_bytes(p.get(..4).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
@@ -107,14 +122,37 @@ impl<T: Read + Write> TrainLink for SerialBus<T> {
         }
     }
 
-    fn write_data(&mut self, features: u16, divisor: u16, records: &[u8]) -> Result<(), LinkError> {
+    fn takes_packed(&self) -> bool {
+        self.train_caps & CAP_PACKED_DATA != 0
+    }
+
+    fn measures_heap(&self) -> bool {
+        self.train_caps & CAP_HEAP_USE != 0
+    }
+
+    fn heap_use(&mut self) -> Result<HeapUse, LinkError> {
+        let p = self.train_request(&TrainRequest::HeapUse)?;
+        HeapUse::parse(&p)
+            .ok_or_else(|| LinkError::Protocol(format!("HEAP_USE answer of {} bytes", p.len())))
+    }
+
+    fn write_data(
+        &mut self,
+        (features, divisor, bits): (u16, u16, Option<u8>),
+        records: &[u8],
+    ) -> Result<(), LinkError> {
         let total = u32::try_from(records.len())
             .map_err(|_| LinkError::Protocol("a data set over 4 GiB".into()))?;
-        let per = MAX_PAYLOAD - DATA_WRITE_HEADER;
+        let per = MAX_PAYLOAD
+            - match bits {
+                Some(_) => DATA_WRITE_PACKED_HEADER,
+                None => DATA_WRITE_HEADER,
+            };
         for (i, chunk) in records.chunks(per).enumerate() {
             self.train_request(&TrainRequest::DataWrite {
                 features,
                 divisor,
+                bits,
                 total,
                 offset: (i * per) as u32,
                 bytes: chunk,

@@ -101,6 +101,10 @@ fn block_bytes(layout: Layout) -> Option<usize> {
 #[derive(Debug)]
 pub struct FreeList {
     head: *mut FreeBlock,
+    /// Bytes allocated now (whole blocks).
+    in_use: usize,
+    /// The most bytes allocated at once since [`FreeList::take_peak`] last ran.
+    peak: usize,
 }
 
 impl FreeList {
@@ -108,6 +112,8 @@ impl FreeList {
     pub const fn empty() -> Self {
         FreeList {
             head: ptr::null_mut(),
+            in_use: 0,
+            peak: 0,
         }
     }
 
@@ -163,6 +169,8 @@ impl FreeList {
                     } else {
                         *link = rest;
                     }
+                    self.in_use += size;
+                    self.peak = self.peak.max(self.in_use);
                     return base.add(start - addr);
                 }
                 link = ptr::addr_of_mut!((*block).next);
@@ -178,6 +186,7 @@ impl FreeList {
     /// used after.
     pub unsafe fn free(&mut self, block: *mut u8, layout: Layout) {
         if let Some(size) = block_bytes(layout) {
+            self.in_use -= size;
             // SAFETY: the caller's allocation of `size` bytes, UNIT-aligned.
             unsafe { self.insert(block, size) }
         }
@@ -208,6 +217,14 @@ impl FreeList {
                 (*prev).next = new;
             }
         }
+    }
+
+    /// `(bytes allocated now, the most allocated at once since the last call)`; the peak
+    /// then starts again from what is allocated now (the host measures a step between two
+    /// calls: `HEAP_USE`).
+    pub fn take_peak(&mut self) -> (usize, usize) {
+        let peak = core::mem::replace(&mut self.peak, self.in_use);
+        (self.in_use, peak)
     }
 
     /// `(free bytes, free blocks, largest free block)`: what is left, and how fragmented.
@@ -258,6 +275,12 @@ impl Heap {
     pub fn usage(&self) -> (usize, usize, usize) {
         // SAFETY: no allocation is in progress while this runs (one hart, no interrupts).
         unsafe { (*self.list.get()).usage() }
+    }
+
+    /// `(bytes allocated now, their peak since the last call)` ([`FreeList::take_peak`]).
+    pub fn take_peak(&self) -> (usize, usize) {
+        // SAFETY: as in `usage`.
+        unsafe { (*self.list.get()).take_peak() }
     }
 }
 

@@ -10,6 +10,19 @@ use crate::frame::{EncodeError, MAX_PAYLOAD};
 
 /// `PING` answer capability bit: the board trains on resident state and data.
 pub const CAP_TRAIN: u8 = 0x02;
+/// `PING` answer capability bit (with [`CAP_TRAIN`]): the board takes packed pixels
+/// (`DATA_WRITE_PACKED`); a board without it takes only byte pixels (`DATA_WRITE`).
+pub const CAP_PACKED_DATA: u8 = 0x04;
+/// `PING` answer capability bit (with [`CAP_TRAIN`]): the board measures its heap
+/// (`HEAP_USE`).
+pub const CAP_HEAP_USE: u8 = 0x08;
+/// `PING` answer capability bit (with [`CAP_TRAIN`]): the board reads the state's parameters
+/// alone (`STATE_READ`'s part byte) and takes the remembered formats alone (`FORMATS_WRITE`).
+pub const CAP_STATE_PARTS: u8 = 0x10;
+/// `STATE_READ` part: the whole state (`TrainState::encode`).
+pub const PART_WHOLE: u8 = 0;
+/// `STATE_READ` part: the parameters and formats alone (`TrainState::encode_params`).
+pub const PART_PARAMS: u8 = 1;
 /// Bytes of a `PING` answer with [`CAP_TRAIN`]: the board-operations answer and the heap bytes
 /// u32.
 pub const PING_REPLY_WITH_TRAIN: usize = super::board_ops::PING_REPLY_WITH_CAPS + 4;
@@ -18,6 +31,11 @@ pub const STATE_WRITE_HEADER: usize = 8;
 /// Bytes of a `DATA_WRITE` payload before its bytes (features u16, divisor u16, total u32,
 /// offset u32).
 pub const DATA_WRITE_HEADER: usize = 12;
+/// Bytes of a `DATA_WRITE_PACKED` payload before its bytes (features u16, divisor u16, bits
+/// u8, total u32, offset u32).
+pub const DATA_WRITE_PACKED_HEADER: usize = 13;
+/// Bytes of a `HEAP_USE` answer ([`HeapUse`]).
+pub const HEAP_USE_REPLY: usize = 12;
 /// Bytes of a `STATE_READ` answer before its bytes (the state's total length u32).
 pub const STATE_READ_HEADER: usize = 4;
 /// Bytes of a `RUN_STEPS` payload.
@@ -51,14 +69,25 @@ pub enum TrainRequest<'a> {
         offset: u32,
         /// Bytes (`<= MAX_PAYLOAD - STATE_READ_HEADER`).
         count: u16,
+        /// [`PART_WHOLE`] (sent as the 6-byte form) or [`PART_PARAMS`].
+        part: u8,
     },
-    /// `DATA_WRITE`: bytes `offset..` of a data set's records (each image's `features` pixels,
-    /// then its label), `total` bytes in all.
+    /// `FORMATS_WRITE`: the remembered formats' wire form
+    /// (`systole_step::resident::encode_formats`), replacing the state's.
+    FormatsWrite {
+        /// The formats' bytes.
+        bytes: &'a [u8],
+    },
+    /// `DATA_WRITE` (`bits: None`: a byte a pixel) or `DATA_WRITE_PACKED` (`Some(bits)`, 1 to
+    /// 8): bytes `offset..` of a data set's records (each image's `features` pixels packed at
+    /// `bits`, `systole_step::resident::DataSet`, then its label), `total` bytes in all.
     DataWrite {
         /// Pixels per image.
         features: u16,
         /// What a pixel is divided by.
         divisor: u16,
+        /// Bits a pixel (`None`: 8, the first form, `DATA_WRITE`).
+        bits: Option<u8>,
         /// Bytes of every record.
         total: u32,
         /// Where these bytes go (0 starts a new data set).
@@ -81,6 +110,9 @@ pub enum TrainRequest<'a> {
         /// [`IN_ORDER`] or 0.
         flags: u8,
     },
+    /// `HEAP_USE`: the heap's bytes, in use now, and the most in use since the last
+    /// `HEAP_USE` (which this one restarts from what is in use now).
+    HeapUse,
 }
 
 impl TrainRequest<'_> {
@@ -90,8 +122,11 @@ impl TrainRequest<'_> {
         match self {
             TrainRequest::StateWrite { .. } => cmd::STATE_WRITE,
             TrainRequest::StateRead { .. } => cmd::STATE_READ,
-            TrainRequest::DataWrite { .. } => cmd::DATA_WRITE,
+            TrainRequest::DataWrite { bits: None, .. } => cmd::DATA_WRITE,
+            TrainRequest::DataWrite { bits: Some(_), .. } => cmd::DATA_WRITE_PACKED,
             TrainRequest::RunSteps { .. } => cmd::RUN_STEPS,
+            TrainRequest::HeapUse => cmd::HEAP_USE,
+            TrainRequest::FormatsWrite { .. } => cmd::FORMATS_WRITE,
         }
     }
 }
@@ -106,23 +141,44 @@ pub(super) fn parse(cmd: u8, p: &[u8]) -> Result<TrainRequest<'_>, ErrorCode> {
             offset: u32_at(p, 4),
             bytes: &p[STATE_WRITE_HEADER..],
         },
-        c::STATE_READ if p.len() == 6 => {
+        c::STATE_READ if p.len() == 6 || p.len() == 7 => {
             let count = u16_at(p, 4);
-            if count == 0 || usize::from(count) > MAX_PAYLOAD - STATE_READ_HEADER {
+            let part = p.get(6).copied().unwrap_or(PART_WHOLE);
+            if count == 0
+                || usize::from(count) > MAX_PAYLOAD - STATE_READ_HEADER
+                || part > PART_PARAMS
+            {
                 return Err(bad);
             }
             TrainRequest::StateRead {
                 offset: u32_at(p, 0),
                 count,
+                part,
             }
         }
+        c::FORMATS_WRITE if p.len() >= 2 => TrainRequest::FormatsWrite { bytes: p },
         c::DATA_WRITE if p.len() > DATA_WRITE_HEADER => TrainRequest::DataWrite {
             features: u16_at(p, 0),
             divisor: u16_at(p, 2),
+            bits: None,
             total: u32_at(p, 4),
             offset: u32_at(p, 8),
             bytes: &p[DATA_WRITE_HEADER..],
         },
+        c::DATA_WRITE_PACKED if p.len() > DATA_WRITE_PACKED_HEADER => {
+            if !(1..=8).contains(&p[4]) {
+                return Err(bad);
+            }
+            TrainRequest::DataWrite {
+                features: u16_at(p, 0),
+                divisor: u16_at(p, 2),
+                bits: Some(p[4]),
+                total: u32_at(p, 5),
+                offset: u32_at(p, 9),
+                bytes: &p[DATA_WRITE_PACKED_HEADER..],
+            }
+        }
+        c::HEAP_USE if p.is_empty() => TrainRequest::HeapUse,
         c::RUN_STEPS if p.len() == RUN_STEPS_LEN => {
             let steps = u16_at(p, 8);
             if steps == 0
@@ -157,19 +213,32 @@ pub(super) fn encode(r: &TrainRequest<'_>, w: &mut Writer<'_>) -> Result<(), Enc
             w.put(&offset.to_le_bytes())?;
             w.put(bytes)
         }
-        TrainRequest::StateRead { offset, count } => {
+        TrainRequest::StateRead {
+            offset,
+            count,
+            part,
+        } => {
             w.put(&offset.to_le_bytes())?;
-            w.put(&count.to_le_bytes())
+            w.put(&count.to_le_bytes())?;
+            match part {
+                PART_WHOLE => Ok(()),
+                part => w.put(&[part]),
+            }
         }
+        TrainRequest::FormatsWrite { bytes } => w.put(bytes),
         TrainRequest::DataWrite {
             features,
             divisor,
+            bits,
             total,
             offset,
             bytes,
         } => {
             w.put(&features.to_le_bytes())?;
             w.put(&divisor.to_le_bytes())?;
+            if let Some(bits) = bits {
+                w.put(&[bits])?;
+            }
             w.put(&total.to_le_bytes())?;
             w.put(&offset.to_le_bytes())?;
             w.put(bytes)
@@ -189,6 +258,38 @@ pub(super) fn encode(r: &TrainRequest<'_>, w: &mut Writer<'_>) -> Result<(), Enc
             w.put(&lr_bits.to_le_bytes())?;
             w.put(&[flags])
         }
+        TrainRequest::HeapUse => Ok(()),
+    }
+}
+
+/// A `HEAP_USE` answer: heap bytes u32, bytes in use u32, peak u32.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeapUse {
+    /// The heap's bytes (as `PING` says).
+    pub heap: u32,
+    /// Bytes allocated now (the state, the data set, what a request left).
+    pub in_use: u32,
+    /// The most bytes allocated at once since the previous `HEAP_USE` (or the start).
+    pub peak: u32,
+}
+
+impl HeapUse {
+    /// The answer's payload.
+    pub fn encode(&self) -> [u8; HEAP_USE_REPLY] {
+        let mut out = [0u8; HEAP_USE_REPLY];
+        out[..4].copy_from_slice(&self.heap.to_le_bytes());
+        out[4..8].copy_from_slice(&self.in_use.to_le_bytes());
+        out[8..].copy_from_slice(&self.peak.to_le_bytes());
+        out
+    }
+
+    /// Reads an answer; `None` when it is not one.
+    pub fn parse(p: &[u8]) -> Option<HeapUse> {
+        (p.len() == HEAP_USE_REPLY).then(|| HeapUse {
+            heap: u32_at(p, 0),
+            in_use: u32_at(p, 4),
+            peak: u32_at(p, 8),
+        })
     }
 }
 

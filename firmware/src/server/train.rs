@@ -6,13 +6,15 @@ use super::Failure;
 use crate::frame::MAX_PAYLOAD;
 use crate::products::{BoardProducts, ProductsError};
 use crate::protocol::train::{
-    RunCounters, StepFailure, TrainRequest, IN_ORDER, RUN_REPLY_HEADER, STATE_READ_HEADER,
-    STEP_RESULT_BYTES,
+    HeapUse, RunCounters, StepFailure, TrainRequest, HEAP_USE_REPLY, IN_ORDER, PART_WHOLE,
+    RUN_REPLY_HEADER, STATE_READ_HEADER, STEP_RESULT_BYTES,
 };
 use crate::protocol::ErrorCode;
 use alloc::vec::Vec;
 use systole_core::{AcceleratorBus, ArrayConfig};
-use systole_step::resident::{run_steps, DataSet, RunSteps, TrainState};
+use systole_step::resident::{
+    decode_formats, image_bytes, run_steps, DataSet, RunSteps, TrainState,
+};
 use systole_step::rng::epoch_order;
 use systole_step::StepError;
 
@@ -33,6 +35,9 @@ pub struct Session {
     heap_bytes: u32,
     /// Free heap bytes now, if the board can tell.
     heap_free: Option<fn() -> usize>,
+    /// `(bytes in use, their peak since the last call)`, if the board measures its heap
+    /// (`HEAP_USE`).
+    heap_peak: Option<fn() -> (usize, usize)>,
     state: Option<TrainState>,
     data: Option<DataSet>,
     /// The last epoch order drawn: `(run seed, epochs done (`None`: stored order), images)`
@@ -40,8 +45,10 @@ pub struct Session {
     order: Option<(OrderKey, Vec<usize>)>,
     state_upload: Option<Upload<Vec<u8>>>,
     data_upload: Option<Upload<DataSet>>,
-    /// The state's wire form as a `STATE_READ` at offset 0 found it.
+    /// The state's wire form (or its parameters-only form: `snapshot_part`) as a
+    /// `STATE_READ` at offset 0 found it.
     snapshot: Vec<u8>,
+    snapshot_part: u8,
 }
 
 impl Session {
@@ -50,13 +57,26 @@ impl Session {
         Session {
             heap_bytes,
             heap_free,
+            heap_peak: None,
             state: None,
             data: None,
             order: None,
             state_upload: None,
             data_upload: None,
             snapshot: Vec::new(),
+            snapshot_part: PART_WHOLE,
         }
+    }
+
+    /// Answers `HEAP_USE` with `probe`: `(bytes in use, their peak since the last call)`.
+    pub fn with_heap_peak(mut self, probe: fn() -> (usize, usize)) -> Self {
+        self.heap_peak = Some(probe);
+        self
+    }
+
+    /// Whether the board answers `HEAP_USE`.
+    pub fn measures_heap(&self) -> bool {
+        self.heap_peak.is_some()
     }
 
     /// The heap's size, for `PING`.
@@ -100,11 +120,23 @@ pub(super) fn execute<B: AcceleratorBus>(
             offset,
             bytes,
         } => state_write(s, total as usize, offset as usize, bytes),
-        TrainRequest::StateRead { offset, count } => {
-            let st = s.state.as_ref().ok_or((ErrorCode::NotLoaded, 0))?;
+        TrainRequest::StateRead {
+            offset,
+            count,
+            part,
+        } => {
             if offset == 0 {
                 s.snapshot = Vec::new();
-                s.snapshot = st.encode();
+                let st = s.state.as_ref().ok_or((ErrorCode::NotLoaded, 0))?;
+                let whole = part == PART_WHOLE;
+                // The room first: a heap without it refuses, no allocation fails.
+                let room = reserve(s, st.encoded_len(whole))?;
+                s.snapshot = st.encode_to(whole, room);
+                s.snapshot_part = part;
+            } else if s.state.is_none() {
+                return Err((ErrorCode::NotLoaded, 0));
+            } else if part != s.snapshot_part {
+                return Err((ErrorCode::BadData, 0));
             }
             let from = (offset as usize).min(s.snapshot.len());
             let n = (s.snapshot.len() - from).min(usize::from(count));
@@ -120,12 +152,13 @@ pub(super) fn execute<B: AcceleratorBus>(
         TrainRequest::DataWrite {
             features,
             divisor,
+            bits,
             total,
             offset,
             bytes,
         } => data_write(
             s,
-            (features, divisor),
+            (features, divisor, bits.unwrap_or(8)),
             total as usize,
             offset as usize,
             bytes,
@@ -147,6 +180,24 @@ pub(super) fn execute<B: AcceleratorBus>(
                 lr: f32::from_bits(lr_bits),
             };
             run_request(s, (&run, in_order), bus, config, clock, out)
+        }
+        TrainRequest::FormatsWrite { bytes } => {
+            let st = s.state.as_mut().ok_or((ErrorCode::NotLoaded, 0))?;
+            st.fracs = decode_formats(bytes, st.widths.word())
+                .map_err(|e| (ErrorCode::BadTrainState, e.code()))?;
+            Ok(0)
+        }
+        TrainRequest::HeapUse => {
+            let probe = s.heap_peak.ok_or((ErrorCode::UnknownCommand, 0))?;
+            let (in_use, peak) = probe();
+            let word = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+            let h = HeapUse {
+                heap: s.heap_bytes,
+                in_use: word(in_use),
+                peak: word(peak),
+            };
+            out[..HEAP_USE_REPLY].copy_from_slice(&h.encode());
+            Ok(HEAP_USE_REPLY)
         }
     }
 }
@@ -188,12 +239,13 @@ fn state_write(
 
 fn data_write(
     s: &mut Session,
-    (features, divisor): (u16, u16),
+    (features, divisor, bits): (u16, u16, u8),
     total: usize,
     offset: usize,
     bytes: &[u8],
 ) -> Result<usize, Failure> {
-    let rec = usize::from(features) + 1;
+    let img = image_bytes(features.into(), bits);
+    let rec = img + 1;
     if offset == 0 {
         s.data = None;
         s.data_upload = None;
@@ -202,7 +254,7 @@ fn data_write(
             return Err((ErrorCode::BadData, 0));
         }
         let n = total / rec;
-        let pixels = reserve(s, n * usize::from(features))?;
+        let pixels = reserve(s, n * img)?;
         let labels = reserve(s, n)?;
         s.data_upload = Some(Upload {
             total,
@@ -210,6 +262,7 @@ fn data_write(
             into: DataSet {
                 features: features.into(),
                 divisor,
+                bits,
                 pixels,
                 labels,
             },
@@ -220,12 +273,12 @@ fn data_write(
     if offset != up.received
         || up.total != total
         || offset + bytes.len() > total
-        || (set.features, set.divisor) != (features.into(), divisor)
+        || (set.features, set.divisor, set.bits) != (features.into(), divisor, bits)
     {
         return Err((ErrorCode::BadData, 0));
     }
     for (i, &b) in bytes.iter().enumerate() {
-        if (offset + i) % rec == usize::from(features) {
+        if (offset + i) % rec == img {
             set.labels.push(b);
         } else {
             set.pixels.push(b);

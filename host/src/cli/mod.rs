@@ -276,6 +276,11 @@ pub struct TrainArgs {
     /// running the whole step on the board.
     #[arg(long)]
     pub host_step: bool,
+    /// Write checkpoint.json every N epochs and after the last (default: every epoch); --resume
+    /// continues from the last one written. On a board that trains itself the other epochs
+    /// read back only the parameters the evaluation needs, not the momentum.
+    #[arg(long, value_parser = whole, default_value_t = 1)]
+    pub checkpoint_every: usize,
     /// Data-parallel shards per batch (fixed16 only; default under mpirun: the rank count).
     /// Results depend on the shard count, not on how many MPI ranks share the shards.
     #[arg(long, value_parser = whole)]

@@ -134,6 +134,7 @@ fn options(a: &TrainArgs, trace: Option<systole_device::TraceWindow>) -> RunOpti
         trace,
         device: a.recipe.device.device.clone(),
         host_step: a.host_step,
+        checkpoint_every: a.checkpoint_every,
         check: a.recipe.check,
         out: a.out.clone(),
         resume: a.resume,
@@ -395,6 +396,7 @@ pub fn compare(c: &CompareArgs) -> anyhow::Result<()> {
     let opts = RunOptions {
         device: c.recipe.device.device.clone(),
         host_step: false,
+        checkpoint_every: 1,
         check: c.recipe.check,
         out: None,
         resume: false,

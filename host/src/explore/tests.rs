@@ -116,6 +116,7 @@ fn a_two_point_sweep_reports_and_a_rerun_only_adds_the_new_point() {
             let opts = systole_train::run::RunOptions {
                 device: "golden".into(),
                 host_step: false,
+                checkpoint_every: 1,
                 check: false,
                 out: None,
                 resume: false,
@@ -386,6 +387,7 @@ fn evaluation_passes_are_not_counted_as_epoch_cycles() {
     let opts = systole_train::run::RunOptions {
         device: "golden".into(),
         host_step: false,
+        checkpoint_every: 1,
         check: false,
         out: None,
         resume: false,

@@ -75,7 +75,8 @@ fn main() -> ExitCode {
         "training step on the SoC's CPU (riscv32imac): code {code} B (text + rodata + data of the \
          step, alloc, libm and soft-float; an upper bound: the firmware shares part of it); \
          firmware statics {} B, stack {} B; step heap measured here (64-bit pointers: an upper \
-         bound for RV32); training set at a byte per pixel and label",
+         bound for RV32); training set packed at the bits its pixels need (digits 5, \
+         Fashion-MNIST 8), a byte per label",
         firmware.statics, firmware.stack_reserve
     );
     let rows: Vec<(&Case, Need)> = CASES

@@ -48,6 +48,42 @@ fn wire_form_byte_by_byte() {
 }
 
 #[test]
+fn params_form_and_formats_byte_by_byte() {
+    let full = tiny().encode();
+    let p = tiny().encode_params();
+    assert_eq!(full.len(), tiny().encoded_len(true));
+    assert_eq!(p.len(), tiny().encoded_len(false));
+    let into = tiny().encode_to(true, Vec::with_capacity(full.len()));
+    assert_eq!((into.capacity(), &into), (full.len(), &full));
+    // The same bytes under its own magic, less the two momentum tensors (13 + 11 bytes).
+    assert_eq!(&p[..4], b"STP1");
+    assert_eq!(p[4..], full[4..full.len() - 24]);
+    let back = TrainState::decode_params(&p).unwrap();
+    assert_eq!(
+        back,
+        TrainState {
+            velocity: Vec::new(),
+            ..tiny()
+        }
+    );
+    // Neither form is taken for the other.
+    assert_eq!(TrainState::decode(&p), Err(StateError::Magic));
+    assert_eq!(TrainState::decode_params(&full), Err(StateError::Magic));
+    assert_eq!(
+        TrainState::decode_params(&p[..p.len() - 1]),
+        Err(StateError::Truncated)
+    );
+    let f = encode_formats(&tiny().fracs);
+    assert_eq!(f, vec![1, 0, 2, b'a', b'b', 12]);
+    assert_eq!(decode_formats(&f, 16), Ok(tiny().fracs));
+    assert_eq!(decode_formats(&[0, 0, 9], 16), Err(StateError::Trailing));
+    assert!(matches!(
+        decode_formats(&[1, 0, 1, b'a', 16], 16),
+        Err(StateError::Field { .. })
+    ));
+}
+
+#[test]
 fn every_cut_and_bad_field_is_refused() {
     let b = tiny().encode();
     for n in 0..b.len() {
@@ -90,13 +126,21 @@ fn every_cut_and_bad_field_is_refused() {
 fn records_round_trip_and_values_must_be_pixels() {
     let images = [0.0, 1.0, 0.5, 15.0 / 16.0];
     let d = DataSet::from_values(&images, &[3, 4], 2, 16).unwrap();
-    assert_eq!(d.pixels, vec![0, 16, 8, 15]);
-    assert_eq!(d.encode_records(), vec![0, 16, 3, 8, 15, 4]);
+    // Largest pixel 16: 5 bits a pixel, an image of 2 in 2 bytes (10 bits, 6 unused).
+    assert_eq!(d.bits, 5);
+    assert_eq!(d.pixels, vec![0, 0b10, 0xE8, 1]);
+    assert_eq!(d.encode_records(), vec![0, 2, 3, 0xE8, 1, 4]);
     assert_eq!(
-        DataSet::from_records(2, 16, &d.encode_records()),
+        DataSet::from_records(2, 16, 5, &d.encode_records()),
         Ok(d.clone())
     );
     assert_eq!(d.images(&[1, 0]), vec![0.5, 15.0 / 16.0, 0.0, 1.0]);
+    assert_eq!(d.memory_bytes(), 6);
+    // At 8 bits a record is a byte a pixel, the first protocol's form.
+    let bytes = d.repacked(8).unwrap();
+    assert_eq!(bytes.encode_records(), vec![0, 16, 3, 8, 15, 4]);
+    assert_eq!(bytes.images(&[1, 0]), d.images(&[1, 0]));
+    assert_eq!(d.repacked(4), None, "16 does not fit 4 bits");
     assert_eq!(
         DataSet::from_values(&[0.0, 0.3], &[1], 2, 16),
         Err(DataError::NotPixels {
@@ -104,7 +148,43 @@ fn records_round_trip_and_values_must_be_pixels() {
             divisor: 16
         })
     );
-    assert!(DataSet::from_records(2, 16, &[1, 2, 3, 4]).is_err());
+    assert!(DataSet::from_records(2, 16, 8, &[1, 2, 3, 4]).is_err());
+    assert!(DataSet::from_records(2, 16, 9, &[1, 2, 3]).is_err());
+}
+
+#[test]
+fn pixels_take_the_bits_their_largest_value_needs() {
+    assert_eq!(
+        [0, 1, 2, 3, 15, 16, 127, 128, 255].map(bits_for),
+        [1, 1, 2, 2, 4, 5, 7, 8, 8]
+    );
+    // Every width, fields that straddle bytes, images that end mid-byte: unpacked as packed.
+    for bits in 1..=8u8 {
+        let features = 7;
+        let max = ((1u16 << bits) - 1) as u8;
+        let px: Vec<u8> = (0..3 * features)
+            .map(|i| ((i * 37 + 11) % (usize::from(max) + 1)) as u8)
+            .collect();
+        let d = DataSet::from_pixels(features, 255, bits, &px, &[0, 1, 2]).unwrap();
+        assert_eq!(d.image_bytes(), (7 * usize::from(bits)).div_ceil(8));
+        assert_eq!(d.pixels.len(), 3 * d.image_bytes());
+        for i in 0..3 {
+            for j in 0..features {
+                assert_eq!(d.pixel(i, j), px[i * features + j], "{bits} bits, {i}, {j}");
+            }
+        }
+        let sel = d.select(&[2, 0]);
+        assert_eq!(sel.pixel(0, 6), d.pixel(2, 6));
+        assert_eq!(sel.labels, vec![2, 0]);
+        if bits < 8 {
+            let over = vec![max + 1; features];
+            assert_eq!(DataSet::from_pixels(features, 255, bits, &over, &[0]), None);
+        }
+    }
+    // Digits' pixels (0..=16) in 5 bits: a 64-pixel image in 40 bytes, not 64.
+    let px: Vec<u8> = (0..64).map(|i| (i % 17) as u8).collect();
+    let d = DataSet::from_pixels(64, 16, 5, &px, &[9]).unwrap();
+    assert_eq!(d.record_bytes(), 41);
 }
 
 /// A 4-3-2 MLP and 10 images of 4 pixels.
@@ -149,6 +229,7 @@ fn mlp_and_data() -> (TrainState, DataSet) {
     let data = DataSet {
         features: 4,
         divisor: 16,
+        bits: 8,
         pixels,
         labels,
     };

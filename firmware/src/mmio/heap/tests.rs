@@ -49,6 +49,24 @@ fn the_whole_region_is_one_free_block_at_first() {
 }
 
 #[test]
+fn the_peak_is_the_most_in_use_between_two_readings() {
+    let (_arena, heap, _) = heap();
+    let u = |n| block_bytes(layout(n, 1)).unwrap();
+    let a = alloc(&heap, 10, 1);
+    let b = alloc(&heap, 100, 4);
+    free(&heap, b, 100, 4);
+    let c = alloc(&heap, 30, 2);
+    // In use: a and c; the peak a and b.
+    assert_eq!(heap.take_peak(), (u(10) + u(30), u(10) + u(100)));
+    // Read again: the peak restarted from what was in use.
+    assert_eq!(heap.take_peak(), (u(10) + u(30), u(10) + u(30)));
+    free(&heap, a, 10, 1);
+    free(&heap, c, 30, 2);
+    assert_eq!(heap.take_peak(), (0, u(10) + u(30)));
+    assert_eq!(heap.usage().0, ARENA);
+}
+
+#[test]
 fn first_fit_places_in_order_aligned_and_reuses_the_lowest_hole() {
     let (_arena, heap, range) = heap();
     let a = alloc(&heap, 10, 1);

@@ -2,11 +2,11 @@
 //! the `RUN_STEPS` answer.
 
 use super::*;
-use crate::protocol::train::{RunCounters, TrainRequest, MAX_RUN_STEPS};
+use crate::protocol::train::{HeapUse, RunCounters, TrainRequest, MAX_RUN_STEPS};
 
 #[test]
 fn train_payloads_both_ways() {
-    let cases: [(Request<'_>, u8, &[u8]); 4] = [
+    let cases: [(Request<'_>, u8, &[u8]); 8] = [
         (
             Request::Train(TrainRequest::StateWrite {
                 total: 0x0102,
@@ -20,14 +20,32 @@ fn train_payloads_both_ways() {
             Request::Train(TrainRequest::StateRead {
                 offset: 0x0203_0405,
                 count: 0x0100,
+                part: 0,
             }),
             0x11,
             &[5, 4, 3, 2, 0, 1],
         ),
         (
+            Request::Train(TrainRequest::StateRead {
+                offset: 7,
+                count: 0x0100,
+                part: 1,
+            }),
+            0x11,
+            &[7, 0, 0, 0, 0, 1, 1],
+        ),
+        (
+            Request::Train(TrainRequest::FormatsWrite {
+                bytes: &[1, 0, 1, b'a', 9],
+            }),
+            0x16,
+            &[1, 0, 1, b'a', 9],
+        ),
+        (
             Request::Train(TrainRequest::DataWrite {
                 features: 64,
                 divisor: 16,
+                bits: None,
                 total: 0x0001_0203,
                 offset: 4,
                 bytes: &[9],
@@ -35,6 +53,19 @@ fn train_payloads_both_ways() {
             0x12,
             &[64, 0, 16, 0, 3, 2, 1, 0, 4, 0, 0, 0, 9],
         ),
+        (
+            Request::Train(TrainRequest::DataWrite {
+                features: 64,
+                divisor: 16,
+                bits: Some(5),
+                total: 0x0001_0203,
+                offset: 4,
+                bytes: &[9],
+            }),
+            0x14,
+            &[64, 0, 16, 0, 5, 3, 2, 1, 0, 4, 0, 0, 0, 9],
+        ),
+        (Request::Train(TrainRequest::HeapUse), 0x15, &[]),
         (
             Request::Train(TrainRequest::RunSteps {
                 epochs_done: 2,
@@ -67,10 +98,19 @@ fn train_payloads_both_ways() {
 #[test]
 fn malformed_train_payloads_are_refused() {
     let max = (MAX_RUN_STEPS as u16 + 1).to_le_bytes();
-    let cases: [(u8, &[u8]); 8] = [
+    let cases: [(u8, &[u8]); 14] = [
+        // STATE_READ of an unknown part; FORMATS_WRITE shorter than its count.
+        (0x11, &[0, 0, 0, 0, 1, 0, 2]),
+        (0x16, &[1]),
         // STATE_WRITE and DATA_WRITE without a byte.
         (0x10, &[1, 0, 0, 0, 0, 0, 0, 0]),
         (0x12, &[1, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0]),
+        (0x14, &[1, 0, 1, 0, 5, 2, 0, 0, 0, 0, 0, 0, 0]),
+        // DATA_WRITE_PACKED at 0 and at 9 bits a pixel.
+        (0x14, &[1, 0, 1, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 7]),
+        (0x14, &[1, 0, 1, 0, 9, 2, 0, 0, 0, 0, 0, 0, 0, 7]),
+        // HEAP_USE with a payload.
+        (0x15, &[0]),
         // STATE_READ of 0 bytes, of more than an answer holds.
         (0x11, &[0, 0, 0, 0, 0, 0]),
         (0x11, &[0, 0, 0, 0, 0xFD, 0x03]),
@@ -93,6 +133,19 @@ fn malformed_train_payloads_are_refused() {
     }
     // The largest read fits an answer.
     assert!(Request::parse(0x11, &[0, 0, 0, 0, 0xFC, 0x03]).is_ok());
+}
+
+#[test]
+fn heap_use_answer_with_literal_bytes() {
+    let h = HeapUse {
+        heap: 0x0001_C05C,
+        in_use: 0x0102,
+        peak: 0x0A0B_0C0D,
+    };
+    let bytes = [0x5C, 0xC0, 1, 0, 2, 1, 0, 0, 0x0D, 0x0C, 0x0B, 0x0A];
+    assert_eq!(h.encode(), bytes);
+    assert_eq!(HeapUse::parse(&bytes), Some(h));
+    assert_eq!(HeapUse::parse(&bytes[..11]), None);
 }
 
 #[test]

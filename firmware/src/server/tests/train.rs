@@ -54,6 +54,7 @@ fn data() -> DataSet {
     DataSet {
         features: 4,
         divisor: 16,
+        bits: 8,
         pixels: (0..44).map(|i| (i * 7 % 17) as u8).collect(),
         labels: (0..11).map(|i| (i % 2) as u8).collect(),
     }
@@ -61,6 +62,15 @@ fn data() -> DataSet {
 
 /// Sends `reqs` to a training board on the behavioural array; returns each answer.
 fn exchange(cfg: ArrayConfig, reqs: &[Request<'_>]) -> Vec<(u8, Vec<u8>)> {
+    exchange_with(cfg, reqs, None)
+}
+
+/// As [`exchange`], the board measuring its heap with `heap_peak` when given.
+fn exchange_with(
+    cfg: ArrayConfig,
+    reqs: &[Request<'_>],
+    heap_peak: Option<fn() -> (usize, usize)>,
+) -> Vec<(u8, Vec<u8>)> {
     let mut input = Vec::new();
     for (i, r) in reqs.iter().enumerate() {
         let mut p = [0u8; MAX_PAYLOAD];
@@ -76,9 +86,13 @@ fn exchange(cfg: ArrayConfig, reqs: &[Request<'_>]) -> Vec<(u8, Vec<u8>)> {
         output: Vec::new(),
     };
     let store = Box::leak(vec![0i16; 64].into_boxed_slice());
-    let mut board = FrameServer::new(pipe, MockArray::new(cfg), cfg)
+    let board = FrameServer::new(pipe, MockArray::new(cfg), cfg)
         .with_store(store)
         .with_training(0x0003_0000, None);
+    let mut board = match heap_peak {
+        Some(probe) => board.with_heap_peak(probe),
+        None => board,
+    };
     assert_eq!(board.serve(), ServerError::Closed);
     let (pipe, _) = board.into_parts();
     let mut d = Decoder::new();
@@ -104,7 +118,11 @@ fn run(first_batch: u32, steps: u16) -> Request<'static> {
 }
 
 fn read(offset: u32) -> Request<'static> {
-    Request::Train(TrainRequest::StateRead { offset, count: 100 })
+    Request::Train(TrainRequest::StateRead {
+        offset,
+        count: 100,
+        part: 0,
+    })
 }
 
 fn refused(a: &(u8, Vec<u8>), code: ErrorCode, detail: u16) {
@@ -130,6 +148,7 @@ fn steps_over_two_requests_equal_the_step_library() {
         Request::Train(TrainRequest::DataWrite {
             features: 4,
             divisor: 16,
+            bits: None,
             total: d_total,
             offset: from as u32,
             bytes: &records[from..to],
@@ -158,7 +177,9 @@ fn steps_over_two_requests_equal_the_step_library() {
     let a = exchange(cfg, &reqs);
     assert_eq!(a.len(), reqs.len());
     assert_eq!(a[0].1.len(), PING_REPLY_WITH_TRAIN);
-    assert_eq!(a[0].1[11], 0x03);
+    // Board operations, training, packed data sets, state parts; no HEAP_USE without a heap
+    // probe.
+    assert_eq!(a[0].1[11], 0x17);
     assert_eq!(&a[0].1[16..], &0x0003_0000u32.to_le_bytes());
     refused(&a[1], ErrorCode::NotLoaded, 0);
     assert_eq!(a[3], (0x90, vec![]));
@@ -227,4 +248,110 @@ fn a_bad_state_is_refused_and_nothing_installed() {
     let a = exchange(cfg, &reqs);
     refused(&a[0], ErrorCode::BadTrainState, 2);
     refused(&a[1], ErrorCode::NotLoaded, 0);
+}
+
+/// A data set packed at 5 bits (`DATA_WRITE_PACKED`) trains exactly as the same pixels sent a
+/// byte each (`DATA_WRITE`), and the board keeps it packed; `HEAP_USE` answers the probe's
+/// numbers on a board that measures its heap and is refused as unknown on one that does not.
+#[test]
+fn packed_pixels_train_as_bytes_and_the_heap_is_measured() {
+    let cfg = ArrayConfig::new(2, 8, 16).unwrap();
+    let bytes = state().encode();
+    let d = data();
+    let packed = d.repacked(5).unwrap();
+    assert_eq!(packed.image_bytes(), 3);
+    let sw = Request::Train(TrainRequest::StateWrite {
+        total: bytes.len() as u32,
+        offset: 0,
+        bytes: &bytes,
+    });
+    let (r8, r5) = (d.encode_records(), packed.encode_records());
+    fn dw(bits: Option<u8>, records: &[u8]) -> Request<'_> {
+        Request::Train(TrainRequest::DataWrite {
+            features: 4,
+            divisor: 16,
+            bits,
+            total: records.len() as u32,
+            offset: 0,
+            bytes: records,
+        })
+    }
+    let heap_use = Request::Train(TrainRequest::HeapUse);
+    fn probe() -> (usize, usize) {
+        (0x1234, 0x5678)
+    }
+    let with_bytes = exchange(cfg, &[sw, dw(None, &r8), run(0, 3), heap_use, read(0)]);
+    let with_bits = exchange_with(
+        cfg,
+        &[
+            Request::Ping,
+            sw,
+            dw(Some(5), &r5),
+            run(0, 3),
+            heap_use,
+            read(0),
+        ],
+        Some(probe),
+    );
+    assert_eq!(with_bits[0].1[11], 0x1F, "HEAP_USE announced");
+    assert_eq!(with_bits[2], (0x94, vec![]));
+    assert_eq!(with_bits[3], with_bytes[2], "the steps' answers");
+    assert_eq!(with_bits[5], with_bytes[4], "the state after them");
+    refused(&with_bytes[3], ErrorCode::UnknownCommand, 0);
+    let mut want = vec![0, 0, 3, 0, 0x34, 0x12, 0, 0, 0x78, 0x56, 0, 0];
+    want[..4].copy_from_slice(&0x0003_0000u32.to_le_bytes());
+    assert_eq!(with_bits[4], (0x95, want));
+    // Records of the wrong length for 5 bits: refused.
+    let short = exchange(cfg, &[dw(Some(5), &r5[..r5.len() - 1])]);
+    refused(&short[0], ErrorCode::BadData, 0);
+}
+
+/// `STATE_READ` of the parameters alone is the state's parameters-only form; `FORMATS_WRITE`
+/// replaces the remembered formats and nothing else; a bad one is refused and changes
+/// nothing.
+#[test]
+fn parameters_alone_and_formats_alone() {
+    let cfg = ArrayConfig::new(2, 8, 16).unwrap();
+    let st = state();
+    let bytes = st.encode();
+    let sw = Request::Train(TrainRequest::StateWrite {
+        total: bytes.len() as u32,
+        offset: 0,
+        bytes: &bytes,
+    });
+    let part = |offset: u32, part: u8| {
+        Request::Train(TrainRequest::StateRead {
+            offset,
+            count: 1000,
+            part,
+        })
+    };
+    let mut fracs = std::collections::BTreeMap::new();
+    fracs.insert(std::string::String::from("layer 1 forward"), 9u32);
+    let good = systole_step::resident::encode_formats(&fracs);
+    let mut bad = good.clone();
+    *bad.last_mut().unwrap() = 16;
+    let fw = |b| Request::Train(TrainRequest::FormatsWrite { bytes: b });
+    let (fw_good, fw_bad) = (fw(&good[..]), fw(&bad[..]));
+    let a = exchange(
+        cfg,
+        &[
+            fw_good,
+            sw,
+            part(0, 1),
+            part(4, 0),
+            fw_bad,
+            fw_good,
+            part(0, 0),
+        ],
+    );
+    refused(&a[0], ErrorCode::NotLoaded, 0);
+    assert_eq!(a[2].0, 0x91);
+    assert_eq!(a[2].1[4..], st.encode_params()[..]);
+    // Continuing a snapshot of the other part: refused.
+    refused(&a[3], ErrorCode::BadData, 0);
+    refused(&a[4], ErrorCode::BadTrainState, 3);
+    assert_eq!(a[5], (0x96, vec![]));
+    let back = TrainState::decode(&a[6].1[4..]).unwrap();
+    assert_eq!(back, TrainState { fracs, ..state() });
 }

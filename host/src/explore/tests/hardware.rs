@@ -54,6 +54,7 @@ fn a_word_width_sweep_trains_and_synthesises_at_w() {
     let opts = systole_train::run::RunOptions {
         device: "golden".into(),
         host_step: false,
+        checkpoint_every: 1,
         check: false,
         out: None,
         resume: false,
