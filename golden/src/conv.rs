@@ -21,10 +21,10 @@
 //! overlapping windows), as the contract demands.
 
 use super::{matmul_at, NumericError, OutputSpec};
-use systole_core::numeric::WORD_BITS;
 use crate::tensor::QMatrix;
 pub use systole_core::conv2d::{check_backward_input, check_forward, Conv2dGeom};
 pub use systole_core::gather::ConvGeom;
+use systole_core::numeric::WORD_BITS;
 
 /// The matrices whose product is the forward convolution: `(im2col(x), Wᵀ)`.
 pub fn forward_operands(

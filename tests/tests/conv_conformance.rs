@@ -55,7 +55,9 @@ fn conv_conformance(dev: &mut dyn Device, cases: usize, seed: u64) {
                 Op::BackwardInput => 2 * fb,
             };
             let spec = OutputSpec {
-                frac: frac_in.min(max_frac(wb)).saturating_sub(rng.below(4) as u32),
+                frac: frac_in
+                    .min(max_frac(wb))
+                    .saturating_sub(rng.below(4) as u32),
                 rounding: Rounding::ALL[(case + op as usize) % 3],
                 seed: rng.next() as u32,
             };
