@@ -1,7 +1,9 @@
 //! Resource truth of the whole array at the word width `W` (issue 18): the `top` of an 8x8
 //! array without the conv unit, built at `W` = 8, 12 and 16, through Yosys `synth_xilinx`
-//! (Arty A7-35T's family) and `synth_ice40 -dsp` (iCEBreaker's). Heavy (Yosys, minutes):
-//! `cargo test -p systole-boards --lib width_resources -- --ignored --nocapture`.
+//! (Arty A7-35T's family) and `synth_ice40 -dsp` (iCEBreaker's); and the same top with a
+//! 4096-word conv unit at each `W` on 7-series (no conv unit fits an iCE40's block RAM). Heavy
+//! (Yosys, minutes): `cargo test -p systole-boards --lib width_resources -- --ignored
+//! --nocapture` (`conv_unit_resources_shrink_with_w` alone for the conv unit).
 
 use crate::find;
 use crate::tools::{yosys_synth, ResourceReport};
@@ -53,4 +55,43 @@ fn width_resources_shrink_with_w() {
     let r: Vec<_> = [8, 12, 16].into_iter().map(synthesise).collect();
     assert_narrower(r[0], r[1]);
     assert_narrower(r[1], r[2]);
+}
+
+/// The 8x8 top at `W` with a conv unit of `fm_depth` words, synthesised for 7-series.
+fn synthesise_conv(w: u32, fm_depth: usize) -> ResourceReport {
+    let cfg = ArrayConfig {
+        fm_depth,
+        ..ArrayConfig::square(8)
+    }
+    .with_word_bits(w);
+    let verilog = systole_hdl::generate_verilog(&cfg).unwrap();
+    let dir = std::env::temp_dir().join(format!(
+        "systole-width-conv-{w}-{fm_depth}-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("top.v"), &verilog).unwrap();
+    let r = yosys_synth(find("arty-a7-35").unwrap(), &["top.v"], &dir).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    r
+}
+
+/// The conv unit at `W`: its feature-map copies hold `W`-bit words (an entry of four words is
+/// `4W` bits), so its block RAM shrinks with `W` (the array's own block RAM, its lane banks,
+/// is the same at every `W`: the table of `width_resources_shrink_with_w`). Printed for the
+/// 8x8 top with a 4096-word unit; the unit's share is the difference from that table.
+#[test]
+#[ignore = "Yosys on the 8x8 array with a conv unit at 8, 12 and 16 bits, minutes; run with --ignored --nocapture"]
+fn conv_unit_resources_shrink_with_w() {
+    println!("| W | LUT | LUT RAM | FF | DSP48E1 | RAMB18 |");
+    let mut brams = Vec::new();
+    for w in [8, 12, 16] {
+        let r = synthesise_conv(w, 4096);
+        println!(
+            "| {w} | {} | {} | {} | {} | {} |",
+            r.luts, r.lutram, r.ffs, r.dsps, r.brams
+        );
+        brams.push(r.brams);
+    }
+    assert!(brams[0] < brams[1] && brams[1] < brams[2], "{brams:?}");
 }

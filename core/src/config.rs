@@ -18,9 +18,9 @@ pub const MIN_FM_DEPTH: usize = 512;
 pub const MAX_FM_DEPTH: usize = 32768;
 /// Word widths the board images are built for ([`ArrayConfig::validate_image`]): the SoC image,
 /// the simulated bridge image and `systole bitstream`, and so the serial protocol and the boards.
-/// The array's `top`, its Verilator model and the bridge top's Verilog are built at every `W` of
-/// the contract, `MIN_WORD_BITS..=MAX_WORD_BITS` ([`ArrayConfig::validate_built`]; the conv unit
-/// at 16 bits only so far).
+/// The array's `top` with its conv unit, its Verilator model and the bridge top's Verilog are
+/// built at every `W` of the contract, `MIN_WORD_BITS..=MAX_WORD_BITS`
+/// ([`ArrayConfig::validate_built`]).
 pub const IMAGE_WORD_BITS: &[u32] = &[numeric::WORD_BITS];
 
 /// Size and formats of one systolic-array accelerator. The HDL generator, the register map
@@ -57,9 +57,6 @@ pub enum ConfigError {
     /// `word_bits` is a width of the contract the board images are not built for yet
     /// ([`IMAGE_WORD_BITS`]).
     WordBitsNotBuilt(u32),
-    /// A conv unit (`fm_depth` not 0) asked for at a word width it is not built for yet (16
-    /// bits only so far).
-    ConvUnitWordBits(u32),
     /// `acc_bits` is not `numeric::acc_bits(word_bits)`.
     AccBits {
         /// The accumulator width asked for.
@@ -88,7 +85,6 @@ impl core::fmt::Display for ConfigError {
             ConfigError::Size(n) => write!(f, "array size {n} is not supported: choose {MIN_SIZE} to {MAX_SIZE} (4, 8, 16 and 32 are tested)"),
             ConfigError::WordBits(w) => write!(f, "word width {w} bits is not supported: choose {MIN_WORD_BITS} to {MAX_WORD_BITS} bits"),
             ConfigError::WordBitsNotBuilt(w) => write!(f, "word width {w} bits is in the numeric contract but the board images (SoC, bitstreams) are not built for it yet: build them with {IMAGE_WORD_BITS:?}-bit words (the array alone and its Verilator model take {MIN_WORD_BITS} to {MAX_WORD_BITS} bits)"),
-            ConfigError::ConvUnitWordBits(w) => write!(f, "the conv unit is built for 16-bit words only so far: an array of {w}-bit words takes feature-map depth 0 (--fm-depth 0: no conv unit; convolutions then run lowered on the array)"),
             ConfigError::AccBits { acc_bits, word_bits } => write!(f, "accumulator width {acc_bits} bits does not match {word_bits}-bit words: the contract derives it as 2W + 16 = {} bits (ArrayConfig::with_word_bits sets both)", numeric::acc_bits(*word_bits)),
             ConfigError::FracBits { frac_bits, word_bits } => write!(f, "{frac_bits} fractional bits do not fit a {word_bits}-bit word: choose 0 to {}", word_bits.saturating_sub(1)),
             ConfigError::BufferDepth(d) => write!(f, "buffer depth {d} is not a power of two between {MIN_BUFFER_DEPTH} and {MAX_BUFFER_DEPTH}"),
@@ -185,16 +181,11 @@ impl ArrayConfig {
     }
 
     /// [`Self::validate`], and the array can be built: what the HDL generator of the array's
-    /// `top` and the Verilated models accept. Every `W` of the contract is built; the conv unit
-    /// only at 16 bits so far (below it `fm_depth` must be 0).
+    /// `top` and the Verilated models accept. Every valid configuration is built: the array and
+    /// its conv unit (feature-map words of `W` bits) at every `W` of the contract; the name
+    /// stays for the callers that ask what the generator takes, beside [`Self::validate_image`].
     pub const fn validate_built(&self) -> Result<(), ConfigError> {
-        if let Err(e) = self.validate() {
-            return Err(e);
-        }
-        if self.fm_depth != 0 && self.word_bits != numeric::WORD_BITS {
-            return Err(ConfigError::ConvUnitWordBits(self.word_bits));
-        }
-        Ok(())
+        self.validate()
     }
 
     /// [`Self::validate_built`], and the word width is one the board images (the SoC image,
@@ -412,8 +403,8 @@ mod tests {
             }
         );
         assert!(format!("{e}").contains("2W + 16 = 32 bits"), "{e}");
-        // The array is built at every W, its conv unit at 16 bits only; the bridge and SoC
-        // images at 16 bits only (so far): the checks say so.
+        // The array and its conv unit are built at every W; the bridge and SoC images at 16
+        // bits only (so far): the checks say so.
         let no_conv = ArrayConfig {
             fm_depth: 0,
             ..ArrayConfig::square(4)
@@ -422,9 +413,10 @@ mod tests {
         assert_eq!(ArrayConfig::square(4).validate_image(), Ok(()));
         for w in [8, 12] {
             assert_eq!(no_conv.with_word_bits(w).validate_built(), Ok(()));
-            let e = ArrayConfig::square(4).with_word_bits(w).validate_built();
-            assert_eq!(e, Err(ConfigError::ConvUnitWordBits(w)));
-            assert!(format!("{}", e.unwrap_err()).contains("--fm-depth 0"));
+            let with_conv = ArrayConfig::square(4).with_word_bits(w);
+            assert_eq!(with_conv.validate_built(), Ok(()));
+            let e = with_conv.validate_image();
+            assert_eq!(e, Err(ConfigError::WordBitsNotBuilt(w)));
             let e = no_conv.with_word_bits(w).validate_image();
             assert_eq!(e, Err(ConfigError::WordBitsNotBuilt(w)));
             assert!(format!("{}", e.unwrap_err()).contains("not built for it yet"));

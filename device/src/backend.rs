@@ -198,6 +198,15 @@ where
         g: &Conv2dGeom,
         out: &OutputSpec,
     ) -> Result<QMatrix, DeviceError> {
+        // As a product: words and formats of the array's W bits only (its feature-map and row
+        // ports would drop the bits above W), refused as the golden model at W refuses them.
+        if let [p, q] = [ops.x, ops.dy, ops.w]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()[..]
+        {
+            systole_golden::check_at(p, q, out, self.config.word_bits)?;
+        }
         let job = conv_unit::job(ops, g, out)?;
         let (m, k, n) = job.shape();
         let mut c = vec![0i16; m * n];

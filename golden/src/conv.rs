@@ -20,10 +20,11 @@
 //! with respect to the input is thus one exact sum per input element (no rounding between
 //! overlapping windows), as the contract demands.
 
-use super::{matmul, NumericError, OutputSpec};
+use super::{matmul_at, NumericError, OutputSpec};
 use crate::tensor::QMatrix;
 pub use systole_core::conv2d::{check_backward_input, check_forward, Conv2dGeom};
 pub use systole_core::gather::ConvGeom;
+use systole_core::numeric::WORD_BITS;
 
 /// The matrices whose product is the forward convolution: `(im2col(x), Wᵀ)`.
 pub fn forward_operands(
@@ -161,9 +162,23 @@ pub fn conv2d_forward(
     out: &OutputSpec,
     tile: usize,
 ) -> Result<QMatrix, NumericError> {
+    conv2d_forward_at(x, w, g, out, tile, WORD_BITS)
+}
+
+/// [`conv2d_forward`] at `word_bits`-wide words (`W`): the lowered product is
+/// [`matmul_at`]'s, so operand words outside `W` bits and formats not below `W` are refused
+/// and the output saturates to `W` bits.
+pub fn conv2d_forward_at(
+    x: &QMatrix,
+    w: &QMatrix,
+    g: &Conv2dGeom,
+    out: &OutputSpec,
+    tile: usize,
+    word_bits: u32,
+) -> Result<QMatrix, NumericError> {
     let (p, q) = forward_operands(x, w, g)?;
     Ok(rows_to_nchw(
-        &matmul(&p, &q, out, tile)?,
+        &matmul_at(&p, &q, out, tile, word_bits)?,
         g.batch,
         g.out_ch,
         g.out_h(),
@@ -179,9 +194,21 @@ pub fn conv2d_backward_input(
     out: &OutputSpec,
     tile: usize,
 ) -> Result<QMatrix, NumericError> {
+    conv2d_backward_input_at(dy, w, g, out, tile, WORD_BITS)
+}
+
+/// [`conv2d_backward_input`] at `word_bits`-wide words (as [`conv2d_forward_at`]).
+pub fn conv2d_backward_input_at(
+    dy: &QMatrix,
+    w: &QMatrix,
+    g: &Conv2dGeom,
+    out: &OutputSpec,
+    tile: usize,
+    word_bits: u32,
+) -> Result<QMatrix, NumericError> {
     let (p, q) = backward_input_operands(dy, w, g)?;
     Ok(rows_to_nchw(
-        &matmul(&p, &q, out, tile)?,
+        &matmul_at(&p, &q, out, tile, word_bits)?,
         g.batch,
         g.in_ch,
         g.in_h,
@@ -197,6 +224,18 @@ pub fn conv2d_backward_weights(
     out: &OutputSpec,
     tile: usize,
 ) -> Result<QMatrix, NumericError> {
+    conv2d_backward_weights_at(x, dy, g, out, tile, WORD_BITS)
+}
+
+/// [`conv2d_backward_weights`] at `word_bits`-wide words (as [`conv2d_forward_at`]).
+pub fn conv2d_backward_weights_at(
+    x: &QMatrix,
+    dy: &QMatrix,
+    g: &Conv2dGeom,
+    out: &OutputSpec,
+    tile: usize,
+    word_bits: u32,
+) -> Result<QMatrix, NumericError> {
     let (p, q) = backward_weights_operands(x, dy, g)?;
-    matmul(&p, &q, out, tile)
+    matmul_at(&p, &q, out, tile, word_bits)
 }

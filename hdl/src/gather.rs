@@ -115,11 +115,14 @@ pub struct GatherEngine {
     _words: usize,
     _fm_words: usize,
     _enabled: bool,
+    _word_bits: u32,
 }
 
 impl GatherEngine {
     /// An engine of `n` lanes answering at registers `cfg_addr` / `cmd_addr`, filling banks of
-    /// `depth` rows, with `fm_depth` words of feature map per lane. With `fm_depth` 0 the engine
+    /// `depth` rows, with `fm_depth` words of `word_bits` bits (`W`) of feature map per lane.
+    /// Its ports carry 16-bit words, as the core does: the map keeps the low `W` bits of each
+    /// word written and the lanes' words come out sign-extended. With `fm_depth` 0 the engine
     /// is absent: its outputs are constant (every command is refused), so synthesis removes it.
     pub fn new(
         n: usize,
@@ -127,6 +130,7 @@ impl GatherEngine {
         cmd_addr: u8,
         depth: usize,
         fm_depth: usize,
+        word_bits: u32,
     ) -> Result<Self, HdlError> {
         if !(MIN_SIZE..=MAX_SIZE).contains(&n)
             || (fm_depth != 0
@@ -160,7 +164,7 @@ impl GatherEngine {
             cfg: many(WORDS),
             lane_walk: Walker::new()?,
             k_walk: Walker::new()?,
-            fm: FmRam::new(fm_words, row_words, n)?,
+            fm: FmRam::new(fm_words, row_words, n, word_bits)?,
             l_qy: many(n),
             l_qx: many(n),
             l_ry: many(n),
@@ -193,6 +197,7 @@ impl GatherEngine {
             _words: WORDS,
             _fm_words: fm_words,
             _enabled: enabled,
+            _word_bits: word_bits,
         })
     }
 
@@ -214,7 +219,13 @@ impl Logic for GatherEngine {
     /// and register submodules, which nothing instantiates: `generate_verilog` drops them.
     fn hdl(&self) -> Verilog {
         Verilog::Wrapper(Wrapper {
-            code: verilog::engine_verilog(self._n, self._row_words, self._fm_words, self._enabled),
+            code: verilog::engine_verilog(&verilog::EngineShape {
+                n: self._n,
+                row_words: self._row_words,
+                fm_words: self._fm_words,
+                enabled: self._enabled,
+                word_bits: self._word_bits,
+            }),
             cores: String::new(),
         })
     }

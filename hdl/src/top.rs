@@ -120,6 +120,7 @@ impl Core {
                 regmap::GA_CMD,
                 cfg.buffer_depth,
                 cfg.fm_depth,
+                cfg.word_bits,
             )?,
             gather_b: GatherEngine::new(
                 n,
@@ -127,6 +128,7 @@ impl Core {
                 regmap::GB_CMD,
                 cfg.buffer_depth,
                 cfg.fm_depth,
+                cfg.word_bits,
             )?,
             _n: n,
             _fm_row_words: cfg.fm_row_words(),

@@ -269,16 +269,13 @@ mod tests {
         }
     }
 
-    /// The top at `W` = 8 and 12 (no conv unit: it is built at 16 bits only) lints clean, its
-    /// word ports are `W` bits wide and its PEs multiply `W`-bit words.
+    /// The top at `W` = 8 and 12 with its conv unit lints clean, its word ports are `W` bits
+    /// wide, its PEs multiply `W`-bit words and its two gather engines keep `W`-bit feature-map
+    /// words (4 lanes: two copies of two-word entries each).
     #[test]
     fn top_lints_clean_at_word_bits_8_and_12() {
         for w in [8, 12] {
-            let cfg = ArrayConfig {
-                fm_depth: 0,
-                ..ArrayConfig::square(4)
-            }
-            .with_word_bits(w);
+            let cfg = ArrayConfig::square(4).with_word_bits(w);
             let p = ports(&cfg).unwrap();
             for port in p.iter().filter(|x| x.name.contains("_data_")) {
                 assert_eq!(port.width, w, "{}", port.name);
@@ -288,6 +285,8 @@ mod tests {
             assert_eq!(v.matches(&product).count(), 16, "W = {w}");
             let saturate = format!("convert = s[{}] ?", crate::converter_width::sum_bits(w) - 1);
             assert_eq!(v.matches(&saturate).count(), 4, "W = {w}");
+            let fm_copies = format!("reg [{}:0] fm_0 [0:16383], fm_1 [0:16383];", 2 * w - 1);
+            assert_eq!(v.matches(&fm_copies).count(), 2, "W = {w}");
             if let Some((ok, text)) = lint(&format!("sa4_w{w}"), &v) {
                 assert!(
                     ok,
@@ -297,9 +296,9 @@ mod tests {
         }
     }
 
-    fn gather(n: usize, fm_depth: usize) -> crate::gather::GatherEngine {
+    fn gather(n: usize, fm_depth: usize, word_bits: u32) -> crate::gather::GatherEngine {
         use systole_core::regmap::{GA_CFG, GA_CMD};
-        crate::gather::GatherEngine::new(n, GA_CFG, GA_CMD, 512, fm_depth).unwrap()
+        crate::gather::GatherEngine::new(n, GA_CFG, GA_CMD, 512, fm_depth, word_bits).unwrap()
     }
 
     #[test]
@@ -323,9 +322,11 @@ mod tests {
                 "ram",
                 block_verilog(crate::buffers::LaneRam::<16>::new(9).unwrap()),
             ),
-            ("gather", block_verilog(gather(8, 1024))),
-            ("gather3", block_verilog(gather(3, 512))),
-            ("gather_absent", block_verilog(gather(4, 0))),
+            ("gather", block_verilog(gather(8, 1024, 16))),
+            ("gather3", block_verilog(gather(3, 512, 16))),
+            ("gather_w8", block_verilog(gather(8, 1024, 8))),
+            ("gather3_w12", block_verilog(gather(3, 512, 12))),
+            ("gather_absent", block_verilog(gather(4, 0, 16))),
             (
                 "bridge",
                 block_verilog(crate::bridge_top::UartBridge::new(4)),

@@ -149,8 +149,8 @@ const RESET_CYCLES: u32 = 2;
 impl VerilatedArray {
     /// Creates and resets a model of `cfg`: at 16-bit words the one compiled in (only
     /// `frac_bits` may differ from `ArrayConfig::square(cfg.size)`: it is not a hardware
-    /// parameter); at narrower words (any size, buffer depth and `W` that
-    /// `ArrayConfig::validate_built` accepts: no conv unit below 16 bits) one Verilated at run
+    /// parameter); at narrower words (any size, buffer depth, feature-map depth and `W` that
+    /// `ArrayConfig::validate_built` accepts, the conv unit at `W` too) one Verilated at run
     /// time ([`Self::at_run_time`]).
     pub fn new(cfg: &ArrayConfig) -> Result<VerilatedArray, SimError> {
         cfg.validate_built()?;

@@ -1,11 +1,12 @@
 //! One convolution test body, [`conv_conformance`], run on every `Device` backend: the three
 //! training ops on random geometries (channels and sizes that are not multiples of the array
 //! size, kernels 1, 3 and 5, strides, padding, batches), every rounding mode, extreme values,
-//! each result compared bit for bit with the golden model's convolution.
+//! each result compared bit for bit with the golden model's convolution, at the device's word
+//! width `W` (the conv unit is built at every `W`: its feature map holds `W`-bit words).
 //!
 //! Backends that were not built (no Verilator on this machine) are skipped with a message.
 
-use systole_core::numeric::MAX_FRAC;
+use systole_core::numeric::max_frac;
 use systole_core::{ArrayConfig, Rounding};
 use systole_device::{self as device, Device, DeviceError};
 use systole_golden::conv::{self, Conv2dGeom, ConvGeom};
@@ -22,9 +23,12 @@ enum Op {
     BackwardWeights,
 }
 
-/// The test body every backend runs: `cases` random convolutions per op.
+/// The test body every backend runs: `cases` random convolutions per op, at the device's `W`
+/// (operands, formats and the golden model's `conv2d_*_at` at `W`; at 16 bits the draws of
+/// before).
 fn conv_conformance(dev: &mut dyn Device, cases: usize, seed: u64) {
     let tile = dev.config().size;
+    let wb = dev.config().word_bits;
     let mut rng = Rng(seed);
     for case in 0..cases {
         for op in [Op::Forward, Op::BackwardInput, Op::BackwardWeights] {
@@ -43,31 +47,34 @@ fn conv_conformance(dev: &mut dyn Device, cases: usize, seed: u64) {
                     pad,
                 },
             };
-            let (fa, fb) = (rng.below(14) as u32, rng.below(14) as u32);
+            let frac_draw = 14.min(wb as usize);
+            let (fa, fb) = (rng.below(frac_draw) as u32, rng.below(frac_draw) as u32);
             // x has fa fractional bits, dy and w have fb: the op's product has frac_in.
             let frac_in = match op {
                 Op::Forward | Op::BackwardWeights => fa + fb,
                 Op::BackwardInput => 2 * fb,
             };
             let spec = OutputSpec {
-                frac: frac_in.min(MAX_FRAC).saturating_sub(rng.below(4) as u32),
+                frac: frac_in
+                    .min(max_frac(wb))
+                    .saturating_sub(rng.below(4) as u32),
                 rounding: Rounding::ALL[(case + op as usize) % 3],
                 seed: rng.next() as u32,
             };
-            let x = rng.matrix(g.batch, g.in_ch * g.in_h * g.in_w, fa);
-            let dy = rng.matrix(g.batch, g.out_ch * g.out_h() * g.out_w(), fb);
-            let w = rng.matrix(g.out_ch, g.in_ch * kernel * kernel, fb);
+            let x = rng.matrix_at(g.batch, g.in_ch * g.in_h * g.in_w, fa, wb);
+            let dy = rng.matrix_at(g.batch, g.out_ch * g.out_h() * g.out_w(), fb, wb);
+            let w = rng.matrix_at(g.out_ch, g.in_ch * kernel * kernel, fb, wb);
             let (want, got) = match op {
                 Op::Forward => (
-                    conv::conv2d_forward(&x, &w, &g, &spec, tile),
+                    conv::conv2d_forward_at(&x, &w, &g, &spec, tile, wb),
                     dev.conv2d_forward(&x, &w, &g, &spec),
                 ),
                 Op::BackwardInput => (
-                    conv::conv2d_backward_input(&dy, &w, &g, &spec, tile),
+                    conv::conv2d_backward_input_at(&dy, &w, &g, &spec, tile, wb),
                     dev.conv2d_backward_input(&dy, &w, &g, &spec),
                 ),
                 Op::BackwardWeights => (
-                    conv::conv2d_backward_weights(&x, &dy, &g, &spec, tile),
+                    conv::conv2d_backward_weights_at(&x, &dy, &g, &spec, tile, wb),
                     dev.conv2d_backward_weights(&x, &dy, &g, &spec),
                 ),
             };
@@ -102,8 +109,8 @@ fn conv_conformance(dev: &mut dyn Device, cases: usize, seed: u64) {
             pad: 1,
         },
     };
-    let x = rng.matrix(1, 2 * 25, 4);
-    let w = rng.matrix(3, 2 * 9 + 1, 4);
+    let x = rng.matrix_at(1, 2 * 25, 4, wb);
+    let w = rng.matrix_at(3, 2 * 9 + 1, 4, wb);
     let spec = OutputSpec {
         frac: 4,
         rounding: Rounding::NearestEven,
@@ -118,14 +125,37 @@ fn conv_conformance(dev: &mut dyn Device, cases: usize, seed: u64) {
 }
 
 fn open(spec: &str, size: usize) -> Option<Box<dyn Device>> {
-    match device::open(spec, ArrayConfig::square(size)) {
+    open_config(spec, ArrayConfig::square(size))
+}
+
+/// Opens `spec` with `config`, or says why the backend is not in this build.
+fn open_config(spec: &str, config: ArrayConfig) -> Option<Box<dyn Device>> {
+    let (n, w) = (config.size, config.word_bits);
+    match device::open(spec, config) {
         Ok(d) => Some(d),
         Err(e @ DeviceError::NotBuilt { .. }) => {
-            eprintln!("SKIPPED {spec} {size}x{size}: {e}");
+            eprintln!("SKIPPED {spec} {n}x{n}, {w}-bit words: {e}");
             None
         }
-        Err(e) => panic!("{spec}: {e}"),
+        Err(e) => panic!("{spec}: {}", common::chain(&e)),
     }
+}
+
+/// The `size` x `size` array with its conv unit (the default 32k-word map) at `W`-bit words:
+/// the same configuration as `device_conformance`'s arrays at `W`, so one model Verilated at
+/// run time (and cached) serves both.
+fn at_width(size: usize, word_bits: u32) -> ArrayConfig {
+    ArrayConfig::square(size).with_word_bits(word_bits)
+}
+
+/// The body on `spec` at `W`. On a device with the conv unit every op runs on it: the body's
+/// largest maps (3 images of `2n + 1` channels of at most 12 x 12) fit the 32k-word map.
+fn conv_at(spec: &str, size: usize, word_bits: u32, seed: u64) {
+    let Some(mut dev) = open_config(spec, at_width(size, word_bits)) else {
+        return;
+    };
+    assert_eq!(dev.config().word_bits, word_bits);
+    conv_conformance(dev.as_mut(), 3, seed);
 }
 
 #[test]
@@ -144,6 +174,35 @@ fn verilator_conv_4x4() {
 fn verilator_conv_8x8() {
     if let Some(mut d) = open("verilator", 8) {
         conv_conformance(d.as_mut(), 3, 0xC0_0003);
+    }
+}
+
+#[test]
+fn golden_conv_4x4_at_8_and_12_bits() {
+    for (w, seed) in [(8, 0xC0_0108), (12, 0xC0_010C)] {
+        conv_at("golden", 4, w, seed);
+    }
+}
+
+/// The conv unit built at 8-bit words (feature-map words of 8 bits, the gathered words
+/// sign-extended into the banks), Verilated at run time, bit for bit against the golden
+/// model at 8 bits.
+#[test]
+fn verilator_conv_4x4_at_8_bits() {
+    conv_at("verilator", 4, 8, 0xC0_0208);
+}
+
+#[test]
+#[ignore = "Verilates the 4x4 array and conv unit at 12 bits at run time; run with --ignored"]
+fn verilator_conv_4x4_at_12_bits() {
+    conv_at("verilator", 4, 12, 0xC0_020C);
+}
+
+#[test]
+#[ignore = "Verilates the 8x8 array and conv unit at 8 and 12 bits at run time; run with --ignored"]
+fn verilator_conv_8x8_at_8_and_12_bits() {
+    for (w, seed) in [(8, 0xC0_0308), (12, 0xC0_030C)] {
+        conv_at("verilator", 8, w, seed);
     }
 }
 

@@ -131,13 +131,11 @@ fn run(spec: &str, size: usize, plan: &Plan) {
     }
 }
 
-/// The array of `size` at `W`-bit words (no conv unit: it is built at 16 bits only).
+/// The array of `size` at `W`-bit words with its conv unit (the default 32k-word map, whose
+/// words are `W` bits too): the configuration `conv_conformance` runs its body on at `W`, so
+/// one model Verilated at run time (and cached) serves both.
 fn at_width(size: usize, word_bits: u32) -> ArrayConfig {
-    ArrayConfig {
-        fm_depth: 0,
-        ..ArrayConfig::square(size)
-    }
-    .with_word_bits(word_bits)
+    ArrayConfig::square(size).with_word_bits(word_bits)
 }
 
 /// The body at `W` on `spec`; returns the device for more checks.

@@ -196,19 +196,14 @@ fn check_device_width(device: &str, word_bits: u32) -> Result<(), TrainError> {
 
 /// The array the device of a run at `W`-bit words is opened with: `array` x `array` at `W`
 /// (the device's products then come out at `W`, which the step's saturation to `W` leaves
-/// as they are); below 16 bits without the conv unit, which is built at 16 bits only
-/// (convolutions run lowered on the array).
+/// as they are), with its conv unit (feature-map words of `W` bits) as at 16 bits.
 fn device_config(array: usize, word_bits: u32) -> Result<ArrayConfig, TrainError> {
     let square = ArrayConfig::square(array);
     let full = ArrayConfig::new(array, square.frac_bits, square.buffer_depth)?;
     if word_bits == systole_core::numeric::WORD_BITS {
         return Ok(full);
     }
-    let narrow = ArrayConfig {
-        fm_depth: 0,
-        ..full
-    }
-    .with_word_bits(word_bits);
+    let narrow = full.with_word_bits(word_bits);
     narrow.validate_built()?;
     Ok(narrow)
 }

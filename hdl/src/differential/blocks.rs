@@ -252,10 +252,11 @@ fn gather_stimulus(row_words: usize, fm_words: usize, depth: u64, cycles: usize)
     out
 }
 
+/// The gather engine of `n` lanes, `depth`-row banks and a map of `fm_depth` words of `W` =
+/// `word_bits` bits, its hand-written Verilog against its model for `cycles` cycles (the
+/// stimulus writes any 16-bit word into the map, so the bits above `W` are dropped by both).
 fn gather_run(
-    n: usize,
-    depth: usize,
-    fm_depth: usize,
+    (n, depth, fm_depth, word_bits): (usize, usize, usize, u32),
     cycles: usize,
     mutation: Option<(&str, &str)>,
 ) -> Outcome {
@@ -272,7 +273,7 @@ fn gather_run(
     let fm_data: Vec<String> = (0..row_words).map(|i| format!("fm_data${i}")).collect();
     inputs.extend(fm_data.iter().map(String::as_str));
     inputs.push("bank_busy");
-    let block = GatherEngine::new(n, GA_CFG, GA_CMD, depth, fm_depth).unwrap();
+    let block = GatherEngine::new(n, GA_CFG, GA_CMD, depth, fm_depth, word_bits).unwrap();
     // The lanes' words matter only with `wr_en` (see `gather::verilog`); the absent engine's
     // whole write port does.
     let only_when: &[(&str, &str)] = if fm_depth == 0 {
@@ -280,7 +281,7 @@ fn gather_run(
     } else {
         &[("wr_data", "m_wr_en")]
     };
-    let name = format!("gather{n}x{fm_depth}");
+    let name = format!("gather{n}x{fm_depth}w{word_bits}");
     compare(block, &name, &inputs, &stim, only_when, mutation)
 }
 
@@ -333,10 +334,16 @@ fn gather_verilog_equals_its_model() {
         ("wr_data$2", 25),
     ];
     for (n, depth, fm_depth, cycles) in [(3, 16, 512, 12_000), (4, 8, 1024, 8_000)] {
-        let o = gather_run(n, depth, fm_depth, cycles, None);
+        let o = gather_run((n, depth, fm_depth, 16), cycles, None);
         assert_equal("gather", &o, cycles, &enabled);
     }
-    let o = gather_run(4, 16, 0, 2_000, None);
+    // Feature-map words of `W` bits: 4 lanes at 12 (an entry of two 12-bit words), 3 at 8
+    // (an entry of one word).
+    for (n, w) in [(4, 12), (3, 8)] {
+        let o = gather_run((n, 8, 512, w), 6_000, None);
+        assert_equal("gather", &o, 6_000, &enabled);
+    }
+    let o = gather_run((4, 16, 0, 16), 2_000, None);
     assert_equal("absent gather", &o, 2_000, &[("cmd_error", 20)]);
 }
 
@@ -348,8 +355,8 @@ fn hand_written_verilog_equals_its_model_long() {
         let o = converter_run(column, rows, 120_000, None);
         assert_equal("converter", &o, 120_000, &[]);
     }
-    for (n, depth, fm_depth) in [(3, 64, 512), (8, 32, 2048)] {
-        let o = gather_run(n, depth, fm_depth, 100_000, None);
+    for (n, depth, fm_depth, w) in [(3, 64, 512, 16), (8, 32, 2048, 16), (8, 32, 1024, 12)] {
+        let o = gather_run((n, depth, fm_depth, w), 100_000, None);
         assert_equal("gather", &o, 100_000, &[]);
     }
 }
@@ -387,9 +394,7 @@ fn mutations_of_the_hand_written_verilog_are_caught() {
     caught(
         "gather",
         gather_run(
-            3,
-            16,
-            512,
+            (3, 16, 512, 16),
             4_000,
             Some(("x = l_qx_2 + kw_qx", "x = l_qx_2 - kw_qx")),
         ),
@@ -410,6 +415,24 @@ fn mutations_of_the_hand_written_verilog_are_caught() {
         ),
         (3, "bank_busy[bank]) | fm_we)", "bank_busy[bank]) & fm_we)"),
     ] {
-        caught("gather", gather_run(n, 16, 512, 4_000, Some((from, to))));
+        caught(
+            "gather",
+            gather_run((n, 16, 512, 16), 4_000, Some((from, to))),
+        );
+    }
+    // At `W` = 12: a map word one bit narrow, a lane's word zero- instead of sign-extended,
+    // and the word picked at 16-bit offsets in a 12-bit entry.
+    for (from, to) in [
+        (
+            "fm_1[e_3] = {fm_data$3[11:0], fm_data$2[11:0]}",
+            "fm_1[e_3] = {1'b0, fm_data$3[10:0], fm_data$2[11:0]}",
+        ),
+        ("{{4{word_2[11]}}, word_2}", "{{4{1'b0}}, word_2}"),
+        ("q_1[sel_1 * 12 +: 12]", "q_1[sel_1 * 16 +: 12]"),
+    ] {
+        caught(
+            "gather",
+            gather_run((4, 16, 512, 12), 4_000, Some((from, to))),
+        );
     }
 }

@@ -8,20 +8,27 @@ type X = Box<GatherEngine>;
 
 #[test]
 fn gather_engine_synthesizes() {
-    let mut e = GatherEngine::new(4, GA_CFG, GA_CMD, 64, 512).unwrap();
+    let mut e = GatherEngine::new(4, GA_CFG, GA_CMD, 64, 512, 16).unwrap();
     e.connect_all();
     let v = generate_verilog(&e);
     assert!(v.contains("module top"));
-    assert!(GatherEngine::new(4, GA_CFG, GA_CMD, 64, 500).is_err());
-    assert!(GatherEngine::new(1, GA_CFG, GA_CMD, 64, 512).is_err());
+    assert!(GatherEngine::new(4, GA_CFG, GA_CMD, 64, 500, 16).is_err());
+    assert!(GatherEngine::new(1, GA_CFG, GA_CMD, 64, 512, 16).is_err());
 }
 
-/// Commands `(klen, lane mode, k_next)` run on a 4-lane engine and on the model.
-fn compare(cfg: GatherConfig, fm: Vec<i16>, cmds: Vec<(usize, LaneMode, bool)>) {
+/// The low `w` bits of `x`, sign-extended: the word a `w`-bit feature map holds for `x`.
+fn at_width(x: i16, w: u32) -> i16 {
+    (x << (16 - w)) >> (16 - w)
+}
+
+/// Commands `(klen, lane mode, k_next)` run on a 4-lane engine of `word_bits`-bit feature-map
+/// words and on the model (whose map holds each written word's low `word_bits` bits,
+/// sign-extended).
+fn compare(cfg: GatherConfig, fm: Vec<i16>, cmds: Vec<(usize, LaneMode, bool)>, word_bits: u32) {
     let n = 4;
     let mut model = EngineModel::new(n);
     // The model indexes a power-of-two buffer, as the hardware's 512-word one.
-    let mut fm512 = fm.clone();
+    let mut fm512: Vec<i16> = fm.iter().map(|&x| at_width(x, word_bits)).collect();
     fm512.resize(512, 0);
     let mut want: Vec<Vec<Vec<i16>>> = vec![];
     for &(klen, mode, k_next) in &cmds {
@@ -108,15 +115,12 @@ fn compare(cfg: GatherConfig, fm: Vec<i16>, cmds: Vec<(usize, LaneMode, bool)>) 
         sim_assert!(sim, x.cmd_error.val(), x);
         sim.done(x)
     });
-    let mut uut = GatherEngine::new(n, GA_CFG, GA_CMD, 64, 512).unwrap();
+    let mut uut = GatherEngine::new(n, GA_CFG, GA_CMD, 64, 512, word_bits).unwrap();
     uut.connect_all();
     sim.run(Box::new(uut), 10_000_000).unwrap();
 }
 
-#[test]
-fn gather_engine_matches_the_model() {
-    // Strided input gradient (remainders, flipped kernel), tiles walked, kept and restarted,
-    // a K walk continued across commands.
+fn strided_input_gradient() -> (GatherConfig, usize, usize) {
     let g = ConvGeom {
         in_ch: 2,
         in_h: 5,
@@ -126,12 +130,41 @@ fn gather_engine_matches_the_model() {
         stride: 2,
         pad: 1,
     };
-    let cfg = g.backward_input_a(2, g.out_words());
+    (
+        g.backward_input_a(2, g.out_words()),
+        2 * g.out_words().next_multiple_of(4),
+        g.out_ch * 9,
+    )
+}
+
+/// At `W` = 8 and 12 the map keeps the low `W` bits of each word and the lanes read them back
+/// sign-extended: the words written here run past the `W`-bit range in both directions, so a
+/// map one bit narrow, or a lane zero-extending, gives other words than the model's.
+#[test]
+fn gather_engine_matches_the_model_at_8_and_12_bits() {
+    let (cfg, words, k) = strided_input_gradient();
+    for w in [8, 12] {
+        let fm: Vec<i16> = (0..words)
+            .map(|i| (i as i16 * 1297).wrapping_sub(20_000))
+            .collect();
+        assert!(fm.iter().any(|&x| at_width(x, w) < -(1 << (w - 2))));
+        assert!(fm.iter().any(|&x| at_width(x, w) > 1 << (w - 2)));
+        compare(
+            cfg,
+            fm,
+            vec![(k, LaneMode::Load, false), (k, LaneMode::Next, false)],
+            w,
+        );
+    }
+}
+
+#[test]
+fn gather_engine_matches_the_model() {
+    // Strided input gradient (remainders, flipped kernel), tiles walked, kept and restarted,
+    // a K walk continued across commands.
+    let (cfg, words, k) = strided_input_gradient();
     // Two slots of the output gradient, padded to whole 4-word rows.
-    let fm: Vec<i16> = (0..2 * g.out_words().next_multiple_of(4))
-        .map(|i| 100 + i as i16 * 7)
-        .collect();
-    let k = g.out_ch * 9;
+    let fm: Vec<i16> = (0..words).map(|i| 100 + i as i16 * 7).collect();
     compare(
         cfg,
         fm,
@@ -142,5 +175,6 @@ fn gather_engine_matches_the_model() {
             (k - 7, LaneMode::Keep, true),
             (k, LaneMode::Load, false),
         ],
+        16,
     );
 }

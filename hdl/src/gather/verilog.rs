@@ -35,13 +35,31 @@ fn sl(f: Field) -> String {
     }
 }
 
-/// The body of the engine's module (ports and `localparam`s as rust-hdl declares them): `n`
-/// lanes, a feature map of `fm_words` words in rows of `row_words`; `enabled` false gives the
-/// absent engine (constant outputs, every command refused).
-pub(super) fn engine_verilog(n: usize, row_words: usize, fm_words: usize, enabled: bool) -> String {
-    if !enabled {
+/// What the engine's Verilog is written for.
+pub(super) struct EngineShape {
+    /// Lanes.
+    pub n: usize,
+    /// Words of a feature-map row (a power of two).
+    pub row_words: usize,
+    /// Words of the feature map.
+    pub fm_words: usize,
+    /// False: the absent engine (constant outputs, every command refused).
+    pub enabled: bool,
+    /// Bits `W` of a feature-map word (the ports carry 16).
+    pub word_bits: u32,
+}
+
+/// The body of the engine's module (ports and `localparam`s as rust-hdl declares them) of
+/// `shape`. At `W` < 16 the map's entries hold `W`-bit words (the low bits of the 16-bit
+/// words written) and each lane's word goes out sign-extended to 16 bits; at 16 bits the text
+/// is the one the engine has always had.
+pub(super) fn engine_verilog(shape: &EngineShape) -> String {
+    let (n, row_words, fm_words) = (shape.n, shape.row_words, shape.fm_words);
+    if !shape.enabled {
         return absent_engine(n, row_words);
     }
+    let w = shape.word_bits as usize;
+    let narrow = w < systole_core::numeric::MAX_WORD_BITS as usize;
     let rows = fm_words / row_words;
     let row_bits = rows.trailing_zeros() as usize;
     let addr_bits = row_bits + row_words.trailing_zeros() as usize;
@@ -76,11 +94,11 @@ reg [15:0] row_d;
     // half, port B the high half), so while `fm_we` the engine's reads pause (`hold`). Two
     // lanes per copy halve the block RAM of one copy per lane; a row-wide write port would
     // need a third port. `in_{i}` says whether the lane's coordinates were inside the map
-    // (else the lane's word is 0).
+    // (else the lane's word is 0). Words are `W` bits wide in the entries.
     let _ = writeln!(
         v,
         "reg [{}:0] {};",
-        half * 16 - 1,
+        half * w - 1,
         (0..copies)
             .map(|c| format!("fm_{c} [0:{}]", entries - 1))
             .collect::<Vec<_>>()
@@ -97,7 +115,7 @@ reg [15:0] row_d;
         format!(
             "reg [15:0] l_qy_{i}, l_qx_{i};\nreg [3:0] l_ry_{i}, l_rx_{i};\nreg [23:0] l_addr_{i};\n\
              reg [{qm}:0] q_{i};\n{sel}reg in_{i};\n",
-            qm = half * 16 - 1,
+            qm = half * w - 1,
             sel = if sel_bits > 0 { format!("reg [{}:0] sel_{i};\n", sel_bits - 1) } else { String::new() }
         )
     }));
@@ -263,10 +281,15 @@ always @(posedge clock) begin : engine
     // flag per non-blocking memory write and clears and tests them all on every clock, which
     // cost about a third of the 8x8 simulation speed. Nothing else reads the maps, so the
     // lint's rule against blocking writes is waived for these.
+    // Below 16 bits an entry keeps the low `W` bits of each word (the core's words are
+    // sign-extended, so no value is lost).
     let half_row = |h: usize| {
         (h * half..(h + 1) * half)
             .rev()
-            .map(|w| format!("fm_data${w}"))
+            .map(|i| match narrow {
+                true => format!("fm_data${i}[{}:0]", w - 1),
+                false => format!("fm_data${i}"),
+            })
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -290,12 +313,26 @@ assign wr_row = row_d;
 ",
     );
     v.push_str(&lanes(&|i| {
+        if !narrow {
+            let word = if sel_bits > 0 {
+                format!("q_{i}[{{sel_{i}, 4'h0}} +: 16]")
+            } else {
+                format!("q_{i}")
+            };
+            return format!("assign wr_data${i} = in_{i} ? {word} : 16'h0;\n");
+        }
+        // The lane's `W`-bit word, sign-extended to the core's 16 bits.
         let word = if sel_bits > 0 {
-            format!("q_{i}[{{sel_{i}, 4'h0}} +: 16]")
+            format!("q_{i}[sel_{i} * {w} +: {w}]")
         } else {
             format!("q_{i}")
         };
-        format!("assign wr_data${i} = in_{i} ? {word} : 16'h0;\n")
+        format!(
+            "wire [{wm}:0] word_{i} = {word};\n\
+             assign wr_data${i} = in_{i} ? {{{{{ext}{{word_{i}[{wm}]}}}}, word_{i}}} : 16'h0;\n",
+            wm = w - 1,
+            ext = 16 - w
+        )
     }));
     // `enabled` is always 1 here; rows above the map's size do not exist.
     let high_rows = if row_bits < 16 {
@@ -305,9 +342,16 @@ assign wr_row = row_d;
     };
     // Address bits above the map's size (it wraps).
     let high_addr: String = lanes(&|i| format!(", a_{i}[23:{addr_bits}]"));
+    // Word bits above `W`, which the map does not keep.
+    let high_words: String = match narrow {
+        true => (0..row_words)
+            .map(|i| format!(", fm_data${i}[15:{w}]"))
+            .collect(),
+        false => String::new(),
+    };
     let _ = writeln!(
         v,
-        "wire unused_gather = &{{1'b0, enabled{high_rows}{high_addr}}};"
+        "wire unused_gather = &{{1'b0, enabled{high_rows}{high_addr}{high_words}}};"
     );
     v
 }

@@ -12,8 +12,9 @@
 //! which is the W-bit conversion bit for bit: `systole_step::width`), the cycles come from the
 //! same per-shape table (a shape's `CYCLES` does not depend on W; the operations W's saturation
 //! retries add are counted), and resources are synthesised at W: the bridge top built with the
-//! array at W (`ArrayConfig::validate_built`). A design that is not built at W (a conv unit
-//! below 16 bits) gets `n/a` and the reason, never figures scaled from another design.
+//! array and its conv unit at W (`ArrayConfig::validate_built`: every valid design is built).
+//! A design the synthesiser has no figures for (`--resources estimate` below 16 bits) gets `n/a`
+//! and the reason, never figures scaled from another design.
 
 pub mod cycles;
 mod error;
@@ -45,19 +46,13 @@ pub struct DesignPoint {
 impl DesignPoint {
     /// The hardware this point builds: `ArrayConfig::square(array)` with its feature-map depth
     /// and word width (`with_word_bits`: the accumulator of W too). Not validated: see
-    /// [`Axes::points`] and [`Self::unbuilt`].
+    /// [`Axes::points`].
     pub fn config(&self) -> ArrayConfig {
         ArrayConfig {
             fm_depth: self.fm_depth,
             ..ArrayConfig::square(self.array)
         }
         .with_word_bits(self.word_bits)
-    }
-
-    /// Why this design is not built (so has no resources), or `None`: a conv unit below 16
-    /// bits (`ArrayConfig::validate_built`).
-    pub fn unbuilt(&self) -> Option<ConfigError> {
-        self.config().validate_built().err()
     }
 
     /// `8x8 fm0 w16 stochastic`: the point in tables, messages and the plot.

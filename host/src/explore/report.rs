@@ -61,8 +61,8 @@ pub struct PointResult {
     pub cycles_per_epoch: u64,
     /// The cycle model's check on the Verilated array.
     pub sample: Sample,
-    /// Synthesised resources; `None` (not available) at a word width the hardware does not
-    /// build yet (W != 16).
+    /// Synthesised resources; `None` (not available) where the synthesiser has no figures
+    /// (`--resources estimate` below 16 bits).
     pub resources: Option<Resources>,
     /// Fit and epoch time per board.
     pub boards: Vec<BoardFit>,

@@ -268,8 +268,8 @@ impl Ctx<'_> {
     fn run(&self, task: Task) -> Result<(), ExploreError> {
         match task {
             Task::Synth(p) => {
-                // A design not built (a conv unit below 16 bits), or one the synthesiser has
-                // no figures for, has no resources: never those of another design.
+                // A design the synthesiser has no figures for has no resources: never those
+                // of another design.
                 let (r, how) = if self.no_resources(&p).is_none() {
                     let (r, was_cached) = self.cached.get(&p)?;
                     (Some(r), if was_cached { " (cached)" } else { "" })
@@ -310,13 +310,10 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// Why `p` has no resources: its design is not built (a conv unit below 16 bits), or the
-    /// synthesiser has no figures for it; `None` when it is synthesised.
+    /// Why `p` has no resources: the synthesiser has no figures for it; `None` when it is
+    /// synthesised.
     fn no_resources(&self, p: &DesignPoint) -> Option<String> {
-        match p.unbuilt() {
-            Some(e) => Some(e.to_string()),
-            None => self.cached.inner.cannot(p),
-        }
+        self.cached.inner.cannot(p)
     }
 
     /// Cycles (with the check on the Verilated array), accuracy and fits of a point whose
