@@ -549,7 +549,7 @@ pub fn run_bridge_image_sim(
     let (board, config) = SimBoard::spawn_bridge_image_at(word_bits, trace)?;
     let size = config.size;
     println!(
-        "simulated bridge image ({size}x{size} array of {w}-bit words{unit} behind the UART bridge, as `systole bitstream` builds it) on {path} (use --device bridge:{path} --array {size}{option}); Ctrl-C to stop",
+        "simulated bridge image ({size}x{size} array of {w}-bit words{unit}, behind the UART bridge, as `systole bitstream` builds it) on {path} (use --device bridge:{path} --array {size}{option}); Ctrl-C to stop",
         path = board.path().display(),
         w = config.word_bits,
         unit = conv_unit(&config),
