@@ -16,13 +16,6 @@ pub const MAX_BUFFER_DEPTH: usize = 65536;
 pub const MIN_FM_DEPTH: usize = 512;
 /// Largest feature-map buffer (words).
 pub const MAX_FM_DEPTH: usize = 32768;
-/// Word widths the board images are built for ([`ArrayConfig::validate_image`]): the SoC image,
-/// the simulated bridge image and `systole bitstream`, and so the serial protocol and the boards.
-/// The array's `top` with its conv unit, its Verilator model and the bridge top's Verilog are
-/// built at every `W` of the contract, `MIN_WORD_BITS..=MAX_WORD_BITS`
-/// ([`ArrayConfig::validate_built`]).
-pub const IMAGE_WORD_BITS: &[u32] = &[numeric::WORD_BITS];
-
 /// Size and formats of one systolic-array accelerator. The HDL generator, the register map
 /// constants (read back from `regmap::CONFIG`) and the host's tiler are all derived from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -54,9 +47,6 @@ pub enum ConfigError {
     Size(usize),
     /// `word_bits` is outside `MIN_WORD_BITS..=MAX_WORD_BITS`.
     WordBits(u32),
-    /// `word_bits` is a width of the contract the board images are not built for yet
-    /// ([`IMAGE_WORD_BITS`]).
-    WordBitsNotBuilt(u32),
     /// `acc_bits` is not `numeric::acc_bits(word_bits)`.
     AccBits {
         /// The accumulator width asked for.
@@ -84,7 +74,6 @@ impl core::fmt::Display for ConfigError {
         match self {
             ConfigError::Size(n) => write!(f, "array size {n} is not supported: choose {MIN_SIZE} to {MAX_SIZE} (4, 8, 16 and 32 are tested)"),
             ConfigError::WordBits(w) => write!(f, "word width {w} bits is not supported: choose {MIN_WORD_BITS} to {MAX_WORD_BITS} bits"),
-            ConfigError::WordBitsNotBuilt(w) => write!(f, "word width {w} bits is in the numeric contract but the board images (SoC, bitstreams) are not built for it yet: build them with {IMAGE_WORD_BITS:?}-bit words (the array alone and its Verilator model take {MIN_WORD_BITS} to {MAX_WORD_BITS} bits)"),
             ConfigError::AccBits { acc_bits, word_bits } => write!(f, "accumulator width {acc_bits} bits does not match {word_bits}-bit words: the contract derives it as 2W + 16 = {} bits (ArrayConfig::with_word_bits sets both)", numeric::acc_bits(*word_bits)),
             ConfigError::FracBits { frac_bits, word_bits } => write!(f, "{frac_bits} fractional bits do not fit a {word_bits}-bit word: choose 0 to {}", word_bits.saturating_sub(1)),
             ConfigError::BufferDepth(d) => write!(f, "buffer depth {d} is not a power of two between {MIN_BUFFER_DEPTH} and {MAX_BUFFER_DEPTH}"),
@@ -181,27 +170,12 @@ impl ArrayConfig {
     }
 
     /// [`Self::validate`], and the array can be built: what the HDL generator of the array's
-    /// `top` and the Verilated models accept. Every valid configuration is built: the array and
-    /// its conv unit (feature-map words of `W` bits) at every `W` of the contract; the name
-    /// stays for the callers that ask what the generator takes, beside [`Self::validate_image`].
+    /// `top`, the board images (bridge and SoC) and the Verilated models accept. Every valid
+    /// configuration is built (the array, its conv unit with `W`-bit feature-map words, and the
+    /// board images, at every `W` of the contract): the name stays for the callers that ask
+    /// what the generator takes.
     pub const fn validate_built(&self) -> Result<(), ConfigError> {
         self.validate()
-    }
-
-    /// [`Self::validate_built`], and the word width is one the board images (the SoC image,
-    /// bitstreams, the simulated bridge image) are built for ([`IMAGE_WORD_BITS`]).
-    pub const fn validate_image(&self) -> Result<(), ConfigError> {
-        if let Err(e) = self.validate_built() {
-            return Err(e);
-        }
-        let mut i = 0;
-        while i < IMAGE_WORD_BITS.len() {
-            if IMAGE_WORD_BITS[i] == self.word_bits {
-                return Ok(());
-            }
-            i += 1;
-        }
-        Err(ConfigError::WordBitsNotBuilt(self.word_bits))
     }
 
     /// Bits of a buffer row address within one bank (`log2(buffer_depth)`).
@@ -403,23 +377,16 @@ mod tests {
             }
         );
         assert!(format!("{e}").contains("2W + 16 = 32 bits"), "{e}");
-        // The array and its conv unit are built at every W; the bridge and SoC images at 16
-        // bits only (so far): the checks say so.
+        // The array, its conv unit and the board images around them are built at every W.
         let no_conv = ArrayConfig {
             fm_depth: 0,
             ..ArrayConfig::square(4)
         };
         assert_eq!(ArrayConfig::square(4).validate_built(), Ok(()));
-        assert_eq!(ArrayConfig::square(4).validate_image(), Ok(()));
         for w in [8, 12] {
             assert_eq!(no_conv.with_word_bits(w).validate_built(), Ok(()));
             let with_conv = ArrayConfig::square(4).with_word_bits(w);
             assert_eq!(with_conv.validate_built(), Ok(()));
-            let e = with_conv.validate_image();
-            assert_eq!(e, Err(ConfigError::WordBitsNotBuilt(w)));
-            let e = no_conv.with_word_bits(w).validate_image();
-            assert_eq!(e, Err(ConfigError::WordBitsNotBuilt(w)));
-            assert!(format!("{}", e.unwrap_err()).contains("not built for it yet"));
             assert_eq!(
                 format!("{}", no_conv.with_word_bits(w).name()),
                 format!("sa4x4_d512_w{w}")

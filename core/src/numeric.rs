@@ -218,6 +218,19 @@ pub const fn word_max(word_bits: u32) -> i64 {
     (1i64 << (word_bits - 1)) - 1
 }
 
+/// The first of `words` outside the signed `word_bits`-wide range, as `(index, word)`: what
+/// a `W`-bit port would cut (every `i16` fits at 16 bits).
+pub fn first_outside(words: &[i16], word_bits: u32) -> Option<(usize, i16)> {
+    if word_bits >= 16 {
+        return None;
+    }
+    let (lo, hi) = (word_min(word_bits), word_max(word_bits));
+    words
+        .iter()
+        .position(|&x| (x as i64) < lo || (x as i64) > hi)
+        .map(|i| (i, words[i]))
+}
+
 /// Saturates `v` to the signed `word_bits`-wide range.
 #[inline]
 pub const fn saturate(v: i64, word_bits: u32) -> i64 {

@@ -198,23 +198,28 @@ impl SimBoard {
     /// with `--device bridge:PATH`. The simulation runs while a command is in flight and
     /// sleeps on the pty otherwise.
     pub fn spawn_bridge_image() -> Result<SimBoard, DeviceError> {
-        SimBoard::spawn_bridge_image_traced(None)
+        Ok(SimBoard::spawn_bridge_image_at(systole_core::numeric::WORD_BITS, None)?.0)
     }
 
-    /// [`SimBoard::spawn_bridge_image`], writing the cycles of `trace` (counted from the
-    /// image's creation) to its file when given.
-    pub fn spawn_bridge_image_traced(
+    /// [`SimBoard::spawn_bridge_image`] with the image's array at `word_bits`-bit words
+    /// (Verilated at run time when not 16: `ImagePins::bridge_image_at`), writing the cycles of
+    /// `trace` (counted from the image's creation) to its file when given. Returns it with the
+    /// image's array.
+    pub fn spawn_bridge_image_at(
+        word_bits: u32,
         trace: Option<systole_sim::TraceWindow>,
-    ) -> Result<SimBoard, DeviceError> {
+    ) -> Result<(SimBoard, ArrayConfig), DeviceError> {
         // Built on this thread, so a missing model or a trace that cannot be set up fails
         // here with the simulator's own message; it then runs on the board's thread.
         let board = match trace {
-            None => ImagePins::bridge_image()?,
-            Some(w) => ImagePins::with_trace(w)?,
+            None => ImagePins::bridge_image_at(word_bits)?,
+            Some(w) => ImagePins::with_trace_at(word_bits, w)?,
         };
-        SimBoard::spawn_pins("systole-bridge-image", None, move || {
+        let config = board.config();
+        let board = SimBoard::spawn_pins("systole-bridge-image", None, move || {
             Ok(Pins::Bridge(board))
-        })
+        })?;
+        Ok((board, config))
     }
 
     /// The SoC image (the VexRiscv CPU running the firmware image of `soc-firmware/`, the
@@ -222,17 +227,23 @@ impl SimBoard {
     /// open it with `--device serial:PATH`, as a flashed SoC board. Returns it with its
     /// accelerator's configuration.
     pub fn spawn_soc_image() -> Result<(SimBoard, ArrayConfig), DeviceError> {
-        SimBoard::spawn_soc_image_traced(None)
+        SimBoard::spawn_soc_image_at(systole_core::numeric::WORD_BITS, None)
     }
 
-    /// [`SimBoard::spawn_soc_image`], writing the cycles of `trace` (counted from the image's
-    /// creation, the firmware's loading included) to its file when given.
-    pub fn spawn_soc_image_traced(
+    /// [`SimBoard::spawn_soc_image`] with its array at `word_bits`-bit words (Verilated at run
+    /// time when not 16: `VerilatedSoc::new_at`), writing the cycles of `trace` (counted from
+    /// the image's creation, the firmware's loading included) to its file when given (16 bits
+    /// only).
+    pub fn spawn_soc_image_at(
+        word_bits: u32,
         trace: Option<systole_sim::TraceWindow>,
     ) -> Result<(SimBoard, ArrayConfig), DeviceError> {
         let soc = match trace {
-            None => VerilatedSoc::with_firmware()?,
-            Some(w) => VerilatedSoc::with_firmware_traced(w)?,
+            None => VerilatedSoc::with_firmware_at(word_bits)?,
+            Some(w) => {
+                only_16_bits_traced(word_bits)?;
+                VerilatedSoc::with_firmware_traced(w)?
+            }
         };
         let config = soc.config();
         let board = SimBoard::spawn_pins("systole-soc-image", None, move || Ok(Pins::Soc(soc)))?;
@@ -254,7 +265,9 @@ impl SimBoard {
     /// The SoC image with the training firmware (`systole_soc_image::TRAINING`, built now if
     /// its sources changed: the first time takes about a minute) on a new pty: a board that
     /// trains itself. Returns it with its accelerator's configuration.
+    /// Its array at `word_bits`-bit words as [`SimBoard::spawn_soc_image_at`].
     pub fn spawn_soc_training_image(
+        word_bits: u32,
         trace: Option<systole_sim::TraceWindow>,
     ) -> Result<(SimBoard, ArrayConfig), DeviceError> {
         let image = systole_soc_image::build(&[systole_soc_image::TRAINING]).map_err(|e| {
@@ -265,8 +278,11 @@ impl SimBoard {
         })?;
         let bytes = image.bytes;
         let soc = match trace {
-            None => VerilatedSoc::new(&bytes)?,
-            Some(w) => VerilatedSoc::with_trace(&bytes, w)?,
+            None => VerilatedSoc::new_at(&bytes, word_bits)?,
+            Some(w) => {
+                only_16_bits_traced(word_bits)?;
+                VerilatedSoc::with_trace(&bytes, w)?
+            }
         };
         let config = soc.config();
         let board = SimBoard::spawn_pins("systole-soc-image", None, move || Ok(Pins::Soc(soc)))?;
@@ -397,6 +413,17 @@ impl SimBoard {
     }
 }
 
+/// A traced SoC image is built at 16-bit words only (its traced model takes minutes to
+/// Verilate, one per width was not worth it).
+fn only_16_bits_traced(word_bits: u32) -> Result<(), DeviceError> {
+    if word_bits == systole_core::numeric::WORD_BITS {
+        return Ok(());
+    }
+    Err(DeviceError::Unsupported(format!(
+        "a trace of the SoC image is taken at 16-bit words: trace it without --word-bits {word_bits}, or trace the {word_bits}-bit bridge image or array"
+    )))
+}
+
 /// An image driven through its serial pins.
 enum Pins {
     Bridge(ImagePins),
@@ -470,9 +497,10 @@ pub fn run_board_sim(
     };
     let what = if trains { ", training itself" } else { "" };
     println!(
-        "simulated {0}x{0} board{what} on {1} (use --device serial:{1}); Ctrl-C to stop",
+        "simulated {0}x{0} board{what} on {1} (use --device serial:{1} --array {0}{2}); Ctrl-C to stop",
         config.size,
-        board.path().display()
+        board.path().display(),
+        word_bits_option(&config),
     );
     loop {
         std::thread::park();
@@ -484,13 +512,14 @@ pub fn run_board_sim(
 /// `trace` writes a window of the image's cycles.
 pub fn run_soc_image_sim(
     size: Option<usize>,
+    word_bits: u32,
     trace: Option<systole_sim::TraceWindow>,
     trains: bool,
 ) -> Result<(), DeviceError> {
     let (board, config) = if trains {
-        SimBoard::spawn_soc_training_image(trace)?
+        SimBoard::spawn_soc_training_image(word_bits, trace)?
     } else {
-        SimBoard::spawn_soc_image_traced(trace)?
+        SimBoard::spawn_soc_image_at(word_bits, trace)?
     };
     let n = config.size;
     if size.is_some_and(|s| s != n) {
@@ -499,27 +528,51 @@ pub fn run_soc_image_sim(
         )));
     }
     println!(
-        "simulated SoC image (VexRiscv running the {2}firmware, {n}x{n} array with a {}-word conv unit) on {1} (use --device serial:{1} --array {n}); Ctrl-C to stop",
-        config.fm_depth,
-        board.path().display(),
-        if trains { "training " } else { "" }
+        "simulated SoC image (VexRiscv running the {training}firmware, {n}x{n} array of {w}-bit words{unit}) on {path} (use --device serial:{path} --array {n}{option}); Ctrl-C to stop",
+        path = board.path().display(),
+        training = if trains { "training " } else { "" },
+        w = config.word_bits,
+        unit = conv_unit(&config),
+        option = word_bits_option(&config),
     );
     loop {
         std::thread::park();
     }
 }
 
-/// `systole-board-sim --bridge`: serves the simulated bridge image (UART bridge) on a pty until
-/// killed, printing its path.
-pub fn run_bridge_image_sim(trace: Option<systole_sim::TraceWindow>) -> Result<(), DeviceError> {
-    let board = SimBoard::spawn_bridge_image_traced(trace)?;
-    let size = systole_sim::pins::built_size().ok_or(systole_sim::SimError::NotBuilt)?;
+/// `systole-board-sim --bridge`: serves the simulated bridge image (UART bridge) with its array
+/// at `word_bits`-bit words on a pty until killed, printing its path.
+pub fn run_bridge_image_sim(
+    word_bits: u32,
+    trace: Option<systole_sim::TraceWindow>,
+) -> Result<(), DeviceError> {
+    let (board, config) = SimBoard::spawn_bridge_image_at(word_bits, trace)?;
+    let size = config.size;
     println!(
-        "simulated bridge image ({size}x{size} array behind the UART bridge, as `systole bitstream` builds it) on {0} (use --device bridge:{0} --array {size}); Ctrl-C to stop",
-        board.path().display()
+        "simulated bridge image ({size}x{size} array of {w}-bit words{unit}, behind the UART bridge, as `systole bitstream` builds it) on {path} (use --device bridge:{path} --array {size}{option}); Ctrl-C to stop",
+        path = board.path().display(),
+        w = config.word_bits,
+        unit = conv_unit(&config),
+        option = word_bits_option(&config),
     );
     loop {
         std::thread::park();
+    }
+}
+
+/// ", a conv unit of N words" or ", no conv unit", for a board's banner.
+fn conv_unit(config: &ArrayConfig) -> String {
+    match config.fm_depth {
+        0 => ", no conv unit".into(),
+        d => format!(", a {d}-word conv unit"),
+    }
+}
+
+/// The `--word-bits` a host gives to use a board of `config` (none at the default 16).
+fn word_bits_option(config: &ArrayConfig) -> String {
+    match config.word_bits {
+        systole_core::numeric::WORD_BITS => String::new(),
+        w => format!(" --word-bits {w}"),
     }
 }
 

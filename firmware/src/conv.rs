@@ -18,7 +18,7 @@
 use crate::driver::hook::{Gathers, Started};
 use crate::driver::{Command, Conversion, DriverError, DriverStats, Feed, Res, Run, MAX_LANES};
 use systole_core::gather::{advance, ConvGeom, GatherConfig};
-use systole_core::numeric::{MAX_K, MAX_SHIFT};
+use systole_core::numeric::{first_outside, MAX_K, MAX_SHIFT};
 use systole_core::regmap::{self, gather_command, LaneMode};
 use systole_core::{AcceleratorBus, ArrayConfig, Rounding};
 
@@ -380,6 +380,17 @@ pub fn conv2d<B: AcceleratorBus>(
                 which,
                 expected,
                 found,
+            });
+        }
+    }
+    // A conv unit at `W` bits (once built below 16) reads the low `W` bits of each word.
+    for (which, words) in [("x", job.x), ("dy", job.dy), ("w", job.w)] {
+        if let Some((index, value)) = first_outside(words, cfg.word_bits) {
+            return Err(DriverError::WordRange {
+                which,
+                index,
+                value,
+                word_bits: cfg.word_bits,
             });
         }
     }

@@ -17,7 +17,7 @@
 //! host.
 
 use systole_core::bus::{Beat, RowRead, RowWrite};
-use systole_core::numeric::{tile_seed, MAX_K, MAX_SHIFT};
+use systole_core::numeric::{first_outside, tile_seed, MAX_K, MAX_SHIFT};
 use systole_core::{regmap, AcceleratorBus, ArrayConfig, Rounding};
 
 /// Largest array size the driver has row buffers for (the largest `ArrayConfig` allows).
@@ -226,6 +226,17 @@ fn validate<E>(cfg: &ArrayConfig, job: &MatmulJob<'_>, out: &[i16]) -> Res<(), E
                 which,
                 expected,
                 found,
+            });
+        }
+    }
+    // A `W`-bit array reads the low `W` bits of each 16-bit lane: a wider word would be cut.
+    for (which, words) in [("a", job.a), ("b", job.b)] {
+        if let Some((index, value)) = first_outside(words, cfg.word_bits) {
+            return Err(DriverError::WordRange {
+                which,
+                index,
+                value,
+                word_bits: cfg.word_bits,
             });
         }
     }
@@ -566,3 +577,5 @@ use feed::Views;
 pub(crate) mod mock;
 #[cfg(test)]
 pub(crate) mod tests;
+#[cfg(test)]
+mod width_tests;

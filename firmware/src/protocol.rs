@@ -36,7 +36,9 @@
 //! | 0x18 | `STACK_USE` | — | reserve bytes u32, deepest use u32 | the firmware's stack high-water mark ([`stack`]) |
 //!
 //! Row words are little-endian, lane 0 first; `size` is the board's array size and every row of
-//! a request must be exactly `size` words. Feature-map words are little-endian too, lowest
+//! a request must be exactly `size` words. An array of `W`-bit words (`W` in its `CONFIG` word)
+//! takes and gives each word sign-extended to 16 bits; a row or feature-map word outside the
+//! `W`-bit range is refused (`WordRange`). Feature-map words are little-endian too, lowest
 //! address first; a board without a conv unit (`fm_depth = 0`) refuses every `WRITE_FM` as out
 //! of range. The board checks a whole request (every batch entry, every bank, row and
 //! feature-map index) before it touches the accelerator, so a rejected request has no effect.

@@ -7,6 +7,7 @@ use crate::protocol::stack::{StackUse, STACK_USE, STACK_USE_REPLY, STEP_PROFILE}
 use crate::protocol::{BatchIter, Buffer, ErrorCode, RemoteError, Request, MAX_LANES, RESPONSE};
 use crate::protocol::{COUNTERS_REPLY, ERROR, VERSION};
 use embedded_io::{Read, Write};
+use systole_core::numeric::{word_max, word_min, WORD_BITS};
 use systole_core::{regmap, AcceleratorBus, ArrayConfig};
 
 /// Counters of the link, reported by the `STATUS` command.
@@ -383,6 +384,15 @@ fn check(req: &Request<'_>, config: &ArrayConfig, index: u16) -> Result<(), Fail
             return Err(range);
         }
         _ => {}
+    }
+    // A `W`-bit array reads the low `W` bits of a 16-bit word: a wider one would be cut.
+    if let Request::WriteRows { words, .. } | Request::WriteFm { words, .. } = *req {
+        let (lo, hi) = (word_min(config.word_bits), word_max(config.word_bits));
+        if config.word_bits < WORD_BITS
+            && (0..words.len()).any(|i| !(lo..=hi).contains(&i64::from(words.get(i))))
+        {
+            return Err((ErrorCode::WordRange, index));
+        }
     }
     Ok(())
 }

@@ -170,7 +170,8 @@ pub fn measure(
 /// Opens a new simulated training SoC image (the training firmware on the Verilated CPU) on
 /// a pty over `serial:`.
 fn training_soc() -> anyhow::Result<(SimBoard, SerialDevice, usize)> {
-    let (board, config) = SimBoard::spawn_soc_training_image(None)?;
+    let (board, config) =
+        SimBoard::spawn_soc_training_image(systole_core::numeric::WORD_BITS, None)?;
     let mut dev = SerialDevice::open(&board.path().to_string_lossy(), config)?;
     // A full 1 KB batch frame costs the simulated SoC about 230k cycles on its line and in the
     // firmware, a fair part of the default 500 ms at 1-2M simulated cycles a second on a busy

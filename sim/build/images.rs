@@ -88,25 +88,35 @@ pub fn array(cfg: &ArrayConfig) -> Result<(String, Vec<PortInfo>), ImageError> {
     Ok((verilog, ports))
 }
 
-/// The bridge image's options: active-low button, [`BRIDGE_FM_DEPTH`] feature-map words.
-fn bridge_options() -> systole_hdl::bridge_top::BridgeTopOptions {
+/// The array of an image at `W`-bit words: `n x n` with the conv unit of [`BRIDGE_FM_DEPTH`]
+/// words (built at every `W`).
+pub fn image_config(n: usize, word_bits: u32) -> ArrayConfig {
+    ArrayConfig {
+        fm_depth: BRIDGE_FM_DEPTH,
+        ..ArrayConfig::square(n).with_word_bits(word_bits)
+    }
+}
+
+/// The bridge image's options: active-low button and the conv unit of `cfg`.
+fn bridge_options(cfg: &ArrayConfig) -> systole_hdl::bridge_top::BridgeTopOptions {
     systole_hdl::bridge_top::BridgeTopOptions {
         clock_hz: BRIDGE_CLOCK_HZ,
         baud: BRIDGE_BAUD,
         reset_active_low: true,
         led_active_low: false,
         halve_clock: false,
-        fm_depth: BRIDGE_FM_DEPTH,
+        fm_depth: cfg.fm_depth,
     }
 }
 
-/// The bridge image (`systole_hdl::bridge_top`: UART, byte bridge and an `n x n` array): its
-/// Verilog and its ports, walked from the rust-hdl block the Verilog is generated from.
-pub fn bridge(n: usize) -> Result<(String, Vec<PortInfo>), ImageError> {
+/// The bridge image (`systole_hdl::bridge_top`: UART, byte bridge and an `n x n` array of
+/// `W`-bit words, [`image_config`]): its Verilog and its ports, walked from the rust-hdl block
+/// the Verilog is generated from.
+pub fn bridge(n: usize, word_bits: u32) -> Result<(String, Vec<PortInfo>), ImageError> {
     use rust_hdl_core::prelude::Block;
-    let cfg = ArrayConfig::square(n);
-    let opts = bridge_options();
-    let image = || format!("{n}x{n} bridge image");
+    let cfg = image_config(n, word_bits);
+    let opts = bridge_options(&cfg);
+    let image = || format!("{n}x{n} bridge image at {word_bits}-bit words");
     let verilog =
         systole_hdl::bridge_top::generate_bridge_verilog_with(&cfg, &opts).map_err(hdl(image()))?;
     let mut top = systole_hdl::bridge_top::BridgeTop::new(&cfg, &opts).map_err(hdl(image()))?;
@@ -114,28 +124,29 @@ pub fn bridge(n: usize) -> Result<(String, Vec<PortInfo>), ImageError> {
     Ok((verilog, systole_testbench::block_ports(&top)))
 }
 
-/// The SoC build of the simulation: the default RAM, the bridge image's conv unit, and the
-/// backdoor loader.
-pub fn soc_options() -> systole_hdl::soc::SocOptions {
+/// The SoC build of the simulation: the default RAM, the conv unit of `cfg`
+/// ([`image_config`]), and the backdoor loader.
+pub fn soc_options(cfg: &ArrayConfig) -> systole_hdl::soc::SocOptions {
     systole_hdl::soc::SocOptions {
         clock_hz: SOC_CLOCK_HZ,
         baud: SOC_BAUD,
         reset_active_low: true,
         led_active_low: false,
         ram_bytes: systole_core::soc::SIM_RAM_BYTES,
-        fm_depth: BRIDGE_FM_DEPTH,
+        fm_depth: cfg.fm_depth,
         ram_init: None,
         backdoor: true,
     }
 }
 
-/// The SoC image's Verilog with an `n x n` array, the CPU's module appended (one text, so the
-/// model's cache key covers the CPU too). Its ports are as Verilator declares them: the SoC's
-/// `top` is written as text, with no port list of its own.
-pub fn soc(n: usize) -> Result<String, ImageError> {
+/// The SoC image's Verilog with an `n x n` array of `W`-bit words ([`image_config`]), the
+/// CPU's module appended (one text, so the model's cache key covers the CPU too). Its ports are
+/// as Verilator declares them: the SoC's `top` is written as text, with no port list of its own.
+pub fn soc(n: usize, word_bits: u32) -> Result<String, ImageError> {
     let cpu = systole_hdl::soc::vexriscv_verilog().map_err(hdl("SoC's CPU"))?;
-    let verilog = systole_hdl::soc::generate_soc_verilog(&ArrayConfig::square(n), &soc_options())
-        .map_err(hdl(format!("{n}x{n} SoC")))?;
+    let cfg = image_config(n, word_bits);
+    let verilog = systole_hdl::soc::generate_soc_verilog(&cfg, &soc_options(&cfg))
+        .map_err(hdl(format!("{n}x{n} SoC at {word_bits}-bit words")))?;
     let cpu_text = std::fs::read_to_string(&cpu).map_err(|cause| ImageError::CpuText {
         path: cpu.clone(),
         cause,

@@ -91,13 +91,13 @@ pub enum SimError {
     /// The traced model could not be built or driven.
     #[error("the traced model: {0}")]
     Traced(#[source] Box<systole_testbench::TestbenchError>),
-    /// The Verilog of an array Verilated at run time (words narrower than 16 bits) could not
-    /// be generated.
-    #[error("cannot generate the array's Verilog: {0}")]
+    /// The Verilog of an array or board image Verilated at run time (words narrower than 16
+    /// bits) could not be generated.
+    #[error("cannot generate the Verilog to Verilate: {0}")]
     ArrayImage(#[source] ImageError),
-    /// An array Verilated at run time (words narrower than 16 bits) could not be built or
-    /// driven.
-    #[error("the {word_bits}-bit array Verilated at run time: {cause}")]
+    /// An array or board image Verilated at run time (words narrower than 16 bits) could not
+    /// be built or driven.
+    #[error("the {word_bits}-bit model Verilated at run time: {cause}")]
     RuntimeModel {
         /// Its word width.
         word_bits: u32,

@@ -19,8 +19,6 @@ pub(crate) struct ImageModel {
 pub(crate) struct Loader {
     /// RAM size in bytes.
     pub ram_bytes: u32,
-    /// Feature-map words of the accelerator's conv unit.
-    pub fm_depth: usize,
 }
 
 include!(concat!(env!("OUT_DIR"), "/models.rs"));

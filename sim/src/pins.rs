@@ -17,6 +17,7 @@ use crate::trace::{tb_error, TraceState, TraceWindow, Window};
 use crate::{linked, SimError};
 use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Read, Write};
+use systole_core::ArrayConfig;
 use systole_testbench::{Input, Narrow, Testbench};
 
 /// Array size of the bridge image's accelerator in this build (`None`: no bridge image model).
@@ -26,7 +27,8 @@ pub fn built_size() -> Option<usize> {
 
 /// The pins of a simulated image: the bridge's or the SoC's (see the module docs).
 pub struct ImagePins {
-    image: &'static ImageModel,
+    /// The image's array (size, `W`, conv unit).
+    config: ArrayConfig,
     tb: Testbench,
     reset_pin: Input,
     uart_rx: Input,
@@ -50,7 +52,15 @@ impl ImagePins {
     /// Builds the bridge image's model, presses and releases its reset button and leaves the
     /// serial line idle for a few bit times.
     pub fn bridge_image() -> Result<Self, SimError> {
-        Self::start(None)
+        Self::start(systole_core::numeric::WORD_BITS, None)
+    }
+
+    /// [`ImagePins::bridge_image`] with its array at `word_bits`-bit words: at 16 bits the
+    /// model compiled in; at any other `W` of the contract the same image generated at `W`
+    /// (no conv unit where it is not built at `W`) and Verilated at run time (cached by its
+    /// Verilog's hash: the first use takes Verilator and the C++ compiler, seconds).
+    pub fn bridge_image_at(word_bits: u32) -> Result<Self, SimError> {
+        Self::start(word_bits, None)
     }
 
     /// [`ImagePins::bridge_image`] on a traced model of the same image (Verilated at run time, then
@@ -58,20 +68,33 @@ impl ImagePins {
     /// [`ImagePins::cycles`] counts) to its file (created by the caller, see
     /// [`TraceWindow::create_file`]).
     pub fn with_trace(window: TraceWindow) -> Result<Self, SimError> {
-        Self::start(Some(window))
+        Self::start(systole_core::numeric::WORD_BITS, Some(window))
     }
 
-    fn start(window: Option<TraceWindow>) -> Result<Self, SimError> {
+    /// [`ImagePins::with_trace`] of the image at `word_bits`-bit words.
+    pub fn with_trace_at(word_bits: u32, window: TraceWindow) -> Result<Self, SimError> {
+        Self::start(word_bits, Some(window))
+    }
+
+    fn start(word_bits: u32, window: Option<TraceWindow>) -> Result<Self, SimError> {
         let image = linked::BRIDGE_IMAGE.as_ref().ok_or(SimError::NotBuilt)?;
+        let config = crate::images::image_config(image.size, word_bits);
+        config.validate_built()?;
+        let built = word_bits == systole_core::numeric::WORD_BITS;
         let tb = match &window {
-            None => Self::linked_model(image),
+            None if built => Self::linked_model(image),
+            None => {
+                let (verilog, ports) =
+                    crate::images::bridge(image.size, word_bits).map_err(SimError::ArrayImage)?;
+                crate::trace::runtime_model(&verilog, Some(ports), word_bits)?
+            }
             Some(w) => {
                 let (verilog, ports) =
-                    crate::images::bridge(image.size).map_err(SimError::TraceImage)?;
+                    crate::images::bridge(image.size, word_bits).map_err(SimError::TraceImage)?;
                 crate::trace::traced_model(&verilog, Some(ports), w.format)?
             }
         };
-        let mut pins = Self::from_model(image, tb, window)?;
+        let mut pins = Self::from_model(image, config, tb, window)?;
         // The button is active low: pressed, then released; the synchronizer needs two clocks.
         pins.run_bit(false, false)?;
         pins.run_bit(true, true)?;
@@ -90,16 +113,17 @@ impl ImagePins {
         }
     }
 
-    /// `tb`, a model of `image`, with its clock not yet run.
+    /// `tb`, a model of `image` with the array `config`, with its clock not yet run.
     pub(crate) fn from_model(
-        image: &'static ImageModel,
+        image: &ImageModel,
+        config: ArrayConfig,
         tb: Testbench,
         window: Option<TraceWindow>,
     ) -> Result<Self, SimError> {
         let pin = |name: &str| tb.input(name).map_err(tb_error);
         let clocks_per_bit = image.clock_hz.div_ceil(image.baud);
         Ok(ImagePins {
-            image,
+            config,
             reset_pin: pin("reset_pin")?,
             uart_rx: pin("uart_rx")?,
             uart_tx: tb.narrow_port("uart_tx").map_err(tb_error)?,
@@ -126,7 +150,13 @@ impl ImagePins {
 
     /// Array size of the image's accelerator.
     pub fn size(&self) -> usize {
-        self.image.size
+        self.config.size
+    }
+
+    /// The image's array (what its `CONFIG` register reports; `frac_bits` is the default of
+    /// its `W`).
+    pub fn config(&self) -> ArrayConfig {
+        self.config
     }
 
     /// Where the trace window stands (`None` without a trace).

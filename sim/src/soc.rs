@@ -15,7 +15,6 @@ use systole_core::ArrayConfig;
 pub struct VerilatedSoc {
     pins: ImagePins,
     ram_bytes: u32,
-    fm_depth: usize,
     /// The board's cycle count when the reset button was released.
     released_at: u64,
 }
@@ -24,7 +23,15 @@ impl VerilatedSoc {
     /// Builds the SoC's model, loads `image` (little-endian bytes from `RAM_BASE`, at most
     /// the RAM size) and releases the reset: the CPU runs the image from its first clock.
     pub fn new(image: &[u8]) -> Result<Self, SimError> {
-        Self::start(image, None)
+        Self::start(image, systole_core::numeric::WORD_BITS, None)
+    }
+
+    /// [`VerilatedSoc::new`] with the array at `word_bits`-bit words: at 16 bits the model
+    /// compiled in; at any other `W` of the contract the same SoC generated at `W` (no conv
+    /// unit where it is not built at `W`), Verilated at run time (cached by its Verilog's hash;
+    /// the first use takes minutes, the CPU's Verilog included).
+    pub fn new_at(image: &[u8], word_bits: u32) -> Result<Self, SimError> {
+        Self::start(image, word_bits, None)
     }
 
     /// [`VerilatedSoc::new`] on a traced model of the same image (Verilated at run time, then
@@ -32,10 +39,10 @@ impl VerilatedSoc {
     /// model's creation, the RAM loading included) to its file (created by the caller, see
     /// [`TraceWindow::create_file`]).
     pub fn with_trace(image: &[u8], window: TraceWindow) -> Result<Self, SimError> {
-        Self::start(image, Some(window))
+        Self::start(image, systole_core::numeric::WORD_BITS, Some(window))
     }
 
-    fn start(image: &[u8], window: Option<TraceWindow>) -> Result<Self, SimError> {
+    fn start(image: &[u8], word_bits: u32, window: Option<TraceWindow>) -> Result<Self, SimError> {
         let model = linked::SOC
             .as_ref()
             .map_err(|why| SimError::SocNotBuilt((*why).to_string()))?;
@@ -50,14 +57,22 @@ impl VerilatedSoc {
                 loader.ram_bytes
             )));
         }
+        let config = crate::images::image_config(model.size, word_bits);
+        config.validate_built()?;
         let tb = match &window {
-            None => ImagePins::linked_model(model),
+            None if word_bits == systole_core::numeric::WORD_BITS => ImagePins::linked_model(model),
+            None => {
+                let verilog =
+                    crate::images::soc(model.size, word_bits).map_err(SimError::ArrayImage)?;
+                crate::trace::runtime_model(&verilog, None, word_bits)?
+            }
             Some(w) => {
-                let verilog = crate::images::soc(model.size).map_err(SimError::TraceImage)?;
+                let verilog =
+                    crate::images::soc(model.size, word_bits).map_err(SimError::TraceImage)?;
                 crate::trace::traced_model(&verilog, None, w.format)?
             }
         };
-        let mut pins = ImagePins::from_model(model, tb, window)?;
+        let mut pins = ImagePins::from_model(model, config, tb, window)?;
         // The button held (active low) for a bit time, so the reset reaches every register.
         pins.run_bit(false, true)?;
         load(&mut pins, image)?;
@@ -66,7 +81,6 @@ impl VerilatedSoc {
         Ok(VerilatedSoc {
             pins,
             ram_bytes: loader.ram_bytes,
-            fm_depth: loader.fm_depth,
             released_at,
         })
     }
@@ -88,6 +102,13 @@ impl VerilatedSoc {
         Self::with_image(&linked::SOC_FIRMWARE)
     }
 
+    /// [`VerilatedSoc::with_firmware`] on the SoC with its array at `word_bits`-bit words
+    /// ([`VerilatedSoc::new_at`]): the same firmware image, which reads the array's `W` from
+    /// its `CONFIG` register.
+    pub fn with_firmware_at(word_bits: u32) -> Result<Self, SimError> {
+        Self::new_at(Self::firmware(&linked::SOC_FIRMWARE)?, word_bits)
+    }
+
     /// [`VerilatedSoc::with_firmware`] with the firmware's `panic-test` build, whose `IDLE` of
     /// `protocol::panic::PANIC_TEST_IDLE_CYCLES` cycles panics.
     pub fn with_panic_test_firmware() -> Result<Self, SimError> {
@@ -96,7 +117,11 @@ impl VerilatedSoc {
 
     /// [`VerilatedSoc::with_firmware`] on a traced model (see [`VerilatedSoc::with_trace`]).
     pub fn with_firmware_traced(window: TraceWindow) -> Result<Self, SimError> {
-        Self::start(Self::firmware(&linked::SOC_FIRMWARE)?, Some(window))
+        Self::start(
+            Self::firmware(&linked::SOC_FIRMWARE)?,
+            systole_core::numeric::WORD_BITS,
+            Some(window),
+        )
     }
 
     fn with_image(image: &Result<&'static [u8], &'static str>) -> Result<Self, SimError> {
@@ -116,12 +141,10 @@ impl VerilatedSoc {
         self.pins.size()
     }
 
-    /// The accelerator's configuration (what its `CONFIG` register reports).
+    /// The accelerator's configuration (what its `CONFIG` register reports; `frac_bits` is
+    /// the default of its `W`).
     pub fn config(&self) -> ArrayConfig {
-        ArrayConfig {
-            fm_depth: self.fm_depth,
-            ..ArrayConfig::square(self.size())
-        }
+        self.pins.config()
     }
 
     /// RAM size in bytes.

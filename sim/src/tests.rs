@@ -77,7 +77,7 @@ fn shim_ports_come_from_the_hdl_definition() {
         assert_eq!(listed(linked), want, "{n}x{n} array");
     }
     if let Some(bridge) = &crate::linked::BRIDGE_IMAGE {
-        let (_, want) = crate::images::bridge(bridge.size).unwrap();
+        let (_, want) = crate::images::bridge(bridge.size, 16).unwrap();
         assert_eq!(listed(bridge.linked), want, "bridge image");
     }
     if let Ok(soc) = &crate::linked::SOC {

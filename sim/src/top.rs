@@ -187,11 +187,6 @@ pub(crate) fn traced_array(cfg: &ArrayConfig, window: TraceWindow) -> Result<Top
 /// The untraced model of the array `cfg`, Verilated at run time (cached), not yet reset.
 pub(crate) fn runtime_array(cfg: &ArrayConfig) -> Result<Top, SimError> {
     let (verilog, ports) = crate::images::array(cfg).map_err(SimError::ArrayImage)?;
-    let model_error = |e| SimError::RuntimeModel {
-        word_bits: cfg.word_bits,
-        cause: Box::new(e),
-    };
-    let opts = systole_testbench::Options::default();
-    let tb = Testbench::from_verilog(&verilog, ports, &opts).map_err(model_error)?;
+    let tb = crate::trace::runtime_model(&verilog, Some(ports), cfg.word_bits)?;
     Top::new(tb, cfg, None)
 }

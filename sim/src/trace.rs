@@ -186,11 +186,32 @@ pub(crate) fn traced_model(
         trace: Some(format),
         ..Options::default()
     };
+    verilate(verilog, ports, &opts).map_err(tb_error)
+}
+
+/// An untraced model Verilated at run time (cached) as [`traced_model`]: how the array and the
+/// board images at words other than 16 bits (`word_bits`), which the build does not compile,
+/// are simulated; as fast as a compiled model.
+pub(crate) fn runtime_model(
+    verilog: &str,
+    ports: Option<Vec<systole_testbench::PortInfo>>,
+    word_bits: u32,
+) -> Result<Testbench, SimError> {
+    verilate(verilog, ports, &Options::default()).map_err(|e| SimError::RuntimeModel {
+        word_bits,
+        cause: Box::new(e),
+    })
+}
+
+fn verilate(
+    verilog: &str,
+    ports: Option<Vec<systole_testbench::PortInfo>>,
+    opts: &Options,
+) -> Result<Testbench, systole_testbench::TestbenchError> {
     match ports {
-        Some(p) => Testbench::from_verilog(verilog, p, &opts),
-        None => Testbench::from_verilog_declared_ports(verilog, crate::images::CLOCK, &opts),
+        Some(p) => Testbench::from_verilog(verilog, p, opts),
+        None => Testbench::from_verilog_declared_ports(verilog, crate::images::CLOCK, opts),
     }
-    .map_err(tb_error)
 }
 
 #[cfg(test)]

@@ -214,12 +214,30 @@ fn golden_4x4_at_8_and_12_bits() {
 }
 
 /// The array built at 8-bit words, Verilated at run time (cached after its first build),
-/// bit for bit against the golden model at 8 bits; its CONFIG word says 8 bits.
+/// bit for bit against the golden model at 8 bits; its CONFIG word says 8 bits. Then the serial
+/// backend at 8 bits on the same model (one Verilation for both): the firmware's frame server
+/// on a pty over it, its CONFIG word read by the host.
 #[test]
-fn verilator_4x4_at_8_bits() {
+fn verilator_and_serial_board_4x4_at_8_bits() {
     if let Some(dev) = run_at("verilator", 4, 8, &QUICK) {
         assert_eq!(dev.config().word_bits, 8);
+    } else {
+        return;
     }
+    let config = at_width(4, 8);
+    let board = systole_device::board_sim::SimBoard::spawn_verilated(config)
+        .unwrap_or_else(|e| panic!("simulated board: {e}"));
+    let spec = format!("serial:{}", board.path().display());
+    let mut dev = device::open(&spec, config).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    let t = std::time::Instant::now();
+    let plan = Plan {
+        seed: 0x5EED_0804,
+        ..QUICK
+    };
+    conformance(dev.as_mut(), &plan);
+    eprintln!("serial board at 8 bits: {:.1} s", t.elapsed().as_secs_f64());
+    drop(dev);
+    board.close().expect("the board reported an error");
 }
 
 #[test]
@@ -370,4 +388,104 @@ fn soc_firmware_4x4() {
     common::check_stack(&mut dev, "soc_firmware_4x4");
     drop(dev);
     board.close().expect("the SoC image reported an error");
+}
+
+/// The plan of the bridge image (every operand bit by bit over the UART): small, K past one
+/// bank kept.
+const BRIDGE_PLAN: Plan = Plan {
+    cases: 4,
+    max_mn: 7,
+    max_k: 513,
+    seed: 0x5EED_0005,
+};
+
+/// The bridge image at `W` bits (its array built at `W`, Verilated at run time; the bridge
+/// moves each word sign-extended in 16 bits), through the bridge backend at `W`.
+fn bridge_image_at(word_bits: u32, seed: u64) {
+    let Some((board, mut dev)) = common::bridge_image_at(word_bits) else {
+        return;
+    };
+    assert_eq!(dev.config().word_bits, word_bits);
+    let t = std::time::Instant::now();
+    conformance(
+        dev.as_mut(),
+        &Plan {
+            seed,
+            ..BRIDGE_PLAN
+        },
+    );
+    eprintln!(
+        "bridge image at {word_bits} bits: {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    drop(dev);
+    board.close().expect("the bridge image reported an error");
+}
+
+/// The bridge image with its 4x4 array at 8-bit words, bit for bit against the golden model at
+/// 8 bits (the image Verilated at run time, cached after its first build).
+#[test]
+fn bridge_image_4x4_at_8_bits() {
+    bridge_image_at(8, 0x5EED_0805);
+}
+
+#[test]
+#[ignore = "Verilates the bridge image at 12 bits at run time; run with --ignored"]
+fn bridge_image_4x4_at_12_bits() {
+    bridge_image_at(12, 0x5EED_0C05);
+}
+
+/// The SoC image with its 4x4 array at 8-bit words: the firmware (the same image; it reads W
+/// from CONFIG) serving products on the CPU, its C stage sign-extending each 8-bit word into a
+/// 16-bit lane, bit for bit against the golden model at 8 bits.
+#[test]
+#[ignore = "Verilates the SoC image at 8 bits at run time (minutes the first time); run with --ignored"]
+fn soc_firmware_4x4_at_8_bits() {
+    let Some((board, mut dev)) = common::soc_image_at(8) else {
+        return;
+    };
+    let t = std::time::Instant::now();
+    let plan = Plan {
+        seed: 0x5EED_0806,
+        ..QUICK
+    };
+    conformance(&mut dev, &plan);
+    eprintln!(
+        "soc_firmware_4x4_at_8_bits: {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    assert!(dev.stats().board_ops > 0, "no product ran on the board");
+    common::check_stack(&mut dev, "soc_firmware_4x4_at_8_bits");
+    drop(dev);
+    board.close().expect("the SoC image reported an error");
+}
+
+/// A board of another word width than the one asked for is refused naming both (its CONFIG
+/// word carries W): the 16-bit bridge image and the 16-bit serial board opened at 8 bits.
+#[test]
+fn a_board_of_another_word_width_is_refused() {
+    use systole_device::board_sim::SimBoard;
+    let boards = [
+        ("bridge", SimBoard::spawn_bridge_image()),
+        ("serial", SimBoard::spawn_verilated(ArrayConfig::square(4))),
+    ];
+    for (kind, board) in boards {
+        let board = match board {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("SKIPPED {kind}: {e}");
+                continue;
+            }
+        };
+        let spec = format!("{kind}:{}", board.path().display());
+        let Err(e) = device::open(&spec, at_width(4, 8)) else {
+            panic!("{spec}: a 16-bit board opened as an 8-bit one");
+        };
+        let text = common::chain(&e);
+        assert!(
+            text.contains("array of 16-bit words") && text.contains("array of 8-bit words"),
+            "{spec}: {text}"
+        );
+        board.close().expect("the board reported an error");
+    }
 }

@@ -180,23 +180,11 @@ pub fn run_dist(
     }
 }
 
-/// Refuses a word width other than 16 bits on the devices whose hardware is not built at other
-/// widths yet: the golden model and the Verilated array take any W of the contract, the boards
-/// behind `serial:` and `bridge:` (the SoC and bridge images) 16 bits only
-/// (`config::IMAGE_WORD_BITS`).
-fn check_device_width(device: &str, word_bits: u32) -> Result<(), TrainError> {
-    let built = systole_core::config::IMAGE_WORD_BITS;
-    if built.contains(&word_bits) || device == "golden" || device == "verilator" {
-        return Ok(());
-    }
-    Err(TrainError::Config(format!(
-        "--word-bits {word_bits} runs on --device golden or verilator: the boards behind --device {device} (the SoC and bridge images) are built for {built:?}-bit words only so far"
-    )))
-}
-
 /// The array the device of a run at `W`-bit words is opened with: `array` x `array` at `W`
 /// (the device's products then come out at `W`, which the step's saturation to `W` leaves
-/// as they are), with its conv unit (feature-map words of `W` bits) as at 16 bits.
+/// as they are), with its conv unit (feature-map words of `W` bits) as at 16 bits. Every device takes
+/// every `W`: the golden model, the Verilated array and the boards (`serial:`, `bridge:`), which
+/// check their `CONFIG` word's `W` against it.
 fn device_config(array: usize, word_bits: u32) -> Result<ArrayConfig, TrainError> {
     let square = ArrayConfig::square(array);
     let full = ArrayConfig::new(array, square.frac_bits, square.buffer_depth)?;
@@ -214,7 +202,6 @@ pub(crate) fn fixed_arith(
     opts: &RunOptions,
 ) -> Result<fixed::FixedArith, TrainError> {
     let widths = cfg.widths()?;
-    check_device_width(&opts.device, widths.word())?;
     let ac = device_config(cfg.array, widths.word())?;
     let dev =
         systole_device::open_traced(&opts.device, ac, opts.trace.clone()).map_err(|source| {

@@ -63,7 +63,10 @@ fn the_measured_board_steps_are_the_host_trainers_steps() {
             m.batch_uploads.bytes_to_device,
         );
         if resident {
-            assert!(data_once >= (100 * m.image_bytes) as u64 && per_step == 0, "{m:?}");
+            assert!(
+                data_once >= (100 * m.image_bytes) as u64 && per_step == 0,
+                "{m:?}"
+            );
         } else {
             assert!(data_once == 0 && per_step >= own, "{m:?}");
         }

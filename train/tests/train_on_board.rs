@@ -174,13 +174,14 @@ fn the_board_step_equals_the_host_step_and_resumes() {
 #[test]
 #[ignore = "the training firmware on the Verilated SoC: a few minutes"]
 fn three_steps_on_the_simulated_soc_equal_the_golden_model() {
-    let (b, config) = match SimBoard::spawn_soc_training_image(None) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            return;
-        }
-    };
+    let (b, config) =
+        match SimBoard::spawn_soc_training_image(systole_core::numeric::WORD_BITS, None) {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("skipped: {e}");
+                return;
+            }
+        };
     let d = data::load("digits").unwrap();
     let c = TrainConfig {
         model: ModelSpec::Mlp { hidden: vec![32] },
@@ -276,13 +277,14 @@ fn print_step_profile(profile: &[systole_step::profile::SectionCycles], steps: u
 #[test]
 #[ignore = "the training firmware on the Verilated SoC: a few minutes"]
 fn the_whole_digits_set_is_resident_on_the_simulated_soc() {
-    let (b, config) = match SimBoard::spawn_soc_training_image(None) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            return;
-        }
-    };
+    let (b, config) =
+        match SimBoard::spawn_soc_training_image(systole_core::numeric::WORD_BITS, None) {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("skipped: {e}");
+                return;
+            }
+        };
     let d = data::load("digits").unwrap();
     let c = TrainConfig {
         model: ModelSpec::Mlp { hidden: vec![32] },

@@ -31,6 +31,18 @@ pub enum DriverError<E> {
         /// Words it holds.
         found: usize,
     },
+    /// A word of operand `which` (`"a"`, `"b"` or `"feature map"`) is outside the array's
+    /// `W`-bit range: its ports would cut it.
+    WordRange {
+        /// Which operand.
+        which: &'static str,
+        /// The word's index in it.
+        index: usize,
+        /// The word.
+        value: i16,
+        /// The array's word width.
+        word_bits: u32,
+    },
     /// `m * k`, `k * n` or `m * n` overflows `usize`.
     ShapeOverflow,
     /// The dot product is longer than the contract's `MAX_K`.
@@ -78,6 +90,15 @@ impl<E: fmt::Display> fmt::Display for DriverError<E> {
                 expected,
                 found,
             } => write!(f, "operand {which} holds {found} words, the shape needs {expected}"),
+            DriverError::WordRange {
+                which,
+                index,
+                value,
+                word_bits,
+            } => write!(
+                f,
+                "word {index} of {which} is {value}, outside the {word_bits}-bit range of this array's words"
+            ),
             DriverError::ShapeOverflow => write!(f, "matrix shape overflows the address space"),
             DriverError::KTooLong(k) => write!(
                 f,

@@ -93,6 +93,11 @@ impl MockArray {
         }
     }
 
+    /// Clock cycles run so far (beats and idles).
+    pub fn cycles_run(&self) -> u32 {
+        self.cycles
+    }
+
     fn status(&self) -> u32 {
         let mut s = 0;
         if self.running.is_some() || self.waiting.is_some() || !self.conversions.is_empty() {
@@ -216,8 +221,13 @@ impl MockArray {
                 if self.in_use(a_side, w.bank) {
                     self.hazards += 1;
                 }
+                // A `W`-bit port takes the low `W` bits of each word (sign-extended inside).
+                let ext = 16 - self.cfg.word_bits;
                 let mem = if a_side { &mut self.a } else { &mut self.b };
-                mem[w.bank as usize][w.row as usize * n..][..n].copy_from_slice(w.data);
+                let row = &mut mem[w.bank as usize][w.row as usize * n..][..n];
+                for (m, &x) in row.iter_mut().zip(w.data) {
+                    *m = (x << ext) >> ext;
+                }
             }
         }
         if let Some((addr, v)) = reg {
@@ -277,12 +287,13 @@ impl MockArray {
     fn convert(&self, seed: u32) -> Vec<i16> {
         let n = self.cfg.size;
         let rounding = Rounding::from_code(self.rounding).unwrap();
+        let w = self.cfg.word_bits;
         let mut out = vec![0i16; n * n];
         for c in 0..n {
             let mut lfsr = Lfsr32::new(lane_seed(seed, c as u32));
             for r in 0..n {
                 let u = lfsr.step();
-                out[r * n + c] = convert(self.acc[r * n + c], self.shift, rounding, u, 16) as i16;
+                out[r * n + c] = convert(self.acc[r * n + c], self.shift, rounding, u, w) as i16;
             }
         }
         out

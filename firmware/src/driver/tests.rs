@@ -11,6 +11,11 @@ use systole_core::numeric::{convert, lane_seed, Lfsr32};
 
 /// The contract computed directly: exact sums, tile/lane LFSRs, one conversion per output.
 pub(crate) fn reference(job: &MatmulJob<'_>, tile: usize) -> Vec<i16> {
+    reference_at(job, tile, 16)
+}
+
+/// [`reference`] with `W`-bit words: each output saturated to `W` bits.
+pub(crate) fn reference_at(job: &MatmulJob<'_>, tile: usize, w: u32) -> Vec<i16> {
     let (m, k, n) = (job.m, job.k, job.n);
     let mut out = vec![0i16; m * n];
     for i0 in (0..m).step_by(tile) {
@@ -24,7 +29,7 @@ pub(crate) fn reference(job: &MatmulJob<'_>, tile: usize) -> Vec<i16> {
                     let acc: i64 = (0..k)
                         .map(|x| i64::from(job.a[i * k + x]) * i64::from(job.b[x * n + j]))
                         .sum();
-                    out[i * n + j] = convert(acc, job.shift, job.rounding, u, 16) as i16;
+                    out[i * n + j] = convert(acc, job.shift, job.rounding, u, w) as i16;
                 }
             }
         }
@@ -32,7 +37,7 @@ pub(crate) fn reference(job: &MatmulJob<'_>, tile: usize) -> Vec<i16> {
     out
 }
 
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -41,7 +46,7 @@ impl Rng {
         self.0 ^= self.0 << 17;
         self.0
     }
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
     /// Mostly small words, sometimes the extremes (saturation and -32768).
@@ -53,7 +58,7 @@ impl Rng {
             _ => (self.below(512) as i16) - 256,
         }
     }
-    fn words(&mut self, len: usize) -> Vec<i16> {
+    pub(crate) fn words(&mut self, len: usize) -> Vec<i16> {
         (0..len).map(|_| self.word()).collect()
     }
 }

@@ -50,6 +50,9 @@ pub enum ErrorCode {
     /// A training step failed on the board (detail: [`super::train::StepFailure`]); the
     /// board dropped its state.
     StepFailed = 20,
+    /// A row or feature-map word is outside the array's `W`-bit range (detail: the batch
+    /// entry): its ports would cut it.
+    WordRange = 21,
 }
 
 /// Why the board's driver failed a `MATMUL` / `CONV` (the detail of [`ErrorCode::Driver`]).
@@ -68,6 +71,8 @@ pub enum DriverFailure {
     Timeout = 4,
     /// The convolution does not fit the conv unit (geometry, feature-map buffer, no unit).
     ConvUnit = 5,
+    /// An operand word is outside the array's `W`-bit range.
+    WordRange = 6,
 }
 
 impl DriverFailure {
@@ -82,6 +87,7 @@ impl DriverFailure {
             D::NoConvUnit | D::Geometry(_) | D::FeatureMapTooSmall { .. } => {
                 DriverFailure::ConvUnit
             }
+            D::WordRange { .. } => DriverFailure::WordRange,
             _ => DriverFailure::Other,
         }
     }
@@ -94,6 +100,7 @@ impl DriverFailure {
             3 => "the accelerator reported an error",
             4 => "the accelerator did not answer in time",
             5 => "the convolution does not fit the conv unit",
+            6 => "an operand word is outside the array's W-bit range",
             _ => "an operand or the array's configuration was refused",
         }
     }
@@ -123,6 +130,7 @@ impl ErrorCode {
             18 => ErrorCode::OutOfMemory,
             19 => ErrorCode::BadData,
             20 => ErrorCode::StepFailed,
+            21 => ErrorCode::WordRange,
             _ => return None,
         })
     }
@@ -159,6 +167,7 @@ impl core::fmt::Display for ErrorCode {
             ErrorCode::OutOfMemory => "the board's heap has no room",
             ErrorCode::BadData => "the board refused the data set",
             ErrorCode::StepFailed => "a training step failed on the board",
+            ErrorCode::WordRange => "a word is outside the W-bit range of the board's array",
         })
     }
 }

@@ -471,6 +471,7 @@ fn counters_report_the_cycles_requests_cost() {
 
 mod board_ops;
 mod train;
+mod word_width;
 mod write_fm;
 
 fn fake_stack() -> StackUse {

@@ -4,7 +4,8 @@
 //! The firmware engineer's framed protocol runs on boards with a soft CPU; this bridge is the
 //! CPU-less option, small enough for an iCE40UP5K. Every command is an opcode byte, a fixed
 //! header, and for row writes a payload. Multi-byte fields are big-endian; row words are 16-bit
-//! two's complement, lane 0 first, each big-endian.
+//! two's complement, lane 0 first, each big-endian (an array of `W`-bit words takes and gives
+//! each word sign-extended to 16 bits).
 //!
 //! | command | bytes sent | reply |
 //! |---------|-----------|-------|
@@ -111,10 +112,8 @@ pub struct BridgeTop {
 
 impl BridgeTop {
     /// The bridge top for `cfg` (checked) with the UART timing of `opts`. Any `W` the array
-    /// takes (`ArrayConfig::validate_built`): its bridge moves 16-bit words, which the array
-    /// of `W`-bit words reads sign-extended; `systole explore` synthesises it at `W`, while
-    /// `systole bitstream` and the simulated bridge image build it at 16 bits
-    /// (`config::IMAGE_WORD_BITS`).
+    /// takes (`ArrayConfig::validate_built`): its bridge moves 16-bit words, a `W`-bit word
+    /// sign-extended (the core reads its low `W` bits and returns C words sign-extended).
     pub fn new(cfg: &ArrayConfig, opts: &BridgeTopOptions) -> Result<Self, HdlError> {
         cfg.validate_built().map_err(HdlError::Config)?;
         let sys_hz = u64::from(opts.clock_hz) / if opts.halve_clock { 2 } else { 1 };

@@ -10,6 +10,11 @@
 //! `soc_uart_tx`, `systole_acc`). The CPU's module `VexRiscv` is not in the text: every tool
 //! also reads [`vexriscv_verilog`].
 //!
+//! The accelerator may have any word width `W` its `top` is built at: the CPU's row stage keeps
+//! 16-bit lanes (a `W`-bit word written sign-extended), the array's `W`-bit ports take each
+//! lane's low `W` bits, and the C stage sign-extends each `W`-bit result into a 16-bit lane, so
+//! the firmware moves 16-bit words at every `W`.
+//!
 //! Ports of `top`: `clock`, `reset_pin` (a button of either polarity), `uart_rx`, `uart_tx`,
 //! `led0` (the CPU runs), `led1` (a heartbeat), and with [`SocOptions::backdoor`] the
 //! simulation's RAM loader `load_we`, `load_addr`, `load_data` (a word per clock, taken while
@@ -58,6 +63,9 @@ pub struct SocOptions {
 /// What the Verilog writers need, checked and derived from the options.
 pub(crate) struct Plan {
     n: usize,
+    /// The accelerator's word width `W`: its row ports take the low `W` bits of the CPU's
+    /// 16-bit lanes, and its C words reach the C stage sign-extended to 16 bits.
+    word_bits: u32,
     ram_bytes: u32,
     ram_addr_bits: usize,
     clock_hz: u32,
@@ -76,7 +84,7 @@ impl Plan {
 /// Verilog of the SoC (module `top` and everything it instantiates except `VexRiscv`, which
 /// is in [`vexriscv_verilog`]) for the accelerator `cfg` and the build `opts`.
 pub fn generate_soc_verilog(cfg: &ArrayConfig, opts: &SocOptions) -> Result<String, HdlError> {
-    cfg.validate_image().map_err(HdlError::Config)?;
+    cfg.validate_built().map_err(HdlError::Config)?;
     let r = opts.ram_bytes;
     if !r.is_power_of_two() || !(MIN_RAM_BYTES..=MAX_RAM_BYTES).contains(&r) {
         return Err(HdlError::Block(format!(
@@ -100,6 +108,7 @@ pub fn generate_soc_verilog(cfg: &ArrayConfig, opts: &SocOptions) -> Result<Stri
     };
     let plan = Plan {
         n: cfg.size,
+        word_bits: cfg.word_bits,
         ram_bytes: r,
         ram_addr_bits: (r / 4).trailing_zeros() as usize,
         clock_hz: opts.clock_hz,

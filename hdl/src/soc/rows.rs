@@ -30,10 +30,19 @@ fn region_hit(base: u32, bytes: u32) -> String {
     format!("((d_addr & {}) == {})", h(!(span - 1)), h(base))
 }
 
-/// Lane `l` of a stage made of 32-bit words `{name}_{l / 2}`.
-fn lane(name: &str, l: usize) -> String {
+/// The low `bits` of lane `l` of a stage made of 32-bit words `{name}_{l / 2}` (a lane is 16
+/// bits; a `W`-bit port takes its low `W`, the word the CPU wrote sign-extended).
+fn lane(name: &str, l: usize, bits: u32) -> String {
     let lo = (l % 2) * 16;
-    format!("{name}_{}[{}:{lo}]", l / 2, lo + 15)
+    format!("{name}_{}[{}:{lo}]", l / 2, lo + bits as usize - 1)
+}
+
+/// C word `c` sign-extended from the accelerator's `w` bits to the stage's 16-bit lane.
+fn c_lane(c: usize, w: u32) -> String {
+    match 16 - w {
+        0 => format!("c_rd_{c}"),
+        ext => format!("{{{{{ext}{{c_rd_{c}[{}]}}}}, c_rd_{c}}}", w - 1),
+    }
 }
 
 /// Returns `(logic, read-mux lines)`: the stages, the command sequencer, the register access
@@ -57,7 +66,7 @@ wire stage_hit = {stage_hit};
 wire cstage_hit = {c_hit};
 wire row_cmd_hit = d_addr == {cmd};
 wire [31:0] acc_rdata;
-wire [15:0] {c_wires};
+wire [{c_msb}:0] {c_wires};
 reg [31:0] {stage};
 reg [31:0] {cstage};
 reg [1:0] row_state; // 0 idle, 1 command on the ports, 2 C row on the read port
@@ -74,6 +83,7 @@ always @(posedge clock) begin
         case (stage_idx)",
         acc_hit = region_hit(ACC_REGS, 4 * 256),
         cmd = h(ROW_CMD),
+        c_msb = p.word_bits - 1,
         c_wires = c_wires.join(", "),
         stage = regs.join(", "),
         cstage = cregs.join(", "),
@@ -106,11 +116,12 @@ always @(posedge clock) begin
     );
     for (i, r) in cregs.iter().enumerate() {
         let hi = if 2 * i + 1 < p.n {
-            format!("c_rd_{}", 2 * i + 1)
+            c_lane(2 * i + 1, p.word_bits)
         } else {
             "16'd0".into()
         };
-        let _ = writeln!(v, "        {r} <= {{{hi}, c_rd_{}}};", 2 * i);
+        let lo = c_lane(2 * i, p.word_bits);
+        let _ = writeln!(v, "        {r} <= {{{hi}, {lo}}};");
     }
     let _ = writeln!(
         v,
@@ -151,7 +162,7 @@ fn connection(port: &PortInfo) -> String {
     }
     for m in ["a_wr_data_", "b_wr_data_", "fm_wr_data_"] {
         if let Some(l) = name.strip_prefix(m) {
-            return lane("stage", l.parse().expect("lane number"));
+            return lane("stage", l.parse().expect("lane number"), port.width);
         }
     }
     match name {

@@ -12,6 +12,10 @@
 //! UART, the array with its conv unit) simulated through its serial pins; use
 //! `--device serial:PATH`. Its array size is the one the SoC model was built with.
 //!
+//! `--word-bits W` (8 to 16, default 16): the board's array at `W`-bit words (no conv unit
+//! below 16 bits, where it is not built yet); the bridge and SoC images at `W` are Verilated at
+//! run time (cached). The host then opens it with the same `--word-bits W`.
+//!
 //! `--train` (with or without `--soc`): a board whose firmware trains itself (issue 17): without
 //! `--soc` the firmware's training session runs on the host over the Verilated array; with it,
 //! the training image runs on the Verilated SoC (built at run time).
@@ -35,6 +39,10 @@ struct Args {
     /// The SoC image (VexRiscv running the firmware); use --device serial:PATH.
     #[arg(long)]
     soc: bool,
+    /// Word width W of the board's array, 8 to 16 (below 16 without the conv unit; the bridge
+    /// and SoC images at W != 16 are Verilated at run time, cached after the first use).
+    #[arg(long, default_value_t = systole_core::numeric::WORD_BITS)]
+    word_bits: u32,
     /// A board that trains itself (state and data resident, steps run by its firmware): with
     /// --soc the training firmware image (built now if needed), else the firmware on the host.
     #[arg(long, conflicts_with = "bridge")]
@@ -65,16 +73,14 @@ fn run(a: &Args) -> anyhow::Result<()> {
             w.path.display()
         );
     }
+    let w = a.word_bits;
     let result = if a.bridge {
-        run_bridge_image_sim(window.clone())
+        run_bridge_image_sim(w, window.clone())
     } else if a.soc {
-        run_soc_image_sim(a.array, window.clone(), a.train)
+        run_soc_image_sim(a.array, w, window.clone(), a.train)
     } else {
-        run_board_sim(
-            ArrayConfig::square(a.array.unwrap_or(8)),
-            window.clone(),
-            a.train,
-        )
+        let config = ArrayConfig::square(a.array.unwrap_or(8)).with_word_bits(w);
+        run_board_sim(config, window.clone(), a.train)
     }
     .map_err(Into::into);
     systole::cli::finish_trace(&window, result)

@@ -67,9 +67,11 @@ pub fn bitstream(a: &BitstreamArgs) -> anyhow::Result<()> {
     let cfg = ArrayConfig {
         fm_depth: a.fm_depth,
         ..cfg
-    };
-    cfg.validate()
-        .map_err(|e| anyhow::anyhow!("--fm-depth {}: {e}", a.fm_depth))?;
+    }
+    .with_word_bits(a.word_bits);
+    cfg.validate_built().map_err(|e| {
+        anyhow::anyhow!("--fm-depth {} --word-bits {}: {e}", a.fm_depth, a.word_bits)
+    })?;
     refuse_before_the_flow(board, &cfg, &a.out, a.soc)?;
     let r = if a.soc {
         soc_bitstream(board, &cfg, &a.out)?

@@ -78,6 +78,12 @@ pub struct BitstreamArgs {
     /// gather engines keeps a copy per pair of lanes.
     #[arg(long, value_parser = whole, default_value_t = 0)]
     pub fm_depth: usize,
+    /// Word width W in bits (8 to 16) of the array (multipliers, 2W + 16-bit accumulators,
+    /// converters); the bridge and the SoC's row stage carry each word sign-extended in 16
+    /// bits. Below 16 without the conv unit (--fm-depth 0). Drive the board with the same
+    /// --word-bits.
+    #[arg(long, value_parser = whole_u32, default_value_t = 16)]
+    pub word_bits: u32,
     /// Build the SoC (7-series boards): the VexRiscv CPU runs the firmware (its image built
     /// now and put into the RAM's initial contents) beside the array; drive it with
     /// `--device serial:PORT` instead of `bridge:`.
@@ -232,8 +238,8 @@ pub struct RecipeArgs {
     #[arg(long)]
     pub check: bool,
     /// Fixed point: word width W in bits (8 to 16) of every word the array computes with;
-    /// other than 16 on --device golden or verilator (the array built at W, without the conv
-    /// unit), not yet on the boards behind serial: and bridge:.
+    /// other than 16 on any device (the array and its conv unit built at W): golden, verilator, and boards behind serial: and bridge: built at W
+    /// (`systole bitstream --word-bits W`, `systole-board-sim --word-bits W`).
     #[arg(long, value_parser = whole_u32, default_value_t = 16)]
     pub word_bits: u32,
     /// Fixed point: width in bits (W to 16) of the weights and momentum the SGD update keeps,
@@ -370,7 +376,7 @@ pub struct ExploreArgs {
     /// Feature-map words of the conv unit (0: none), e.g. 0,4096.
     #[arg(long, default_value = "0")]
     pub fm_depth: String,
-    /// Word widths W in bits, 8 to 16, e.g. 8,12,16 (each trains at W on the golden model; Yosys resources at W, none for a conv unit below 16 or with --resources estimate).
+    /// Word widths W in bits, 8 to 16, e.g. 8,12,16 (each trains at W on the golden model; Yosys resources at W, none with --resources estimate).
     #[arg(long, default_value = "16")]
     pub word_bits: String,
     /// Roundings: stochastic, nearest, truncate.

@@ -63,6 +63,7 @@ fn help_texts_state_the_limits_of_core() {
     let master_range = format!("W to {MAX_WORD_BITS}");
     let stated = [
         ("bitstream", "--fm-depth", &fm_range),
+        ("bitstream", "--word-bits", &word_range),
         ("emit-verilog", "--fm-depth", &fm_range),
         ("emit-verilog", "--buffer-depth", &buffer_range),
         ("train", "--word-bits", &word_range),

@@ -313,13 +313,12 @@ pub(super) fn limits() -> String {
         row(
             "word width W",
             format!(
-                "{0}..={1} bits (default {2}): the array's top at every W, its conv unit and the bridge and SoC images at {3:?}",
+                "{0}..={1} bits (default {2}): the array's top and the bridge and SoC images at every W, the conv unit at {2} (`ArrayConfig::validate_built`)",
                 numeric::MIN_WORD_BITS,
                 numeric::MAX_WORD_BITS,
                 d.word_bits,
-                config::IMAGE_WORD_BITS
             ),
-            "numeric::MIN_WORD_BITS, MAX_WORD_BITS; config::IMAGE_WORD_BITS",
+            "numeric::MIN_WORD_BITS, MAX_WORD_BITS; ArrayConfig::validate_built",
         ),
         row(
             "fractional bits of a tensor (frac)",

@@ -2,7 +2,6 @@
 //! bridge image opened through the bridge backend.
 #![allow(dead_code)]
 
-use systole_core::ArrayConfig;
 use systole_device::board_sim::SimBoard;
 use systole_device::serial::SerialDevice;
 use systole_device::{self as device, Device, DeviceError};
@@ -11,7 +10,13 @@ use systole_golden::QMatrix;
 /// The simulated bridge image (UART bridge, 4x4 array) on a pty and the bridge device opened on
 /// it, or `None` (with a message) when this build has no board model.
 pub fn bridge_image() -> Option<(SimBoard, Box<dyn Device>)> {
-    let board = match SimBoard::spawn_bridge_image() {
+    bridge_image_at(systole_core::numeric::WORD_BITS)
+}
+
+/// [`bridge_image`] with the image's array at `W`-bit words (Verilated at run time below 16
+/// bits), the device opened at `W`.
+pub fn bridge_image_at(word_bits: u32) -> Option<(SimBoard, Box<dyn Device>)> {
+    let (board, config) = match SimBoard::spawn_bridge_image_at(word_bits, None) {
         Ok(b) => b,
         Err(e @ DeviceError::NotBuilt { .. }) => {
             eprintln!("SKIPPED bridge image: {e}");
@@ -19,8 +24,9 @@ pub fn bridge_image() -> Option<(SimBoard, Box<dyn Device>)> {
         }
         Err(e) => panic!("simulated bridge image: {e}"),
     };
+    assert_eq!(config.word_bits, word_bits);
     let spec = format!("bridge:{}", board.path().display());
-    let dev = device::open(&spec, ArrayConfig::square(4)).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    let dev = device::open(&spec, config).unwrap_or_else(|e| panic!("{spec}: {e}"));
     Some((board, dev))
 }
 
@@ -28,7 +34,13 @@ pub fn bridge_image() -> Option<(SimBoard, Box<dyn Device>)> {
 /// unit) on a pty, as `systole-board-sim --soc` serves it, and the serial device opened on it,
 /// or `None` (with a message) when this build has no SoC model.
 pub fn soc_image() -> Option<(SimBoard, SerialDevice)> {
-    let (board, config) = match SimBoard::spawn_soc_image() {
+    soc_image_at(systole_core::numeric::WORD_BITS)
+}
+
+/// [`soc_image`] with the SoC's array at `W`-bit words (Verilated at run time below 16 bits:
+/// minutes the first time), the device opened at `W`.
+pub fn soc_image_at(word_bits: u32) -> Option<(SimBoard, SerialDevice)> {
+    let (board, config) = match SimBoard::spawn_soc_image_at(word_bits, None) {
         Ok(b) => b,
         Err(e @ DeviceError::NotBuilt { .. }) => {
             eprintln!("SKIPPED SoC image: {e}");
@@ -36,6 +48,7 @@ pub fn soc_image() -> Option<(SimBoard, SerialDevice)> {
         }
         Err(e) => panic!("simulated SoC image: {e}"),
     };
+    assert_eq!(config.word_bits, word_bits);
     let path = board.path().display().to_string();
     let dev = SerialDevice::open(&path, config).unwrap_or_else(|e| panic!("{path}: {e}"));
     Some((board, dev))
