@@ -32,16 +32,16 @@ pub(crate) fn reference(job: &MatmulJob<'_>, tile: usize) -> Vec<i16> {
     out
 }
 
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
     }
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
     /// Mostly small words, sometimes the extremes (saturation and -32768).
@@ -53,7 +53,7 @@ impl Rng {
             _ => (self.below(512) as i16) - 256,
         }
     }
-    fn words(&mut self, len: usize) -> Vec<i16> {
+    pub(crate) fn words(&mut self, len: usize) -> Vec<i16> {
         (0..len).map(|_| self.word()).collect()
     }
 }
@@ -98,7 +98,7 @@ fn random_shapes_match_the_contract_without_hazards() {
 }
 
 /// `rows x cols` row-major to its transpose.
-fn transpose(x: &[i16], rows: usize, cols: usize) -> Vec<i16> {
+pub(crate) fn transpose(x: &[i16], rows: usize, cols: usize) -> Vec<i16> {
     (0..cols * rows)
         .map(|t| x[(t % rows) * cols + t / rows])
         .collect()
