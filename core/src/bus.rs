@@ -36,6 +36,57 @@ pub struct Beat<'a> {
     pub c: Option<RowRead>,
 }
 
+/// Which buffer a [`RowBlock`] is written into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockTarget {
+    /// An A bank.
+    A,
+    /// A B bank.
+    B,
+}
+
+/// Rows moved between memory and a buffer bank in one request ([`AcceleratorBus::write_block`],
+/// [`AcceleratorBus::read_block`]): row `r`, lane `l` is element
+/// `offset + r * row_step + l * lane_step` of the memory slice, so a transposed view or a tile
+/// of a larger matrix needs no copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowBlock {
+    /// Bank 0 or 1.
+    pub bank: u8,
+    /// Buffer row of the block's row 0 (A/B: `< buffer_depth`; C: row of the tile, `< size`).
+    pub first_row: u16,
+    /// Rows moved.
+    pub rows: u16,
+    /// Lanes that come from memory (A/B: the others are 0) or go to it (C: the others are not
+    /// stored); at most the array size.
+    pub lanes: u16,
+    /// Element of row 0, lane 0.
+    pub offset: usize,
+    /// Elements from one row to the next.
+    pub row_step: usize,
+    /// Elements from one lane to the next.
+    pub lane_step: usize,
+}
+
+impl RowBlock {
+    /// Index of element `(r, l)`, `None` when it overflows.
+    pub fn index(&self, r: usize, l: usize) -> Option<usize> {
+        self.offset
+            .checked_add(r.checked_mul(self.row_step)?)?
+            .checked_add(l.checked_mul(self.lane_step)?)
+    }
+
+    /// One past the largest element index the block touches (`Some(0)` when it touches none),
+    /// `None` when an index overflows: the block fits a slice of at least this many elements.
+    pub fn end(&self) -> Option<usize> {
+        if self.rows == 0 || self.lanes == 0 {
+            return Some(0);
+        }
+        self.index(usize::from(self.rows) - 1, usize::from(self.lanes) - 1)?
+            .checked_add(1)
+    }
+}
+
 /// Access to one accelerator.
 pub trait AcceleratorBus {
     /// Transport error (a simulator fault, a dropped serial link, ...).
@@ -91,6 +142,97 @@ pub trait AcceleratorBus {
             out,
         )
     }
+
+    /// True when [`AcceleratorBus::write_block`] and [`AcceleratorBus::read_block`] move their
+    /// rows without the caller (the SoC's row DMA), so a block costs about what one register
+    /// write does: a driver then prefers them to beats.
+    fn moves_blocks(&self) -> bool {
+        false
+    }
+
+    /// Writes `block.rows` rows of a `size`-lane array into bank rows `first_row..` of
+    /// `target`, from `mem` as `block` lays it out. The provided version writes a row a beat;
+    /// an index past `mem` reads 0 and a row past `u16::MAX` is not written (a caller checks
+    /// the block against `mem` first: [`RowBlock::end`]).
+    fn write_block(
+        &mut self,
+        target: BlockTarget,
+        block: &RowBlock,
+        size: usize,
+        mem: &[i16],
+    ) -> Result<(), Self::Error> {
+        write_block_by_rows(self, target, block, size, mem)
+    }
+
+    /// Reads C rows `first_row..` of bank `block.bank` (a `size`-lane array) into `mem` as
+    /// `block` lays it out, storing only `block.lanes` lanes a row. The provided version reads
+    /// a row a beat; an index past `mem` is not stored.
+    fn read_block(
+        &mut self,
+        block: &RowBlock,
+        size: usize,
+        mem: &mut [i16],
+    ) -> Result<(), Self::Error> {
+        read_block_by_rows(self, block, size, mem)
+    }
+}
+
+/// [`AcceleratorBus::write_block`] a row a beat (its provided version, for a bus without a
+/// DMA).
+pub fn write_block_by_rows<B: AcceleratorBus + ?Sized>(
+    bus: &mut B,
+    target: BlockTarget,
+    block: &RowBlock,
+    size: usize,
+    mem: &[i16],
+) -> Result<(), B::Error> {
+    let mut row = [0i16; crate::config::MAX_SIZE];
+    let size = size.min(row.len());
+    for r in 0..usize::from(block.rows) {
+        for (l, x) in row[..size].iter_mut().enumerate() {
+            let inside = l < usize::from(block.lanes);
+            let at = block.index(r, l).filter(|_| inside);
+            *x = at.and_then(|i| mem.get(i)).copied().unwrap_or(0);
+        }
+        let Some(at) = u16::try_from(r)
+            .ok()
+            .and_then(|r| block.first_row.checked_add(r))
+        else {
+            break;
+        };
+        match target {
+            BlockTarget::A => bus.write_a_row(block.bank, at, &row[..size])?,
+            BlockTarget::B => bus.write_b_row(block.bank, at, &row[..size])?,
+        }
+    }
+    Ok(())
+}
+
+/// [`AcceleratorBus::read_block`] a row a beat (its provided version).
+pub fn read_block_by_rows<B: AcceleratorBus + ?Sized>(
+    bus: &mut B,
+    block: &RowBlock,
+    size: usize,
+    mem: &mut [i16],
+) -> Result<(), B::Error> {
+    let mut row = [0i16; crate::config::MAX_SIZE];
+    let size = size.min(row.len());
+    for r in 0..usize::from(block.rows) {
+        let Some(at) = u16::try_from(r)
+            .ok()
+            .and_then(|r| block.first_row.checked_add(r))
+        else {
+            break;
+        };
+        bus.read_c_row(block.bank, at, &mut row[..size])?;
+        let lanes = usize::from(block.lanes).min(size);
+        for (l, &x) in row[..lanes].iter().enumerate() {
+            if let Some(slot) = block.index(r, l).and_then(|i| mem.get_mut(i)) {
+                *slot = x;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A borrowed bus is a bus: the board's server lends its bus to the training step for one
@@ -122,5 +264,25 @@ impl<T: AcceleratorBus + ?Sized> AcceleratorBus for &mut T {
     }
     fn read_c_row(&mut self, bank: u8, row: u16, out: &mut [i16]) -> Result<(), Self::Error> {
         (**self).read_c_row(bank, row, out)
+    }
+    fn moves_blocks(&self) -> bool {
+        (**self).moves_blocks()
+    }
+    fn write_block(
+        &mut self,
+        target: BlockTarget,
+        block: &RowBlock,
+        size: usize,
+        mem: &[i16],
+    ) -> Result<(), Self::Error> {
+        (**self).write_block(target, block, size, mem)
+    }
+    fn read_block(
+        &mut self,
+        block: &RowBlock,
+        size: usize,
+        mem: &mut [i16],
+    ) -> Result<(), Self::Error> {
+        (**self).read_block(block, size, mem)
     }
 }

@@ -91,6 +91,12 @@ pub const SYS_RESET: u32 = 0x8000_200C;
 pub const SOC_ID_VALUE: u32 = 0x5353_4F43;
 /// The value that [`SYS_RESET`] acts on.
 pub const SYS_RESET_KEY: u32 = 0x5245_5354;
+/// What this SoC has beyond the base map (read-only): [`SYS_FEATURE_DMA`]. A SoC built before
+/// this register existed reads 0 here (an unmapped MMIO address), so firmware reading a bit as
+/// clear falls back to what every SoC has.
+pub const SYS_FEATURES: u32 = 0x8000_2010;
+/// [`SYS_FEATURES`]: the row DMA ([`DMA_CMD`] and its registers) is built.
+pub const SYS_FEATURE_DMA: Field = Field::new("DMA", 0, 1, "the row DMA (DMA_*) is built");
 
 /// Accelerator register `r` (see [`crate::regmap`]) is at `ACC_REGS + 4 * r`.
 pub const ACC_REGS: u32 = 0x8001_0000;
@@ -127,6 +133,63 @@ pub const ROW_KIND_READ_C: u32 = 2;
 /// [`ROW_CMD_KIND`]: write the first `fm_row_words` lanes of the row stage into a feature-map row.
 pub const ROW_KIND_WRITE_FM: u32 = 3;
 
+/// Row DMA: byte address in RAM of the first element (row 0, lane 0) of the next [`DMA_CMD`];
+/// elements are 16-bit words, so bit 0 is ignored. Addresses wrap at the RAM's size, as the
+/// CPU's do.
+pub const DMA_ADDR: u32 = 0x8003_0000;
+/// Row DMA: elements (not bytes) from one row's lane 0 to the next row's, modulo 2^32 (so a
+/// negative step is its two's complement).
+pub const DMA_ROW_STEP: u32 = 0x8003_0004;
+/// Row DMA: elements from one lane to the next within a row, modulo 2^32.
+pub const DMA_LANE_STEP: u32 = 0x8003_0008;
+/// Row DMA: lanes that move a memory element (bits 15:0; values above the array size act as
+/// the size). A row written into a buffer holds 0 in the other lanes; a C row writes only
+/// these lanes to RAM.
+pub const DMA_LANES: u32 = 0x8003_000C;
+/// Row DMA: rows the next [`DMA_CMD`] moves (bits 15:0; 0 moves none).
+pub const DMA_ROWS: u32 = 0x8003_0010;
+/// Row DMA command (write-only), the layout of [`ROW_CMD`]: [`ROW_CMD_ROW`] is the first
+/// buffer row (row `r` of the transfer goes to or comes from buffer row `ROW + r`),
+/// [`ROW_CMD_BANK`] the bank and [`ROW_CMD_KIND`] what moves: `ROW_KIND_WRITE_A/B/FM` read
+/// elements from RAM into buffer rows, [`ROW_KIND_READ_C`] writes C rows into RAM. Element
+/// `(r, l)` is at byte `DMA_ADDR + 2 * (r * DMA_ROW_STEP + l * DMA_LANE_STEP)`. The bus holds
+/// this write until the last row has moved (the CPU's data bus waits; the RAM's data port is
+/// the DMA's meanwhile), so the next instruction sees the rows in the buffers or in RAM. The
+/// registers above keep their values. The row stage and C stage are left holding the DMA's
+/// last row.
+pub const DMA_CMD: u32 = 0x8003_0014;
+/// The row DMA's registers, for tables and tests: `(name, address, what it holds)`.
+pub const DMA_REGISTERS: [(&str, u32, &str); 6] = [
+    (
+        "DMA_ADDR",
+        DMA_ADDR,
+        "byte address of element (0, 0) in RAM (bit 0 ignored)",
+    ),
+    (
+        "DMA_ROW_STEP",
+        DMA_ROW_STEP,
+        "elements between rows, modulo 2^32",
+    ),
+    (
+        "DMA_LANE_STEP",
+        DMA_LANE_STEP,
+        "elements between lanes, modulo 2^32",
+    ),
+    (
+        "DMA_LANES",
+        DMA_LANES,
+        "lanes moved (15:0, at most the array size)",
+    ),
+    ("DMA_ROWS", DMA_ROWS, "rows moved (15:0)"),
+    (
+        "DMA_CMD",
+        DMA_CMD,
+        "starts a transfer, ROW_CMD's layout; held until done",
+    ),
+];
+/// Bits of [`DMA_LANES`] and [`DMA_ROWS`] the DMA reads.
+pub const DMA_COUNT: Field = Field::new("COUNT", 0, 16, "lanes or rows");
+
 /// Number of 32-bit words of the row and C stages.
 pub const STAGE_WORDS: u32 = (crate::config::MAX_SIZE as u32).div_ceil(2);
 
@@ -144,7 +207,16 @@ mod tests {
             (ROW_STAGE, 4 * STAGE_WORDS),
             (ROW_CMD, 4),
             (C_STAGE, 4 * STAGE_WORDS),
+            (SYS_FEATURES, 4),
+            (DMA_ADDR, 4 * DMA_REGISTERS.len() as u32),
         ];
+        for (i, (_, addr, _)) in DMA_REGISTERS.iter().enumerate() {
+            assert_eq!(
+                *addr,
+                DMA_ADDR + 4 * i as u32,
+                "DMA registers are consecutive words"
+            );
+        }
         for (i, &(a, la)) in regions.iter().enumerate() {
             assert!(a >= MMIO_BASE, "{a:#x} is below MMIO_BASE");
             for &(b, lb) in &regions[i + 1..] {

@@ -16,7 +16,7 @@
 //! No allocation and no panics on bad input: the driver runs on the board as well as on the
 //! host.
 
-use systole_core::bus::{Beat, RowRead, RowWrite};
+use systole_core::bus::{Beat, BlockTarget, RowRead, RowWrite};
 use systole_core::numeric::{first_outside, tile_seed, MAX_K, MAX_SHIFT};
 use systole_core::{regmap, AcceleratorBus, ArrayConfig, Rounding};
 
@@ -384,8 +384,33 @@ impl<'b, 'j, B: AcceleratorBus> Run<'b, 'j, B> {
         let mut b_row = [0i16; MAX_LANES];
         let mut c_row = [0i16; MAX_LANES];
         let size = self.size;
-        let rows = if write_a || write_b { cmd.klen } else { 0 };
+        let mut rows = if write_a || write_b { cmd.klen } else { 0 };
         let (strided_a, strided_b) = (self.feed.strided_a(), self.feed.strided_b());
+        if self.bus.moves_blocks() {
+            // The bus's DMA moves whole blocks: each operand in one request, then the tiles
+            // that finished converting.
+            let blocks = [
+                (write_a, strided_a, BlockTarget::A, cmd.i0),
+                (write_b, strided_b, BlockTarget::B, cmd.j0),
+            ];
+            for (write, strided, target, first) in blocks {
+                if let (true, Some(s)) = (write, strided) {
+                    let block = s.block(cmd.k0, first, cmd.klen, size, bank as u8);
+                    self.bus
+                        .write_block(target, &block, size, s.data())
+                        .map_err(DriverError::Bus)?;
+                    self.stats.beats += cmd.klen as u64;
+                    self.stats.rows_written += cmd.klen as u64;
+                }
+            }
+            self.read_ready_tiles(out)?;
+            // An operand without a strided view goes a row a beat below.
+            write_a &= strided_a.is_none();
+            write_b &= strided_b.is_none();
+            if !(write_a || write_b) {
+                rows = 0;
+            }
+        }
         // Beats until the next poll (counted down: no division a row on the board's CPU).
         let mut until_poll = 0;
         for r in 0..rows {
@@ -573,6 +598,8 @@ pub use error::DriverError;
 pub(crate) use feed::Feed;
 use feed::Views;
 
+#[cfg(test)]
+mod block_tests;
 #[cfg(test)]
 pub(crate) mod mock;
 #[cfg(test)]

@@ -3,9 +3,11 @@
 //! firmware with `unsafe` code.
 //!
 //! [`Volatile`] can only reach the MMIO range of [`systole_core::soc`] (address bit 31 set,
-//! word-aligned): an address outside it reads 0 and ignores writes, as the SoC's bus does for
-//! unmapped MMIO addresses. So safe code using it can never write RAM behind the compiler's
-//! back. It exists only when compiling for the SoC (`riscv32`, no OS): on any other target
+//! word-aligned) but `DMA_CMD`: an address outside it reads 0 and ignores writes, as the SoC's
+//! bus does for unmapped MMIO addresses. The row DMA, which reads and writes RAM, is started
+//! only by [`Regs::dma_from_mem`] and [`Regs::dma_into_mem`], which take the memory as a slice
+//! and check the transfer stays inside it. So safe code using it can never write RAM behind
+//! the compiler's back. It exists only when compiling for the SoC (`riscv32`, no OS): on any other target
 //! those addresses are not device registers.
 //!
 //! [`heap`] is the other raw-memory code: the training image's allocator.
@@ -13,7 +15,8 @@
 
 pub mod heap;
 
-use systole_core::soc::MMIO_BASE;
+use systole_core::bus::RowBlock;
+use systole_core::soc::{DMA_CMD, MMIO_BASE};
 
 /// Word-wide register access at absolute bus addresses.
 pub trait Regs {
@@ -21,6 +24,24 @@ pub trait Regs {
     fn read32(&mut self, addr: u32) -> u32;
     /// Writes `value` to the 32-bit register at `addr`.
     fn write32(&mut self, addr: u32, value: u32);
+
+    /// Runs one row-DMA transfer that reads `mem` (`command`: the `DMA_CMD` word, a write of
+    /// A, B or feature-map rows; `block`: the rows' layout in `mem`, whose `bank` and
+    /// `first_row` are the command's): programs `DMA_ADDR` from where `mem` lies and the other
+    /// registers from `block`, then writes `DMA_CMD`, which returns when the rows are in the
+    /// buffers. `false` (nothing done) when this register file has no DMA or `block` does not
+    /// lie inside `mem`.
+    fn dma_from_mem(&mut self, command: u32, block: &RowBlock, mem: &[i16]) -> bool {
+        let _ = (command, block, mem);
+        false
+    }
+
+    /// [`Regs::dma_from_mem`] for a transfer that writes C rows into `mem`; when it returns
+    /// the rows are in `mem` (and no stale copy of them in a data cache).
+    fn dma_into_mem(&mut self, command: u32, block: &RowBlock, mem: &mut [i16]) -> bool {
+        let _ = (command, block, mem);
+        false
+    }
 }
 
 impl<R: Regs + ?Sized> Regs for &mut R {
@@ -32,11 +53,23 @@ impl<R: Regs + ?Sized> Regs for &mut R {
     fn write32(&mut self, addr: u32, value: u32) {
         (**self).write32(addr, value)
     }
+    fn dma_from_mem(&mut self, command: u32, block: &RowBlock, mem: &[i16]) -> bool {
+        (**self).dma_from_mem(command, block, mem)
+    }
+    fn dma_into_mem(&mut self, command: u32, block: &RowBlock, mem: &mut [i16]) -> bool {
+        (**self).dma_into_mem(command, block, mem)
+    }
 }
 
-/// True for the addresses [`Volatile`] may touch: word-aligned, at or above `MMIO_BASE`.
+/// True for the addresses [`Volatile`] may touch: word-aligned, at or above `MMIO_BASE`, not
+/// `DMA_CMD` (which only the checked DMA methods write).
 pub const fn is_mmio(addr: u32) -> bool {
-    addr >= MMIO_BASE && addr.is_multiple_of(4)
+    addr >= MMIO_BASE && addr.is_multiple_of(4) && addr != DMA_CMD
+}
+
+/// True when `block` lies inside a slice of `len` elements.
+pub fn block_fits(block: &RowBlock, len: usize) -> bool {
+    block.end().is_some_and(|end| end <= len)
 }
 
 /// The SoC's registers, reached by volatile 32-bit loads and stores (never cached, never
@@ -80,8 +113,56 @@ impl Regs for Volatile {
             return;
         }
         // SAFETY: as in `read32`; a store there changes device state, never memory the
-        // program owns.
+        // program owns (`is_mmio` excludes DMA_CMD).
         unsafe { core::ptr::write_volatile(addr as usize as *mut u32, value) }
+    }
+
+    fn dma_from_mem(&mut self, command: u32, block: &RowBlock, mem: &[i16]) -> bool {
+        if !block_fits(block, mem.len()) {
+            return false;
+        }
+        self.dma_program(block, mem.as_ptr() as usize);
+        // SAFETY: an empty asm that takes `mem`'s address and may read memory: the compiler
+        // must have stored `mem`'s elements before it (the data cache writes through to RAM).
+        unsafe {
+            core::arch::asm!("/* {0} */", in(reg) mem.as_ptr(), options(nostack, preserves_flags, readonly))
+        };
+        // SAFETY: the transfer reads only `mem` (checked above), which lives while it runs:
+        // the bus holds this store until the DMA is done.
+        unsafe { core::ptr::write_volatile(DMA_CMD as usize as *mut u32, command) };
+        true
+    }
+
+    fn dma_into_mem(&mut self, command: u32, block: &RowBlock, mem: &mut [i16]) -> bool {
+        if !block_fits(block, mem.len()) {
+            return false;
+        }
+        let ptr = mem.as_mut_ptr();
+        self.dma_program(block, ptr as usize);
+        // SAFETY: the transfer writes only inside `mem` (checked above), which we borrow
+        // mutably, and is done when the bus takes this store.
+        unsafe { core::ptr::write_volatile(DMA_CMD as usize as *mut u32, command) };
+        // SAFETY: VexRiscv's data-cache flush (`0x0000500F`, the instruction LiteX uses): its
+        // write-through cache drops every line, so later loads read the DMA's rows from RAM.
+        // The asm takes `mem`'s address and may write memory: the compiler reloads `mem`.
+        unsafe {
+            core::arch::asm!(".word 0x0000500F /* {0} */", in(reg) ptr, options(nostack, preserves_flags))
+        };
+        true
+    }
+}
+
+#[cfg(all(target_arch = "riscv32", target_os = "none"))]
+impl Volatile {
+    /// `DMA_ADDR` (`base`: where the slice's element 0 lies) and the layout registers.
+    fn dma_program(&mut self, block: &RowBlock, base: usize) {
+        use systole_core::soc::{DMA_ADDR, DMA_LANES, DMA_LANE_STEP, DMA_ROWS, DMA_ROW_STEP};
+        let addr = (base as u32).wrapping_add(2 * block.offset as u32);
+        self.write32(DMA_ADDR, addr);
+        self.write32(DMA_ROW_STEP, block.row_step as u32);
+        self.write32(DMA_LANE_STEP, block.lane_step as u32);
+        self.write32(DMA_LANES, u32::from(block.lanes));
+        self.write32(DMA_ROWS, u32::from(block.rows));
     }
 }
 
@@ -96,5 +177,10 @@ mod tests {
         assert!(!is_mmio(MMIO_BASE - 4));
         assert!(!is_mmio(systole_core::soc::RAM_BASE));
         assert!(!is_mmio(MMIO_BASE + 2));
+        assert!(
+            !is_mmio(DMA_CMD),
+            "only the checked DMA methods start a transfer"
+        );
+        assert!(is_mmio(systole_core::soc::DMA_ADDR));
     }
 }

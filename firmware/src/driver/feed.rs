@@ -3,6 +3,7 @@
 //! rows from inline ([`Strided`]).
 
 use super::{MatmulJob, Transposed};
+use systole_core::bus::RowBlock;
 
 /// Where the A and B words of a product come from: the host's memory (written through the
 /// row ports) or, for the conv unit, gathered on chip.
@@ -53,6 +54,35 @@ impl Strided<'_> {
                 false => 0,
             };
         }
+    }
+}
+
+impl Strided<'_> {
+    /// Rows `kk0..kk0 + rows` of lanes `first..first + size` as a [`RowBlock`] of
+    /// [`Strided::data`] into `bank` rows `0..rows`: the rows [`Strided::fill`] makes.
+    pub(crate) fn block(
+        &self,
+        kk0: usize,
+        first: usize,
+        rows: usize,
+        size: usize,
+        bank: u8,
+    ) -> RowBlock {
+        let lanes = self.lanes.saturating_sub(first).min(size);
+        RowBlock {
+            bank,
+            first_row: 0,
+            rows: rows as u16,
+            lanes: lanes as u16,
+            offset: kk0 * self.row_step + first * self.lane_step,
+            row_step: self.row_step,
+            lane_step: self.lane_step,
+        }
+    }
+
+    /// The operand's words.
+    pub(crate) fn data(&self) -> &[i16] {
+        self.data
     }
 }
 

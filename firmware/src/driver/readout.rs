@@ -2,7 +2,7 @@
 //! the driver would otherwise spend waiting.
 
 use super::{DriverError, Res, Run, MAX_LANES};
-use systole_core::bus::RowRead;
+use systole_core::bus::{RowBlock, RowRead};
 use systole_core::{regmap, AcceleratorBus};
 
 impl<B: AcceleratorBus> Run<'_, '_, B> {
@@ -79,6 +79,40 @@ impl<B: AcceleratorBus> Run<'_, '_, B> {
         }
     }
 
+    /// With a bus that moves blocks: reads every tile known (after one `DONE_COUNT` poll) to
+    /// have finished converting, a block each.
+    pub(super) fn read_ready_tiles(&mut self, out: &mut [i16]) -> Res<(), B::Error> {
+        while let Some((bank, _)) = self.next_c_read(true)? {
+            self.read_tile_block(bank, out)?;
+        }
+        Ok(())
+    }
+
+    /// Reads the unread rows of the (converted) tile pending in C bank `bank` as one block.
+    fn read_tile_block(&mut self, bank: usize, out: &mut [i16]) -> Res<(), B::Error> {
+        let Some(p) = self.pending[bank] else {
+            return Ok(());
+        };
+        let n = self.n;
+        let rows = p.rows - p.rows_read;
+        let block = RowBlock {
+            bank: bank as u8,
+            first_row: p.rows_read as u16,
+            rows: rows as u16,
+            lanes: self.size.min(n - p.j0) as u16,
+            offset: (p.i0 + p.rows_read) * n + p.j0,
+            row_step: n,
+            lane_step: 1,
+        };
+        self.bus
+            .read_block(&block, self.size, out)
+            .map_err(DriverError::Bus)?;
+        self.stats.beats += rows as u64;
+        self.stats.rows_read += rows as u64;
+        self.pending[bank] = None;
+        Ok(())
+    }
+
     /// Waits for the tile pending in C bank `bank` (if any) and reads its remaining rows.
     pub(super) fn drain(&mut self, bank: usize, out: &mut [i16]) -> Res<(), B::Error> {
         let Some(p) = self.pending[bank] else {
@@ -95,6 +129,9 @@ impl<B: AcceleratorBus> Run<'_, '_, B> {
             }
             self.check_error()?;
             self.idle_one(&mut waited, "a tile to finish converting")?;
+        }
+        if self.bus.moves_blocks() {
+            return self.read_tile_block(bank, out);
         }
         let mut c_row = [0i16; MAX_LANES];
         let size = self.size;

@@ -40,7 +40,7 @@ pub(crate) fn reference_at(job: &MatmulJob<'_>, tile: usize, w: u32) -> Vec<i16>
 pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
@@ -103,7 +103,7 @@ fn random_shapes_match_the_contract_without_hazards() {
 }
 
 /// `rows x cols` row-major to its transpose.
-fn transpose(x: &[i16], rows: usize, cols: usize) -> Vec<i16> {
+pub(crate) fn transpose(x: &[i16], rows: usize, cols: usize) -> Vec<i16> {
     (0..cols * rows)
         .map(|t| x[(t % rows) * cols + t / rows])
         .collect()

@@ -1,10 +1,11 @@
 //! [`MmioBus`]: the accelerator behind the SoC's MMIO windows.
 
-use crate::mmio::Regs;
-use systole_core::bus::{Beat, RowWrite};
+use crate::mmio::{block_fits, Regs};
+use systole_core::bus::{Beat, BlockTarget, RowBlock, RowWrite};
 use systole_core::soc::{
     ACC_REGS, C_STAGE, ROW_CMD, ROW_CMD_BANK, ROW_CMD_KIND, ROW_CMD_ROW, ROW_KIND_READ_C,
-    ROW_KIND_WRITE_A, ROW_KIND_WRITE_B, ROW_KIND_WRITE_FM, ROW_STAGE, STAGE_WORDS, TIMER_LO,
+    ROW_KIND_WRITE_A, ROW_KIND_WRITE_B, ROW_KIND_WRITE_FM, ROW_STAGE, STAGE_WORDS, SYS_FEATURES,
+    SYS_FEATURE_DMA, TIMER_LO,
 };
 use systole_core::{regmap, AcceleratorBus, ArrayConfig, ConfigError};
 
@@ -41,6 +42,19 @@ pub enum MmioError {
         /// Words of the feature map (0: no conv unit).
         fm_depth: usize,
     },
+    /// A block of rows that does not lie inside its memory, or has more lanes than the array.
+    Block {
+        /// One past the block's last element (`None`: it overflows).
+        end: Option<usize>,
+        /// Elements of the memory.
+        len: usize,
+        /// Lanes of the block.
+        lanes: u16,
+    },
+    /// A block of rows on a SoC without the row DMA (`SYS_FEATURES`; the driver asks
+    /// `moves_blocks` first and writes rows through the stage instead), or one that the
+    /// register file did not run.
+    NoDma,
 }
 
 impl core::fmt::Display for MmioError {
@@ -65,6 +79,10 @@ impl core::fmt::Display for MmioError {
                 "feature-map write of {len} words at {addr} is not whole {row_words}-word rows \
                  within {fm_depth} words"
             ),
+            MmioError::Block { .. } => {
+                f.write_str("a block of rows outside its memory or wider than the array")
+            }
+            MmioError::NoDma => f.write_str("no row DMA ran the block (SYS_FEATURES)"),
         }
     }
 }
@@ -82,15 +100,30 @@ impl core::error::Error for MmioError {
 pub struct MmioBus<R> {
     regs: R,
     config: ArrayConfig,
+    /// The SoC has the row DMA (`SYS_FEATURES`): blocks of rows move without the CPU.
+    dma: bool,
 }
 
 impl<R: Regs> MmioBus<R> {
-    /// The accelerator as its `CONFIG` register describes it.
+    /// The accelerator as its `CONFIG` register describes it, with the row DMA when
+    /// `SYS_FEATURES` announces one (a SoC built before it reads 0 there).
     pub fn probe(mut regs: R) -> Result<Self, MmioError> {
         let word = regs.read32(reg_addr(regmap::CONFIG));
         let config = ArrayConfig::from_config_word(word);
         config.validate().map_err(MmioError::Config)?;
-        Self::new(regs, config)
+        let dma = SYS_FEATURE_DMA.get(regs.read32(SYS_FEATURES)) != 0;
+        Ok(Self::new(regs, config)?.with_dma(dma))
+    }
+
+    /// The same bus using the row DMA for blocks of rows (`true`) or the row stage (`false`).
+    pub fn with_dma(mut self, dma: bool) -> Self {
+        self.dma = dma;
+        self
+    }
+
+    /// Whether blocks of rows go through the row DMA.
+    pub fn has_dma(&self) -> bool {
+        self.dma
     }
 
     /// The accelerator described by `config`.
@@ -102,7 +135,11 @@ impl<R: Regs> MmioBus<R> {
                 stage_lanes,
             });
         }
-        Ok(MmioBus { regs, config })
+        Ok(MmioBus {
+            regs,
+            config,
+            dma: false,
+        })
     }
 
     /// The array this bus drives.
@@ -147,9 +184,24 @@ impl<R: Regs> MmioBus<R> {
     }
 
     fn command(&mut self, kind: u32, bank: u8, row: u32) {
-        let word =
-            ROW_CMD_ROW.put(row) | ROW_CMD_BANK.put(u32::from(bank)) | ROW_CMD_KIND.put(kind);
-        self.regs.write32(ROW_CMD, word);
+        self.regs.write32(ROW_CMD, row_command(kind, bank, row));
+    }
+
+    /// Checks `block` against the array and a memory of `len` elements.
+    fn check_block(&self, block: &RowBlock, size: usize, len: usize) -> Result<(), MmioError> {
+        if !self.dma {
+            return Err(MmioError::NoDma);
+        }
+        check_bank(block.bank)?;
+        self.check_len(size)?;
+        if !block_fits(block, len) || usize::from(block.lanes) > size {
+            return Err(MmioError::Block {
+                end: block.end(),
+                len,
+                lanes: block.lanes,
+            });
+        }
+        Ok(())
     }
 }
 
@@ -158,6 +210,11 @@ fn check_bank(bank: u8) -> Result<(), MmioError> {
         return Err(MmioError::Bank(bank));
     }
     Ok(())
+}
+
+/// The `ROW_CMD` (and `DMA_CMD`) word.
+fn row_command(kind: u32, bank: u8, row: u32) -> u32 {
+    ROW_CMD_ROW.put(row) | ROW_CMD_BANK.put(u32::from(bank)) | ROW_CMD_KIND.put(kind)
 }
 
 /// Lanes `lo`, `hi` packed into one stage word (`lo` in bits 15..0).
@@ -217,6 +274,43 @@ impl<R: Regs> AcceleratorBus for MmioBus<R> {
             }
         }
         Ok(())
+    }
+
+    fn moves_blocks(&self) -> bool {
+        self.dma
+    }
+
+    fn write_block(
+        &mut self,
+        target: BlockTarget,
+        block: &RowBlock,
+        size: usize,
+        mem: &[i16],
+    ) -> Result<(), MmioError> {
+        self.check_block(block, size, mem.len())?;
+        let kind = match target {
+            BlockTarget::A => ROW_KIND_WRITE_A,
+            BlockTarget::B => ROW_KIND_WRITE_B,
+        };
+        let command = row_command(kind, block.bank, u32::from(block.first_row));
+        match self.regs.dma_from_mem(command, block, mem) {
+            true => Ok(()),
+            false => Err(MmioError::NoDma),
+        }
+    }
+
+    fn read_block(
+        &mut self,
+        block: &RowBlock,
+        size: usize,
+        mem: &mut [i16],
+    ) -> Result<(), MmioError> {
+        self.check_block(block, size, mem.len())?;
+        let command = row_command(ROW_KIND_READ_C, block.bank, u32::from(block.first_row));
+        match self.regs.dma_into_mem(command, block, mem) {
+            true => Ok(()),
+            false => Err(MmioError::NoDma),
+        }
     }
 
     fn idle(&mut self, cycles: u32) -> Result<(), MmioError> {

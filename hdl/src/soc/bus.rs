@@ -3,13 +3,14 @@
 //!
 //! Bus timing: every access is acknowledged one clock after the CPU raised `STB` (the RAM's
 //! registered read, and MMIO reads registered the same way), except a `ROW_CMD` write, held
-//! until its command is done (`rows`). A cache refill (an 8-beat burst) therefore takes two
+//! until its command is done (`rows`), and a `DMA_CMD` write, held until its transfer is done
+//! (`dma`), during which the DMA has the RAM's data port. A cache refill (an 8-beat burst) therefore takes two
 //! clocks a word. Addresses with bit 31 set are MMIO; every other address is the RAM, its
 //! index wrapping at the RAM size, so every address answers (the CPU ignores bus errors and
 //! would wait forever on an address that never answered). The instruction bus reads the RAM
 //! only (through its own port: a block RAM's second port).
 
-use super::{periph, rows, Plan};
+use super::{dma, periph, rows, Plan};
 use crate::PortInfo;
 use std::fmt::Write;
 
@@ -89,32 +90,34 @@ reg d_from_mmio;
 reg [31:0] d_ram_q;
 assign d_dat_r = d_from_mmio ? mmio_q : d_ram_q;"
     );
+    let (dma_decl, dma_logic, dma_reads) = dma::dma(p);
+    v.push_str(&dma_decl);
     let pieces = [
         periph::uart(p),
         periph::timer(),
         periph::sys(p),
         rows::accelerator(p, acc_ports),
+        (dma_logic, dma_reads),
     ];
     let mut reads = String::new();
     for (logic, r) in &pieces {
         v.push_str(logic);
         reads.push_str(r);
     }
-    // The RAM: the instruction port reads; the data port reads and writes bytes. The
-    // simulation's loader shares the data port (only while the CPU is held in reset).
-    let (dp_addr, dp_we, dp_wdata) = if p.backdoor {
-        (
-            format!("load_we ? load_addr : d_adr[{}:0]", aw - 1),
-            "load_we ? 4'hf : d_ram_we".to_string(),
-            "load_we ? load_data : d_dat_w".to_string(),
-        )
-    } else {
-        (
-            format!("d_adr[{}:0]", aw - 1),
-            "d_ram_we".into(),
-            "d_dat_w".into(),
-        )
-    };
+    // The RAM: the instruction port reads; the data port reads and writes bytes. The row DMA
+    // takes the data port while the CPU's data bus waits for its DMA_CMD write (dma). The
+    // simulation's loader shares it too (only while the CPU is held in reset).
+    let cpu_addr = format!("d_adr[{}:0]", aw - 1);
+    let (mut dp_addr, mut dp_we, mut dp_wdata) = (
+        format!("dma_busy ? dma_ram_addr : {cpu_addr}"),
+        "dma_busy ? dma_ram_we : d_ram_we".to_string(),
+        "dma_busy ? dma_ram_wdata : d_dat_w".to_string(),
+    );
+    if p.backdoor {
+        dp_addr = format!("load_we ? load_addr : {dp_addr}");
+        dp_we = format!("load_we ? 4'hf : {dp_we}");
+        dp_wdata = format!("load_we ? load_data : {dp_wdata}");
+    }
     let init = match &p.ram_init {
         Some(file) => format!("initial $readmemh(\"{file}\", ram);\n"),
         None => String::new(),
@@ -139,13 +142,15 @@ always @(posedge clock) i_dat_r <= ram[i_adr[{am1}:0]];
 /* verilator lint_off UNUSEDSIGNAL */
 wire [{unused_hi}:0] i_adr_unused = i_adr[29:{aw}];
 /* verilator lint_on UNUSEDSIGNAL */
+wire mmio_hold = (row_cmd_hit & ~row_cmd_done) | (dma_cmd_hit & ~dma_done);
 always @(posedge clock) begin
     i_ack <= i_cyc & i_stb & ~i_ack;
     d_ack <= 1'b0;
     if (d_req) begin
         d_from_mmio <= d_mmio;
-        // ROW_CMD writes wait for their command (rows); everything else answers at once.
-        if (~d_mmio | ~d_we | ~row_cmd_hit | row_cmd_done) d_ack <= 1'b1;
+        // ROW_CMD and DMA_CMD writes wait for their command (rows, dma); everything else
+        // answers at once.
+        if (~d_mmio | ~d_we | ~mmio_hold) d_ack <= 1'b1;
     end
     if (rst) begin
         i_ack <= 1'b0;

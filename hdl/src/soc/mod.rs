@@ -5,7 +5,7 @@
 //!
 //! The Verilog is written here from Rust ([`bus`]: resets, RAM, bus decode and acknowledge;
 //! [`periph`]: UART with a receive FIFO, timer, SYS; [`rows`]: accelerator registers, row stage,
-//! `ROW_CMD`, C stage); the UART is the rust-hdl [`crate::uart`] blocks and the accelerator the
+//! `ROW_CMD`, C stage; [`dma`]: the row DMA between the RAM and the buffers); the UART is the rust-hdl [`crate::uart`] blocks and the accelerator the
 //! Verilog of [`crate::generate_verilog`], under module names of their own (`soc_uart_rx`,
 //! `soc_uart_tx`, `systole_acc`). The CPU's module `VexRiscv` is not in the text: every tool
 //! also reads [`vexriscv_verilog`].
@@ -23,6 +23,7 @@
 
 mod bus;
 mod cpu;
+mod dma;
 mod periph;
 mod rows;
 

@@ -15,7 +15,7 @@ use systole_core::field::Field;
 use systole_core::soc::*;
 
 /// The Verilog part-select of `f` in a 32-bit word: `[msb:lsb]`, or `[lsb]` for one bit.
-fn sl(f: Field) -> String {
+pub(super) fn sl(f: Field) -> String {
     if f.width == 1 {
         format!("[{}]", f.lsb)
     } else {
@@ -78,6 +78,12 @@ reg cmd_bank;
 reg [1:0] cmd_kind;
 wire [{last_idx}:0] stage_idx = {idx};
 wire row_go = row_state == 2'd1;
+// A row command from the CPU (ROW_CMD) or from the row DMA (super::dma).
+wire row_cmd_take = (mmio_wr & row_cmd_hit) | dma_row_cmd;
+/* verilator lint_off UNUSEDSIGNAL */
+// The command's fields only.
+wire [31:0] row_cmd_word = dma_row_cmd ? dma_row_cmd_word : d_dat_w;
+/* verilator lint_on UNUSEDSIGNAL */
 always @(posedge clock) begin
     if (mmio_wr & stage_hit) begin
         case (stage_idx)",
@@ -98,11 +104,13 @@ always @(posedge clock) begin
             default: ;
         endcase
     end
+    if (dma_stage_load) begin
+{dma_load}    end
     if (row_state == 2'd0) begin
-        if (mmio_wr & row_cmd_hit) begin
-            cmd_row <= d_dat_w{row};
-            cmd_bank <= d_dat_w{bank};
-            cmd_kind <= d_dat_w{kind};
+        if (row_cmd_take) begin
+            cmd_row <= row_cmd_word{row};
+            cmd_bank <= row_cmd_word{bank};
+            cmd_kind <= row_cmd_word{kind};
             row_state <= 2'd1;
         end
     end else if (row_state == 2'd1) begin
@@ -113,6 +121,7 @@ always @(posedge clock) begin
         bank = sl(ROW_CMD_BANK),
         kind = sl(ROW_CMD_KIND),
         read_c = ROW_KIND_READ_C,
+        dma_load = dma_load(p.n),
     );
     for (i, r) in cregs.iter().enumerate() {
         let hi = if 2 * i + 1 < p.n {
@@ -150,6 +159,23 @@ wire row_cmd_done = row_go ? cmd_kind != 2'd{read_c} : row_state == 2'd2;",
         let _ = writeln!(reads, "            default: ;\n        endcase");
     }
     (v, reads)
+}
+
+/// The row stage loaded from the row DMA's lanes (`dma_lane_*`, see `super::dma`).
+fn dma_load(n: usize) -> String {
+    (0..n.div_ceil(2))
+        .map(|i| {
+            let hi = match 2 * i + 1 < n {
+                true => format!("dma_lane_{}", 2 * i + 1),
+                false => "16'd0".into(),
+            };
+            format!(
+                "        stage_{i} <= {{{hi}, dma_lane_{}}};
+",
+                2 * i
+            )
+        })
+        .collect()
 }
 
 /// What drives (or is driven by) accelerator port `port`.

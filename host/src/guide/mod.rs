@@ -70,7 +70,7 @@ pub enum GuideError {
 }
 
 /// Generated parts, by marker name.
-pub const PARTS: [&str; 13] = [
+pub const PARTS: [&str; 14] = [
     "ports",
     "registers",
     "fields",
@@ -84,6 +84,7 @@ pub const PARTS: [&str; 13] = [
     "example-ksplit",
     "example-conv-forward",
     "example-conv-backward",
+    "soc-dma",
 ];
 
 /// The text of generated part `name`.
@@ -102,6 +103,7 @@ pub fn generate(name: &str) -> Result<String, GuideError> {
         "example-ksplit" => examples::ksplit(),
         "example-conv-forward" => examples::conv_forward(),
         "example-conv-backward" => examples::conv_backward(),
+        "soc-dma" => Ok(tables::soc_dma()),
         _ => Err(GuideError::Unknown {
             name: name.to_string(),
             line: 0,

@@ -229,6 +229,52 @@ pub(super) fn registers() -> String {
     table(&["addr", "name", "access", "after reset", "meaning"], &rows)
 }
 
+/// The SoC's row DMA: its registers, the command's fields and the feature bit announcing it.
+pub(super) fn soc_dma() -> String {
+    use systole_core::soc::*;
+    let mut rows: Vec<Vec<String>> = DMA_REGISTERS
+        .iter()
+        .map(|&(name, addr, meaning)| {
+            vec![
+                format!("`0x{addr:08X}`"),
+                format!("`{name}`"),
+                meaning.into(),
+            ]
+        })
+        .collect();
+    rows.push(vec![
+        format!("`0x{SYS_FEATURES:08X}`"),
+        "`SYS_FEATURES`".into(),
+        format!(
+            "read-only; bit {} (`{}`): {}",
+            SYS_FEATURE_DMA.lsb, SYS_FEATURE_DMA.name, SYS_FEATURE_DMA.meaning
+        ),
+    ]);
+    let mut out = table(&["address", "register", "meaning"], &rows);
+    out.push('\n');
+    let fields: Vec<Vec<String>> = [ROW_CMD_ROW, ROW_CMD_BANK, ROW_CMD_KIND]
+        .iter()
+        .map(|f| {
+            vec![
+                "`DMA_CMD`".into(),
+                format!("`{}`", f.name),
+                bits(f),
+                f.meaning.into(),
+            ]
+        })
+        .chain([DMA_COUNT].iter().map(|f| {
+            vec![
+                "`DMA_LANES`, `DMA_ROWS`".into(),
+                format!("`{}`", f.name),
+                bits(f),
+                f.meaning.into(),
+            ]
+        }))
+        .collect();
+    out.push_str(&table(&["register", "field", "bits", "meaning"], &fields));
+    out
+}
+
 /// Every register bit field.
 pub(super) fn fields() -> String {
     let mut rows = Vec::new();

@@ -61,7 +61,7 @@ fn id_program() -> Vec<u8> {
     a.finish()
 }
 
-/// A bus monitor: `'W' addr data` stores a word, `'R' addr` loads one and sends it back
+/// A bus monitor (also [`monitor::MonitorBus`]'s program): `'W' addr data` stores a word, `'R' addr` loads one and sends it back
 /// (every field 4 bytes, little-endian).
 fn monitor_program() -> Vec<u8> {
     let mut a = Asm::default();
@@ -147,5 +147,6 @@ fn bad_images_are_refused() {
     }
 }
 
+mod dma;
 mod firmware;
 mod monitor;

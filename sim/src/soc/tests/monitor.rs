@@ -8,13 +8,13 @@ use super::*;
 use std::io;
 use systole_core::Rounding;
 
-struct MonitorBus {
-    soc: VerilatedSoc,
-    n: usize,
+pub(super) struct MonitorBus {
+    pub(super) soc: VerilatedSoc,
+    pub(super) n: usize,
 }
 
 impl MonitorBus {
-    fn store(&mut self, addr: u32, value: u32) -> io::Result<()> {
+    pub(super) fn store(&mut self, addr: u32, value: u32) -> io::Result<()> {
         let mut cmd = vec![b'W'];
         cmd.extend(addr.to_le_bytes());
         cmd.extend(value.to_le_bytes());
@@ -22,7 +22,7 @@ impl MonitorBus {
         self.soc.flush()
     }
 
-    fn load(&mut self, addr: u32) -> io::Result<u32> {
+    pub(super) fn load(&mut self, addr: u32) -> io::Result<u32> {
         let mut cmd = vec![b'R'];
         cmd.extend(addr.to_le_bytes());
         self.soc.write_all(&cmd)?;
