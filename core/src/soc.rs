@@ -41,11 +41,27 @@ pub const SIM_RAM_BYTES: u32 = TRAINING_RAM_BYTES;
 /// Bytes of the firmware's tensor store (operands and results of the board operations,
 /// `systole_firmware::store`): a static array in RAM beside the image and the stack, so the
 /// image's budget counts it (in `bss`) and the build refuses an image that does not fit.
-/// 16 KiB (8192 words) holds a digits-MLP training step's operands and its largest result
-/// (at most about 6,800 words at once, batch 32); with the image (about 40 KB now that the
-/// tile and conv drivers run on the board) and the 8 KiB stack it leaves about 1 KB of the
-/// image's 64 KiB ([`BASE_RAM_BYTES`]) free.
-pub const TENSOR_STORE_BYTES: u32 = 16 * 1024;
+/// 15 KiB (7,680 words) holds a digits-MLP training step's operands and its largest result
+/// (at most about 6,800 words at once, batch 32); with the image (about 42 KB with the tile
+/// and conv drivers, the row DMA's path and the word-width checks) and the 7.5 KiB stack it
+/// fills the image's 64 KiB ([`BASE_RAM_BYTES`]) but for a few hundred bytes (16 KiB left no
+/// room once the DMA's path was in).
+pub const TENSOR_STORE_BYTES: u32 = 15 * 1024;
+
+/// Bytes of the training image's tensor store (it links for [`TRAINING_RAM_BYTES`]): 8 KiB, so
+/// that its heap holds the digits training set resident beside the MLP's step (a host-driven
+/// product larger than the store runs register by register, as on any board).
+pub const TRAINING_TENSOR_STORE_BYTES: u32 = 8 * 1024;
+
+/// The tensor store of the image linked for `ram_bytes` of RAM: [`TRAINING_TENSOR_STORE_BYTES`]
+/// for the training image, else [`TENSOR_STORE_BYTES`].
+pub const fn tensor_store_bytes(ram_bytes: u32) -> u32 {
+    if ram_bytes >= TRAINING_RAM_BYTES {
+        TRAINING_TENSOR_STORE_BYTES
+    } else {
+        TENSOR_STORE_BYTES
+    }
+}
 
 /// First MMIO address: bit 31 set bypasses the CPU's data cache.
 pub const MMIO_BASE: u32 = 0x8000_0000;

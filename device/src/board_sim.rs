@@ -167,8 +167,9 @@ impl SimBoard {
                 let board = FrameServer::new(io, bus, config);
                 let mut board = match heap_bytes {
                     Some(heap) => {
-                        let words = systole_core::soc::TENSOR_STORE_BYTES as usize / 2;
-                        // One store per board for the life of the process, as the SoC's static.
+                        let words = systole_core::soc::TRAINING_TENSOR_STORE_BYTES as usize / 2;
+                        // One store per board for the life of the process, as the training
+                        // image's static.
                         let store = Box::leak(vec![0i16; words].into_boxed_slice());
                         board.with_store(store).with_training(heap, None)
                     }

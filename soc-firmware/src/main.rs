@@ -56,8 +56,11 @@ fn main() -> ! {
     }
 }
 
-/// Words of the tensor store.
+/// Words of the tensor store (the training image's is smaller: its heap holds the data set).
+#[cfg(not(feature = "training"))]
 const STORE_WORDS: usize = systole_core::soc::TENSOR_STORE_BYTES as usize / 2;
+#[cfg(feature = "training")]
+const STORE_WORDS: usize = systole_core::soc::TRAINING_TENSOR_STORE_BYTES as usize / 2;
 
 /// The tensor store: a static array, so the image's RAM budget counts it (`bss`).
 fn store() -> &'static mut [i16] {

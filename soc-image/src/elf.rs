@@ -96,7 +96,7 @@ pub fn flatten(elf: &[u8], ram_bytes: u32) -> Result<Flat, ElfError> {
     }
     let mut budget = Budget {
         stack_reserve: stack_reserve_bytes(ram_bytes),
-        tensor_store: systole_core::soc::TENSOR_STORE_BYTES,
+        tensor_store: systole_core::soc::tensor_store_bytes(ram_bytes),
         ram: ram_bytes,
         image: bytes.len() as u32,
         ..Budget::default()
