@@ -11,7 +11,8 @@
 //!   the core ignores bus errors, so an address that never answered would hang it.
 //! * Registers are 32-bit words; firmware uses 32-bit loads and stores only.
 //!
-//! Moving rows: the accelerator's buffer ports move one row of `size` 16-bit words per clock.
+//! Moving rows: the accelerator's buffer ports move one row of `size` 16-bit lanes per clock (a
+//! `W`-bit word sign-extended in its lane; the array's ports take its low `W` bits).
 //! The CPU fills the row stage ([`ROW_STAGE`], two words per 32-bit register, lane `2i` in bits
 //! 15:0 and lane `2i + 1` in bits 31:16), then writes [`ROW_CMD`] to commit it into an A or B
 //! bank row or a feature-map row in one clock. A C row read is a [`ROW_CMD`] with
@@ -25,15 +26,14 @@ pub const RAM_BASE: u32 = 0x0000_0000;
 /// Where the CPU starts after reset (`externalResetVector`).
 pub const RESET_VECTOR: u32 = RAM_BASE;
 /// RAM the firmware image is linked for, in bytes: its code, statics and stack lie in the
-/// first `BASE_RAM_BYTES` of every SoC's RAM, so one image runs on every board, and the RAM
-/// above it (up to [`SYS_RAM_BYTES`]) is free for the training step's heap and a resident data
-/// set. The RAM of the SoC on the A7-35T boards (Arty A7-35T, Basys 3), whose block RAM the conv
+/// first `BASE_RAM_BYTES` of every SoC's RAM, so the serving image runs on every board (the
+/// training image links for [`TRAINING_RAM_BYTES`], its heap between its statics and its stack). The RAM of the SoC on the A7-35T boards (Arty A7-35T, Basys 3), whose block RAM the conv
 /// unit's feature maps take (an 8x8 SoC with 4096 map words uses 91 of their 100 RAMB18 with it).
 pub const BASE_RAM_BYTES: u32 = 64 * 1024;
 /// RAM of the SoC on the boards whose block RAM holds a training run (the A7-100T boards: Arty
 /// A7-100T, Nexys A7-100T; 270 RAMB18): 128 RAMB18, so an 8x8 SoC with 4096 map words takes 187
 /// of them (with 8192 words 219). Room above the image for the step's heap and the digits
-/// training set at a byte per pixel (`cargo run -p systole-soc-image --bin step-budget`).
+/// training set packed at 5 bits a pixel, 41 B a record (`cargo run -p systole-soc-image --bin step-budget`).
 pub const TRAINING_RAM_BYTES: u32 = 256 * 1024;
 /// RAM of the simulated SoC (`systole-board-sim --soc`): a board that can hold a training run.
 pub const SIM_RAM_BYTES: u32 = TRAINING_RAM_BYTES;

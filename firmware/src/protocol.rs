@@ -34,6 +34,7 @@
 //! | 0x15 | `HEAP_USE` | — | heap bytes u32, in use u32, peak u32 ([`train::HeapUse`]) | the heap's bytes, the bytes allocated now and the most allocated at once since the previous `HEAP_USE` (or the start); the peak then restarts from what is in use, so two `HEAP_USE` around a `RUN_STEPS` measure its heap; refused as unknown on a board that cannot measure its heap |
 //! | 0x16 | `FORMATS_WRITE` | the remembered formats (`systole_step::resident::encode_formats`: count u16, each key length u8, key, frac u8) | — | replaces the state's remembered formats (an evaluation on the host changed them) and leaves the rest; with [`train::CAP_STATE_PARTS`]; refused `NotLoaded` without a state, `BadTrainState` (detail: the error code) when they do not decode or a frac is over the state's word |
 //! | 0x18 | `STACK_USE` | — | reserve bytes u32, deepest use u32 | the firmware's stack high-water mark ([`stack`]) |
+//! | 0x19 | `STEP_PROFILE` | — | per section: cycles u32, entries u32 (`systole_step::profile::encode`, in `Section::ALL` order) | the training step's CPU cycles by section since the start (the training image, `with_step_profile`); a board without a profile refuses it as unknown; read-only |
 //!
 //! Row words are little-endian, lane 0 first; `size` is the board's array size and every row of
 //! a request must be exactly `size` words. An array of `W`-bit words (`W` in its `CONFIG` word)

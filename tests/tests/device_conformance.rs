@@ -224,20 +224,33 @@ fn verilator_and_serial_board_4x4_at_8_bits() {
     } else {
         return;
     }
-    let config = at_width(4, 8);
+    serial_board_at(8, 0x5EED_0804);
+}
+
+/// The serial backend at `word_bits` over the 4x4 array built at that width: the firmware's
+/// frame server on a pty over it, its CONFIG word read by the host.
+fn serial_board_at(word_bits: u32, seed: u64) {
+    let config = at_width(4, word_bits);
     let board = systole_device::board_sim::SimBoard::spawn_verilated(config)
         .unwrap_or_else(|e| panic!("simulated board: {e}"));
     let spec = format!("serial:{}", board.path().display());
     let mut dev = device::open(&spec, config).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    assert_eq!(dev.config().word_bits, word_bits);
     let t = std::time::Instant::now();
-    let plan = Plan {
-        seed: 0x5EED_0804,
-        ..QUICK
-    };
+    let plan = Plan { seed, ..QUICK };
     conformance(dev.as_mut(), &plan);
-    eprintln!("serial board at 8 bits: {:.1} s", t.elapsed().as_secs_f64());
+    eprintln!(
+        "serial board at {word_bits} bits: {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
     drop(dev);
     board.close().expect("the board reported an error");
+}
+
+#[test]
+#[ignore = "Verilates the 4x4 array at 12 bits at run time; run with --ignored"]
+fn serial_board_4x4_at_12_bits() {
+    serial_board_at(12, 0x5EED_0C04);
 }
 
 #[test]
@@ -435,27 +448,33 @@ fn bridge_image_4x4_at_12_bits() {
     bridge_image_at(12, 0x5EED_0C05);
 }
 
-/// The SoC image with its 4x4 array at 8-bit words: the firmware (the same image; it reads W
-/// from CONFIG) serving products on the CPU, its C stage sign-extending each 8-bit word into a
-/// 16-bit lane, bit for bit against the golden model at 8 bits.
 #[test]
 #[ignore = "Verilates the SoC image at 8 bits at run time (minutes the first time); run with --ignored"]
 fn soc_firmware_4x4_at_8_bits() {
-    let Some((board, mut dev)) = common::soc_image_at(8) else {
+    soc_firmware_at(8, 0x5EED_0806);
+}
+
+#[test]
+#[ignore = "Verilates the SoC image at 12 bits at run time (minutes the first time); run with --ignored"]
+fn soc_firmware_4x4_at_12_bits() {
+    soc_firmware_at(12, 0x5EED_0C06);
+}
+
+/// The SoC image with its 4x4 array at `word_bits`: the firmware (the same image; it reads W
+/// from CONFIG) serving products on the CPU (by the row DMA), its C stage sign-extending each
+/// W-bit word into a 16-bit lane, bit for bit against the golden model at W.
+fn soc_firmware_at(word_bits: u32, seed: u64) {
+    let name = format!("soc_firmware_4x4_at_{word_bits}_bits");
+    let Some((board, mut dev)) = common::soc_image_at(word_bits) else {
         return;
     };
+    assert_eq!(dev.config().word_bits, word_bits);
     let t = std::time::Instant::now();
-    let plan = Plan {
-        seed: 0x5EED_0806,
-        ..QUICK
-    };
+    let plan = Plan { seed, ..QUICK };
     conformance(&mut dev, &plan);
-    eprintln!(
-        "soc_firmware_4x4_at_8_bits: {:.1} s",
-        t.elapsed().as_secs_f64()
-    );
+    eprintln!("{name}: {:.1} s", t.elapsed().as_secs_f64());
     assert!(dev.stats().board_ops > 0, "no product ran on the board");
-    common::check_stack(&mut dev, "soc_firmware_4x4_at_8_bits");
+    common::check_stack(&mut dev, &name);
     drop(dev);
     board.close().expect("the SoC image reported an error");
 }

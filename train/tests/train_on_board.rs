@@ -249,6 +249,57 @@ fn three_steps_on_the_simulated_soc_equal_the_golden_model() {
     assert_eq!(results(&on_board), results(&golden));
 }
 
+/// The training firmware on the Verilated SoC built at 8-bit words: 3 digits-MLP steps at
+/// `--word-bits 8` run by the board end bit-identical to the same steps on the golden model at
+/// 8 bits (the step saturates at W on both sides; the array's ports take the lanes' low 8 bits).
+#[test]
+#[ignore = "Verilates the training SoC at 8 bits at run time: minutes"]
+fn three_steps_at_8_bits_on_the_simulated_soc_equal_the_golden_model() {
+    let (b, config) = match SimBoard::spawn_soc_training_image(8, None) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    assert_eq!(config.word_bits, 8);
+    let d = data::load("digits").unwrap();
+    let c = TrainConfig {
+        model: ModelSpec::Mlp { hidden: vec![32] },
+        train_limit: Some(96),
+        epochs: 1,
+        seed: 1,
+        lr_decay: 1.0,
+        array: config.size,
+        word_bits: 8,
+        ..cfg(1)
+    };
+    let opts = |device: String| RunOptions {
+        device,
+        host_step: false,
+        checkpoint_every: 1,
+        check: false,
+        out: None,
+        resume: false,
+        overwrite: false,
+        trace: None,
+    };
+    let on_board = run(
+        &c,
+        &d,
+        &opts(format!("serial:{}", b.path().display())),
+        &mut Quiet,
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    b.close().unwrap();
+    let golden = run(&c, &d, &opts("golden".into()), &mut Quiet).unwrap();
+    let (name, st) = on_board.device.as_ref().unwrap();
+    println!("{name}: {st:?}");
+    assert!(st.board_steps >= 3, "{st:?}");
+    assert_eq!(on_board.params, golden.params);
+    assert_eq!(results(&on_board), results(&golden));
+}
+
 /// Prints the board step's CPU cycles by section (`STEP_PROFILE`), per step, largest first:
 /// the ranking README's "Training on the board" quotes.
 fn print_step_profile(profile: &[systole_step::profile::SectionCycles], steps: u64) {

@@ -359,7 +359,7 @@ pub(super) fn limits() -> String {
         row(
             "word width W",
             format!(
-                "{0}..={1} bits (default {2}): the array's top and the bridge and SoC images at every W, the conv unit at {2} (`ArrayConfig::validate_built`)",
+                "{0}..={1} bits (default {2}): the array's top, its conv unit and the bridge and SoC images at every W (`ArrayConfig::validate_built`)",
                 numeric::MIN_WORD_BITS,
                 numeric::MAX_WORD_BITS,
                 d.word_bits,
