@@ -17,7 +17,7 @@
 //! host.
 
 use systole_core::bus::{Beat, BlockTarget, RowRead, RowWrite};
-use systole_core::numeric::{first_outside, tile_seed, MAX_K, MAX_SHIFT};
+use systole_core::numeric::tile_seed;
 use systole_core::{regmap, AcceleratorBus, ArrayConfig, Rounding};
 
 /// Largest array size the driver has row buffers for (the largest `ArrayConfig` allows).
@@ -191,62 +191,6 @@ pub fn matmul_views<B: AcceleratorBus>(
     let mut run = Run::new(bus, cfg, &views, conversion, None, stats);
     run.execute(cfg.buffer_depth, out)?;
     Ok(run.stats)
-}
-
-/// Reads `CONFIG` (counted in `stats`) and checks the device is the array `cfg` describes:
-/// the first bus access of every product and convolution.
-pub(crate) fn check_config<B: AcceleratorBus>(
-    bus: &mut B,
-    cfg: &ArrayConfig,
-    stats: &mut DriverStats,
-) -> Res<(), B::Error> {
-    let found = bus.read_reg(regmap::CONFIG).map_err(DriverError::Bus)?;
-    stats.reg_reads += 1;
-    // Core's one check; the driver's error keeps both words, not the decoded arrays.
-    cfg.check_config_word(found)
-        .map_err(|_| DriverError::ConfigMismatch {
-            expected: cfg.config_word(),
-            found,
-        })
-}
-
-fn validate<E>(cfg: &ArrayConfig, job: &MatmulJob<'_>, out: &[i16]) -> Res<(), E> {
-    cfg.validate().map_err(DriverError::Config)?;
-    if cfg.size > MAX_LANES {
-        return Err(DriverError::TooManyLanes(cfg.size));
-    }
-    let len = |x: usize, y: usize| x.checked_mul(y).ok_or(DriverError::ShapeOverflow);
-    for (which, expected, found) in [
-        ("a", len(job.m, job.k)?, job.a.len()),
-        ("b", len(job.k, job.n)?, job.b.len()),
-        ("out", len(job.m, job.n)?, out.len()),
-    ] {
-        if expected != found {
-            return Err(DriverError::Length {
-                which,
-                expected,
-                found,
-            });
-        }
-    }
-    // A `W`-bit array reads the low `W` bits of each 16-bit lane: a wider word would be cut.
-    for (which, words) in [("a", job.a), ("b", job.b)] {
-        if let Some((index, value)) = first_outside(words, cfg.word_bits) {
-            return Err(DriverError::WordRange {
-                which,
-                index,
-                value,
-                word_bits: cfg.word_bits,
-            });
-        }
-    }
-    if job.k > MAX_K {
-        return Err(DriverError::KTooLong(job.k));
-    }
-    if job.shift > MAX_SHIFT {
-        return Err(DriverError::Shift(job.shift));
-    }
-    Ok(())
 }
 
 impl<'b, 'j, B: AcceleratorBus> Run<'b, 'j, B> {
@@ -590,10 +534,13 @@ impl<'b, 'j, B: AcceleratorBus> Run<'b, 'j, B> {
     }
 }
 
+mod checks;
 mod error;
 mod feed;
 pub(crate) mod hook;
 mod readout;
+pub(crate) use checks::check_config;
+use checks::validate;
 pub use error::DriverError;
 pub(crate) use feed::Feed;
 use feed::Views;

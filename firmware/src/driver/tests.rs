@@ -7,7 +7,7 @@ use super::mock::MockArray;
 use super::*;
 use std::vec;
 use std::vec::Vec;
-use systole_core::numeric::{convert, lane_seed, Lfsr32};
+use systole_core::numeric::{convert, lane_seed, Lfsr32, MAX_K};
 
 /// The contract computed directly: exact sums, tile/lane LFSRs, one conversion per output.
 pub(crate) fn reference(job: &MatmulJob<'_>, tile: usize) -> Vec<i16> {
