@@ -91,6 +91,35 @@ fn train_on(
     s
 }
 
+/// The SoC training tests' run: 3 digits-MLP steps (batch 32, 96 images) on an `size` x
+/// `size` array at `word_bits`.
+fn three_steps(size: usize, word_bits: u32) -> TrainConfig {
+    TrainConfig {
+        model: ModelSpec::Mlp { hidden: vec![32] },
+        train_limit: Some(96),
+        epochs: 1,
+        seed: 1,
+        lr_decay: 1.0,
+        array: size,
+        word_bits,
+        ..cfg(1)
+    }
+}
+
+/// A plain run on `device`: the board step, a checkpoint every epoch, no files.
+fn soc_opts(device: String) -> RunOptions {
+    RunOptions {
+        device,
+        host_step: false,
+        checkpoint_every: 1,
+        check: false,
+        out: None,
+        resume: false,
+        overwrite: false,
+        trace: None,
+    }
+}
+
 /// Results without the wall-clock seconds.
 fn results(s: &RunSummary) -> Vec<(f32, f32, f32, f32)> {
     s.history
@@ -183,29 +212,11 @@ fn three_steps_on_the_simulated_soc_equal_the_golden_model() {
             }
         };
     let d = data::load("digits").unwrap();
-    let c = TrainConfig {
-        model: ModelSpec::Mlp { hidden: vec![32] },
-        train_limit: Some(96),
-        epochs: 1,
-        seed: 1,
-        lr_decay: 1.0,
-        array: config.size,
-        ..cfg(1)
-    };
-    let opts = |device: String| RunOptions {
-        device,
-        host_step: false,
-        checkpoint_every: 1,
-        check: false,
-        out: None,
-        resume: false,
-        overwrite: false,
-        trace: None,
-    };
+    let c = three_steps(config.size, config.word_bits);
     let on_board = run(
         &c,
         &d,
-        &opts(format!("serial:{}", b.path().display())),
+        &soc_opts(format!("serial:{}", b.path().display())),
         &mut Quiet,
     )
     .unwrap_or_else(|e| panic!("{e:?}"));
@@ -237,7 +248,7 @@ fn three_steps_on_the_simulated_soc_equal_the_golden_model() {
         &profile,
         on_board.device.as_ref().map_or(0, |d| d.1.board_steps),
     );
-    let golden = run(&c, &d, &opts("golden".into()), &mut Quiet).unwrap();
+    let golden = run(&c, &d, &soc_opts("golden".into()), &mut Quiet).unwrap();
     let (name, st) = on_board.device.as_ref().unwrap();
     for line in [format!("{name}: {st:?}"), on_board.arithmetic.clone()] {
         println!("{line}");
@@ -264,35 +275,16 @@ fn three_steps_at_8_bits_on_the_simulated_soc_equal_the_golden_model() {
     };
     assert_eq!(config.word_bits, 8);
     let d = data::load("digits").unwrap();
-    let c = TrainConfig {
-        model: ModelSpec::Mlp { hidden: vec![32] },
-        train_limit: Some(96),
-        epochs: 1,
-        seed: 1,
-        lr_decay: 1.0,
-        array: config.size,
-        word_bits: 8,
-        ..cfg(1)
-    };
-    let opts = |device: String| RunOptions {
-        device,
-        host_step: false,
-        checkpoint_every: 1,
-        check: false,
-        out: None,
-        resume: false,
-        overwrite: false,
-        trace: None,
-    };
+    let c = three_steps(config.size, config.word_bits);
     let on_board = run(
         &c,
         &d,
-        &opts(format!("serial:{}", b.path().display())),
+        &soc_opts(format!("serial:{}", b.path().display())),
         &mut Quiet,
     )
     .unwrap_or_else(|e| panic!("{e:?}"));
     b.close().unwrap();
-    let golden = run(&c, &d, &opts("golden".into()), &mut Quiet).unwrap();
+    let golden = run(&c, &d, &soc_opts("golden".into()), &mut Quiet).unwrap();
     let (name, st) = on_board.device.as_ref().unwrap();
     println!("{name}: {st:?}");
     assert!(st.board_steps >= 3, "{st:?}");
