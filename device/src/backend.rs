@@ -3,13 +3,15 @@
 //! instances; each contributes only its bus and how that bus opens.
 
 use super::conv_unit::{self, ConvOperands};
-use super::{Device, DeviceError, DeviceStats};
+use super::{Device, DeviceError, DeviceStats, DeviceTensor, HostTensors, TensorRoom};
 use systole_core::{AcceleratorBus, ArrayConfig};
 use systole_firmware::conv::{conv2d, ConvJob, ConvOp};
 use systole_firmware::driver::{self, DriverError, DriverStats, MatmulJob, Transposed};
 use systole_golden::conv::Conv2dGeom;
 use systole_golden::tensor::QMatrix;
 use systole_golden::{NumericError, OutputSpec};
+
+mod kept;
 
 /// An [`AcceleratorBus`] a [`BusDevice`] runs on: a simulated array or a link to a board.
 pub trait Link: AcceleratorBus {
@@ -65,6 +67,80 @@ pub trait Link: AcceleratorBus {
     ) -> Option<Result<DriverStats, Self::Error>> {
         None
     }
+
+    /// The board's store, when the tensors kept on this device live in the board's RAM
+    /// (`None`: in host memory, [`HostTensors`]). The methods below are its operations; on a
+    /// link without a store they return `None`.
+    fn kept_store(&self) -> Option<KeptStore> {
+        None
+    }
+
+    /// Whether the board holds kept tensor `key` (it may have lost it: a restart, a failure).
+    fn holds_kept(&self, _key: u64) -> bool {
+        false
+    }
+
+    /// Keeps `rows x cols` `words` as tensor `key` (room checked by the caller).
+    fn keep(
+        &mut self,
+        _key: u64,
+        _rows: usize,
+        _cols: usize,
+        _words: &[i16],
+    ) -> Option<Result<(), Self::Error>> {
+        None
+    }
+
+    /// Reads kept tensor `key`'s words into `out`.
+    fn read_kept(&mut self, _key: u64, _out: &mut [i16]) -> Option<Result<(), Self::Error>> {
+        None
+    }
+
+    /// Lets kept tensor `key` go.
+    fn free_kept(&mut self, _key: u64) -> Option<Result<(), Self::Error>> {
+        None
+    }
+
+    /// Runs `p` on kept tensors, its result kept as `p.out` (room checked by the caller).
+    fn matmul_kept(&mut self, _p: &KeptProduct) -> Option<Result<DriverStats, Self::Error>> {
+        None
+    }
+}
+
+/// A board's tensor store as the kept tensors see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeptStore {
+    /// Words of the store.
+    pub capacity: usize,
+    /// Words the kept tensors hold (the link's cache of operands has the rest, and gives it up).
+    pub kept_words: usize,
+    /// Kept tensors.
+    pub kept: usize,
+    /// Tensors the store holds at most.
+    pub most: usize,
+}
+
+/// A product on kept tensors, for [`Link::matmul_kept`].
+#[derive(Clone, Copy, Debug)]
+pub struct KeptProduct {
+    /// Key of A.
+    pub a: u64,
+    /// Key of B.
+    pub b: u64,
+    /// Key the result is kept as.
+    pub out: u64,
+    /// Which operands are read through their transposes.
+    pub tr: Transposed,
+    /// Rows of C.
+    pub m: usize,
+    /// Columns of C.
+    pub n: usize,
+    /// Output right shift.
+    pub shift: u32,
+    /// Rounding of the output conversion.
+    pub rounding: systole_core::Rounding,
+    /// Operation seed.
+    pub seed: u32,
 }
 
 /// A device that runs every product and convolution through the firmware's drivers on `L`.
@@ -78,6 +154,8 @@ pub struct BusDevice<L> {
     firmware_mark: Option<u64>,
     /// The operation being run went to the board whole (a board operation).
     on_board: bool,
+    /// The kept tensors' table (their words too, when the link keeps none).
+    pub(crate) tensors: HostTensors,
 }
 
 impl<L: Link> BusDevice<L>
@@ -92,6 +170,7 @@ where
             stats: DeviceStats::default(),
             firmware_mark: None,
             on_board: false,
+            tensors: HostTensors::new(),
         }
     }
 
@@ -347,6 +426,51 @@ where
 
     fn reset_stats(&mut self) {
         self.stats = DeviceStats::default();
+    }
+
+    fn host_tensors(&mut self) -> Option<&mut HostTensors> {
+        Some(&mut self.tensors)
+    }
+
+    fn upload(&mut self, t: &QMatrix) -> Result<DeviceTensor, DeviceError> {
+        match self.bus.kept_store() {
+            Some(store) => self.keep_on_board(store, t),
+            None => crate::resident::upload_to_host(self, t),
+        }
+    }
+
+    fn read_tensor(&mut self, t: &DeviceTensor) -> Result<QMatrix, DeviceError> {
+        match self.bus.kept_store() {
+            Some(_) => self.read_from_board(t),
+            None => crate::resident::read_from_host(self, t),
+        }
+    }
+
+    fn free_tensor(&mut self, t: &DeviceTensor) -> Result<(), DeviceError> {
+        match self.bus.kept_store() {
+            Some(_) => self.free_on_board(t),
+            None => crate::resident::free_in_host(self, t),
+        }
+    }
+
+    fn matmul_kept(
+        &mut self,
+        a: &DeviceTensor,
+        b: &DeviceTensor,
+        tr: Transposed,
+        out: &OutputSpec,
+    ) -> Result<DeviceTensor, DeviceError> {
+        match self.bus.kept_store() {
+            Some(store) => self.matmul_on_board(store, a, b, tr, out),
+            None => crate::resident::matmul_in_host(self, a, b, tr, out),
+        }
+    }
+
+    fn tensor_room(&mut self) -> Option<TensorRoom> {
+        Some(match self.bus.kept_store() {
+            Some(store) => self.board_room(store),
+            None => self.tensors.room(),
+        })
     }
 
     fn board_training(&mut self) -> Option<crate::board_train::BoardTraining<'_>> {

@@ -1,6 +1,6 @@
 //! The golden model as a [`Device`]: the reference every other backend is compared with.
 
-use super::{Device, DeviceError, DeviceStats};
+use super::{Device, DeviceError, DeviceStats, HostTensors};
 use systole_core::ArrayConfig;
 use systole_golden::tensor::QMatrix;
 use systole_golden::{self as golden, OutputSpec};
@@ -11,6 +11,8 @@ use systole_golden::{self as golden, OutputSpec};
 pub struct GoldenDevice {
     config: ArrayConfig,
     stats: DeviceStats,
+    /// Kept tensors, in host memory.
+    tensors: HostTensors,
 }
 
 impl GoldenDevice {
@@ -20,6 +22,7 @@ impl GoldenDevice {
         Ok(GoldenDevice {
             config,
             stats: DeviceStats::default(),
+            tensors: HostTensors::new(),
         })
     }
 }
@@ -51,5 +54,9 @@ impl Device for GoldenDevice {
 
     fn reset_stats(&mut self) {
         self.stats = DeviceStats::default();
+    }
+
+    fn host_tensors(&mut self) -> Option<&mut HostTensors> {
+        Some(&mut self.tensors)
     }
 }

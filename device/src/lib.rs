@@ -18,6 +18,7 @@ pub mod board_train;
 pub mod bridge;
 mod conv_unit;
 pub mod golden;
+pub mod resident;
 pub mod serial;
 pub mod verilator;
 
@@ -25,6 +26,9 @@ use systole_core::{ArrayConfig, ConfigError};
 use systole_golden::conv::{self, Conv2dGeom};
 use systole_golden::tensor::QMatrix;
 use systole_golden::{NumericError, OutputSpec};
+
+pub use resident::{DeviceTensor, HostTensors, TensorRoom};
+pub use systole_firmware::driver::Transposed;
 
 /// Counters a device keeps across operations (since creation or [`Device::reset_stats`]);
 /// run.json's `device` stats are these fields as they are.
@@ -142,6 +146,51 @@ pub enum DeviceError {
     /// A `--device` value of a known kind, written wrongly (the text says how).
     #[error("{0}")]
     BadSpec(String),
+    /// A kept tensor's handle from another device (each device's handles are its own).
+    #[error("{tensor} was not kept on {device}: a handle is valid only on the device that returned it (read it back there and upload it here)")]
+    ForeignTensor {
+        /// The device it was given to.
+        device: String,
+        /// The handle.
+        tensor: String,
+    },
+    /// A kept tensor's handle after [`Device::free_tensor`].
+    #[error("{tensor} was freed on {device}: upload it again to use it")]
+    FreedTensor {
+        /// The device.
+        device: String,
+        /// The handle.
+        tensor: String,
+    },
+    /// A board lost its kept tensors: it restarted, or an operation failed and the host cleared
+    /// the store it could no longer vouch for.
+    #[error("{device} lost {tensor} (the board restarted or an operation on it failed, which clears its tensor store): upload it again")]
+    TensorLost {
+        /// The device.
+        device: String,
+        /// The handle.
+        tensor: String,
+    },
+    /// No room to keep a tensor (an upload or a kept product's result); nothing was stored.
+    #[error("{device} cannot keep a tensor of {needed} words: {free} of its {capacity} words for kept tensors are free; free the tensors no longer needed (Device::free_tensor) or keep fewer")]
+    StoreFull {
+        /// The device.
+        device: String,
+        /// Words the tensor needs.
+        needed: usize,
+        /// Words free for kept tensors.
+        free: usize,
+        /// Words for kept tensors in all.
+        capacity: usize,
+    },
+    /// A board's store table is full of kept tensors; nothing was stored.
+    #[error("{device} keeps at most {most} tensors and holds that many: free one first (Device::free_tensor)")]
+    TooManyTensors {
+        /// The device.
+        device: String,
+        /// Tensors its store holds at most.
+        most: usize,
+    },
     /// An unknown `--device` value.
     #[error(
         "unknown device '{0}': use golden, verilator, serial:PATH (e.g. serial:/dev/ttyUSB0) or bridge:PATH[@BAUD] (e.g. bridge:/dev/ttyUSB1@115200)"
@@ -258,6 +307,58 @@ pub trait Device {
 
     /// Zeroes the counters.
     fn reset_stats(&mut self);
+
+    /// The table of tensors kept in host memory, for devices that keep them there (the
+    /// default methods below use it); `None`: this device keeps no tensors (a wrapper that
+    /// does not pass them on), and the methods below say so.
+    fn host_tensors(&mut self) -> Option<&mut HostTensors> {
+        None
+    }
+
+    /// Keeps `t` on the device (in host memory by default; a serial board with a tensor store
+    /// keeps it in its RAM) until [`Device::free_tensor`]. [`DeviceError::StoreFull`] /
+    /// [`DeviceError::TooManyTensors`] when it does not fit, with nothing stored.
+    fn upload(&mut self, t: &QMatrix) -> Result<DeviceTensor, DeviceError> {
+        resident::upload_to_host(self, t)
+    }
+
+    /// The words of a kept tensor. A handle of another device or one freed is a typed error
+    /// ([`DeviceError::ForeignTensor`], [`DeviceError::FreedTensor`]).
+    fn read_tensor(&mut self, t: &DeviceTensor) -> Result<QMatrix, DeviceError> {
+        resident::read_from_host(self, t)
+    }
+
+    /// Lets a kept tensor go; its handle (and every clone of it) is then refused.
+    fn free_tensor(&mut self, t: &DeviceTensor) -> Result<(), DeviceError> {
+        resident::free_in_host(self, t)
+    }
+
+    /// `C = op(A)·op(B)` on kept tensors (`op` transposing where `tr` says), C kept on the
+    /// device: the same words as the value-based [`Device::matmul`] (`matmul_nt`,
+    /// `matmul_tn`) on the tensors' words, bit for bit. Refused before it runs when C does
+    /// not fit.
+    fn matmul_kept(
+        &mut self,
+        a: &DeviceTensor,
+        b: &DeviceTensor,
+        tr: Transposed,
+        out: &OutputSpec,
+    ) -> Result<DeviceTensor, DeviceError> {
+        resident::matmul_in_host(self, a, b, tr, out)
+    }
+
+    /// The words kept tensors hold and may hold; `None` where the device keeps none.
+    fn tensor_room(&mut self) -> Option<TensorRoom> {
+        self.host_tensors().map(|t| t.room())
+    }
+
+    /// Limits the words kept tensors may hold together (a board's store limits them
+    /// further); no effect where the device keeps none.
+    fn limit_kept_words(&mut self, words: usize) {
+        if let Some(t) = self.host_tensors() {
+            t.set_limit(words);
+        }
+    }
 
     /// The board's own training (state and data resident, the steps run by its CPU), when
     /// this device is a board whose firmware trains (`PING`'s capability); `None` otherwise.

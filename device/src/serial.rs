@@ -44,6 +44,7 @@ pub const DEFAULT_RETRIES: u32 = 3;
 
 pub(crate) mod board_ops;
 mod bus;
+mod kept;
 mod probes;
 mod train;
 pub use crate::board_train::TrainLink;
@@ -174,13 +175,13 @@ impl<T: Read + Write> SerialBus<T> {
     }
 
     /// Drops everything buffered (after a failure the driver's state is gone anyway).
-    fn discard(&mut self) {
+    pub(crate) fn discard(&mut self) {
         self.batch.clear();
         self.runs = [None, None];
         self.c_cache = None;
     }
 
-    fn push_entry(&mut self, req: &Request<'_>) -> Result<(), LinkError> {
+    pub(crate) fn push_entry(&mut self, req: &Request<'_>) -> Result<(), LinkError> {
         let mut buf = [0u8; MAX_PAYLOAD];
         let n = req
             .encode_batch_entry(&mut buf)

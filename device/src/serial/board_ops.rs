@@ -9,6 +9,10 @@
 //! operation whose operands and output do not fit the store even after evicting every other
 //! tensor returns `None`, and the caller drives it from the host as before. After any failure
 //! the host forgets what it believed resident and clears the store before the next upload.
+//!
+//! The store is shared with the device's kept tensors (`kept.rs`, `Device::upload`): they are
+//! pinned (`Resident::pin`), never evicted here, and the room this cache has is the store's
+//! minus theirs. A cached operand equal to a kept tensor word for word uses the kept one.
 
 use super::{LinkError, SerialBus};
 use std::io::{Read, Write};
@@ -31,24 +35,34 @@ pub const OP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 /// The tensor id every output is stored as.
 pub const OUT_ID: u8 = 0;
 
-/// A tensor the host left on the board, with the host's copy of its words.
-struct Resident {
-    id: u8,
-    rows: usize,
-    cols: usize,
-    words: Vec<i16>,
-    last_use: u64,
+/// A tensor the host left on the board, with the host's copy of its words (none for a kept
+/// product's result, which the host has not seen).
+pub(crate) struct Resident {
+    pub(crate) id: u8,
+    pub(crate) rows: usize,
+    pub(crate) cols: usize,
+    pub(crate) words: Vec<i16>,
+    pub(crate) last_use: u64,
+    /// The kept tensor's key when the device keeps it (pinned: never evicted by the cache).
+    pub(crate) pin: Option<u64>,
+}
+
+impl Resident {
+    /// Words it takes in the store.
+    pub(crate) fn len(&self) -> usize {
+        self.rows * self.cols
+    }
 }
 
 /// What the host knows of the board's store.
 pub(crate) struct BoardStore {
-    capacity: usize,
-    tensors: Vec<Resident>,
+    pub(crate) capacity: usize,
+    pub(crate) tensors: Vec<Resident>,
     /// Words of the stored output ([`OUT_ID`]), if one is there.
-    out_words: Option<usize>,
-    uses: u64,
+    pub(crate) out_words: Option<usize>,
+    pub(crate) uses: u64,
     /// The board may hold tensors the host does not know of (after opening or a failure).
-    unknown: bool,
+    pub(crate) unknown: bool,
 }
 
 impl BoardStore {
@@ -63,17 +77,68 @@ impl BoardStore {
     }
 
     /// Forgets every tensor: the board may hold any (or none), so the next upload clears it.
+    /// Kept tensors go too (their handles then say the board lost them).
     pub(crate) fn forget(&mut self) {
         *self = BoardStore::new(self.capacity);
+    }
+
+    /// Words and count of the kept (pinned) tensors.
+    pub(crate) fn pinned(&self) -> (usize, usize) {
+        let kept = self.tensors.iter().filter(|t| t.pin.is_some());
+        kept.fold((0, 0), |(w, n), t| (w + t.len(), n + 1))
+    }
+
+    /// Makes room for `words` more words and `entries` more tensors beside the pinned ones
+    /// and the tensors used at `now`, evicting the old output and then the least recently used
+    /// unpinned tensors; returns the ids to free.
+    pub(crate) fn make_room(
+        &mut self,
+        words: usize,
+        entries: usize,
+        now: u64,
+    ) -> Result<Vec<u8>, LinkError> {
+        let mut frees = Vec::new();
+        loop {
+            let used: usize = self.tensors.iter().map(Resident::len).sum();
+            let old_out = self.out_words.unwrap_or(0);
+            let table = self.tensors.len() + usize::from(self.out_words.is_some()) + entries;
+            if used + old_out + words <= self.capacity && table <= MAX_TENSORS {
+                return Ok(frees);
+            }
+            if self.out_words.take().is_some() {
+                frees.push(OUT_ID);
+                continue;
+            }
+            let victim = self
+                .tensors
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.last_use != now && t.pin.is_none())
+                .min_by_key(|(_, t)| t.last_use)
+                .map(|(i, _)| i);
+            let Some(v) = victim else {
+                return Err(LinkError::Protocol(
+                    "the kept tensors do not fit the board's store".into(),
+                ));
+            };
+            frees.push(self.tensors.remove(v).id);
+        }
+    }
+
+    /// A tensor id no stored tensor has (nor the output's).
+    pub(crate) fn free_id(&self) -> Result<u8, LinkError> {
+        (OUT_ID + 1..NO_TENSOR)
+            .find(|id| self.tensors.iter().all(|t| t.id != *id))
+            .ok_or_else(|| LinkError::Protocol("no free tensor id".into()))
     }
 }
 
 /// One operand of a board operation: a stored tensor's shape and words.
 #[derive(Clone, Copy)]
-struct Operand<'a> {
-    rows: usize,
-    cols: usize,
-    words: &'a [i16],
+pub(crate) struct Operand<'a> {
+    pub(crate) rows: usize,
+    pub(crate) cols: usize,
+    pub(crate) words: &'a [i16],
 }
 
 impl<T: Read + Write> SerialBus<T> {
@@ -203,8 +268,11 @@ impl<T: Read + Write> SerialBus<T> {
             .iter()
             .all(|o| u16::try_from(o.rows).is_ok() && u16::try_from(o.cols).is_ok());
         let total: usize = ops.iter().map(|o| o.words.len()).sum::<usize>() + out_len;
+        // The kept tensors stay: what is left of the store is this cache's.
+        let (pinned_words, pinned) = store.pinned();
         if !dims_fit
-            || total > store.capacity
+            || total + pinned_words > store.capacity
+            || pinned + ops.len() + 1 > MAX_TENSORS
             || ops.iter().any(|o| o.words.is_empty())
             || out_len == 0
             || out.len() != out_len
@@ -257,7 +325,9 @@ impl<T: Read + Write> SerialBus<T> {
                 store
                     .tensors
                     .iter_mut()
-                    .find(|t| t.rows == o.rows && t.cols == o.cols && t.words == o.words)
+                    .find(|t| {
+                        t.rows == o.rows && t.cols == o.cols && t.words == o.words && t.len() > 0
+                    })
                     .map(|t| {
                         t.last_use = now;
                         t.id
@@ -278,7 +348,7 @@ impl<T: Read + Write> SerialBus<T> {
         // Room: the uploads beside the kept tensors and the old output, then the new output
         // in place of the old one; and a table entry each.
         let fits = |s: &BoardStore| {
-            let kept: usize = s.tensors.iter().map(|t| t.words.len()).sum();
+            let kept: usize = s.tensors.iter().map(Resident::len).sum();
             let old_out = s.out_words.unwrap_or(0);
             let entries = s.tensors.len() + fresh.len() + 1;
             kept + old_out + upload <= s.capacity
@@ -294,7 +364,7 @@ impl<T: Read + Write> SerialBus<T> {
                 .tensors
                 .iter()
                 .enumerate()
-                .filter(|(_, t)| t.last_use != now)
+                .filter(|(_, t)| t.last_use != now && t.pin.is_none())
                 .min_by_key(|(_, t)| t.last_use)
                 .map(|(i, _)| i);
             let Some(v) = victim else {
@@ -308,9 +378,7 @@ impl<T: Read + Write> SerialBus<T> {
             self.push_entry(&Request::FreeTensors(&frees))?;
         }
         for &i in &fresh {
-            let id = (1..NO_TENSOR)
-                .find(|id| store.tensors.iter().all(|t| t.id != *id))
-                .ok_or_else(|| LinkError::Protocol("no free tensor id".into()))?;
+            let id = store.free_id()?;
             self.write_tensor(id, &ops[i])?;
             store.tensors.push(Resident {
                 id,
@@ -318,6 +386,7 @@ impl<T: Read + Write> SerialBus<T> {
                 cols: ops[i].cols,
                 words: ops[i].words.to_vec(),
                 last_use: now,
+                pin: None,
             });
             for (j, o) in ops.iter().enumerate() {
                 if ids[j].is_none()
@@ -335,7 +404,7 @@ impl<T: Read + Write> SerialBus<T> {
     }
 
     /// Queues `WRITE_TENSOR` entries for `op` as tensor `id`, filling frames.
-    fn write_tensor(&mut self, id: u8, op: &Operand<'_>) -> Result<(), LinkError> {
+    pub(crate) fn write_tensor(&mut self, id: u8, op: &Operand<'_>) -> Result<(), LinkError> {
         let overhead = BATCH_ENTRY_HEADER + WRITE_TENSOR_HEADER;
         let most = (MAX_PAYLOAD - overhead) / 2;
         let mut done = 0;
@@ -361,6 +430,19 @@ impl<T: Read + Write> SerialBus<T> {
 
     /// Sends a `MATMUL` / `CONV` and reads its whole output into `out`.
     fn run_op(&mut self, req: &Request<'_>, out: &mut [i16]) -> Result<DriverStats, LinkError> {
+        let (stats, first) = self.send_op(req, out.len())?;
+        put(&first, &mut out[..first.len() / 2]);
+        self.read_stored(OUT_ID, first.len() / 2, out)?;
+        Ok(stats)
+    }
+
+    /// Sends a `MATMUL` / `CONV` whose output has `out_len` words; returns the driver's
+    /// counters and the bytes of the output's first words the answer carries.
+    pub(crate) fn send_op(
+        &mut self,
+        req: &Request<'_>,
+        out_len: usize,
+    ) -> Result<(DriverStats, Vec<u8>), LinkError> {
         let mut payload = [0u8; MAX_PAYLOAD];
         let len = req
             .encode_payload(&mut payload)
@@ -371,7 +453,7 @@ impl<T: Read + Write> SerialBus<T> {
         self.timeout = frame_timeout.max(OP_TIMEOUT);
         let p = self.transact(req.cmd(), &payload[..len]);
         self.timeout = frame_timeout;
-        let p = p?;
+        let mut p = p?;
         let bad = |what: String| LinkError::Protocol(what);
         let stats = OpStats::parse(p.get(4..).unwrap_or(&[]))
             .ok_or_else(|| bad(format!("operation answer of {} bytes", p.len())))?;
@@ -380,32 +462,12 @@ impl<T: Read + Write> SerialBus<T> {
             usize::from(u16::from_le_bytes([p[2], p[3]])),
         );
         let first = (p.len() - OP_REPLY_HEADER) / 2;
-        if m * n != out.len() || first > out.len() || !(p.len() - OP_REPLY_HEADER).is_multiple_of(2)
-        {
+        if m * n != out_len || first > out_len || !(p.len() - OP_REPLY_HEADER).is_multiple_of(2) {
             return Err(bad(format!(
-                "the board answered a {m}x{n} output ({first} words) for one of {} words",
-                out.len()
+                "the board answered a {m}x{n} output ({first} words) for one of {out_len} words"
             )));
         }
-        put(&p[OP_REPLY_HEADER..], &mut out[..first]);
-        let mut done = first;
-        while done < out.len() {
-            let count = (out.len() - done).min(MAX_PAYLOAD / 2);
-            let mut q = [0u8; 7];
-            q[0] = super::board_ops::OUT_ID;
-            q[1..5].copy_from_slice(&(done as u32).to_le_bytes());
-            q[5..7].copy_from_slice(&(count as u16).to_le_bytes());
-            let words = self.transact(cmd::READ_TENSOR, &q)?;
-            if words.len() != 2 * count {
-                return Err(bad(format!(
-                    "READ_TENSOR answered {} bytes for {count} words",
-                    words.len()
-                )));
-            }
-            put(&words, &mut out[done..done + count]);
-            done += count;
-        }
-        Ok(DriverStats {
+        let stats = DriverStats {
             cycles: stats.cycles,
             mac_cycles: stats.mac_cycles,
             rows_written: stats.rows_written.into(),
@@ -414,7 +476,35 @@ impl<T: Read + Write> SerialBus<T> {
             reg_reads: stats.reg_reads.into(),
             fm_words: stats.fm_words.into(),
             ..DriverStats::default()
-        })
+        };
+        Ok((stats, p.split_off(OP_REPLY_HEADER)))
+    }
+
+    /// Reads words `from..` of stored tensor `id` into `out[from..]` by `READ_TENSOR`.
+    pub(crate) fn read_stored(
+        &mut self,
+        id: u8,
+        from: usize,
+        out: &mut [i16],
+    ) -> Result<(), LinkError> {
+        let mut done = from;
+        while done < out.len() {
+            let count = (out.len() - done).min(MAX_PAYLOAD / 2);
+            let mut q = [0u8; 7];
+            q[0] = id;
+            q[1..5].copy_from_slice(&(done as u32).to_le_bytes());
+            q[5..7].copy_from_slice(&(count as u16).to_le_bytes());
+            let words = self.transact(cmd::READ_TENSOR, &q)?;
+            if words.len() != 2 * count {
+                return Err(LinkError::Protocol(format!(
+                    "READ_TENSOR answered {} bytes for {count} words",
+                    words.len()
+                )));
+            }
+            put(&words, &mut out[done..done + count]);
+            done += count;
+        }
+        Ok(())
     }
 }
 

@@ -3,7 +3,7 @@
 //! the [`Link`] [`BusDevice`](crate::backend::BusDevice) asks for counters and board operations.
 
 use super::{LinkError, SerialBus};
-use crate::backend::Link;
+use crate::backend::{KeptProduct, KeptStore, Link};
 use std::io::{Read, Write};
 use systole_core::{regmap, AcceleratorBus};
 use systole_firmware::conv::ConvJob;
@@ -106,6 +106,40 @@ impl<T: Read + Write> Link for SerialBus<T> {
         out: &mut [i16],
     ) -> Option<Result<DriverStats, LinkError>> {
         SerialBus::board_conv(self, job, out)
+    }
+
+    fn kept_store(&self) -> Option<KeptStore> {
+        SerialBus::kept_store(self)
+    }
+
+    fn holds_kept(&self, key: u64) -> bool {
+        SerialBus::holds_kept(self, key)
+    }
+
+    fn keep(
+        &mut self,
+        key: u64,
+        rows: usize,
+        cols: usize,
+        words: &[i16],
+    ) -> Option<Result<(), LinkError>> {
+        self.board.as_ref()?;
+        Some(SerialBus::keep(self, key, rows, cols, words))
+    }
+
+    fn read_kept(&mut self, key: u64, out: &mut [i16]) -> Option<Result<(), LinkError>> {
+        self.board.as_ref()?;
+        Some(SerialBus::read_kept(self, key, out))
+    }
+
+    fn free_kept(&mut self, key: u64) -> Option<Result<(), LinkError>> {
+        self.board.as_ref()?;
+        Some(SerialBus::free_kept(self, key))
+    }
+
+    fn matmul_kept(&mut self, p: &KeptProduct) -> Option<Result<DriverStats, LinkError>> {
+        self.board.as_ref()?;
+        Some(SerialBus::matmul_kept(self, p))
     }
 
     /// A board whose firmware predates `COUNTERS` refuses it as unknown: it reports none, and
