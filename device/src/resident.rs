@@ -12,6 +12,24 @@
 //! A handle names its device (a number drawn once per table, never reused) and a key never
 //! reused on that device, so a handle from another device or one already freed is a typed
 //! [`DeviceError`], never another tensor's words.
+//!
+//! ```
+//! use systole_core::{ArrayConfig, Rounding};
+//! use systole_device::{golden::GoldenDevice, Device, DeviceError, Transposed};
+//! use systole_golden::{OutputSpec, QMatrix};
+//!
+//! let mut dev = GoldenDevice::new(ArrayConfig::square(4))?;
+//! let spec = OutputSpec { frac: 4, rounding: Rounding::NearestEven, seed: 1 };
+//! let (x, w) = (QMatrix::from_vec(2, 3, 4, vec![16, -8, 3, 5, 0, 32])?, QMatrix::from_vec(3, 2, 4, vec![1, 2, 3, 4, 5, 6])?);
+//! let (hx, hw) = (dev.upload(&x)?, dev.upload(&w)?);
+//! let h = dev.matmul_kept(&hx, &hw, Transposed::default(), &spec)?; // H = X·W, kept
+//! let dx = dev.matmul_kept(&h, &hw, Transposed { a: false, b: true }, &spec)?; // H·Wᵀ
+//! assert_eq!(dev.read_tensor(&h)?, dev.matmul(&x, &w, &spec)?); // bit for bit
+//! assert_eq!((dx.rows(), dx.cols()), (2, 3));
+//! dev.free_tensor(&hx)?;
+//! assert!(matches!(dev.read_tensor(&hx), Err(DeviceError::FreedTensor { .. })));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use super::{Device, DeviceError};
 use std::collections::HashMap;
@@ -177,10 +195,12 @@ impl HostTensors {
                 tensor: t.describe(),
             });
         }
-        self.held.get(&t.key).ok_or_else(|| DeviceError::FreedTensor {
-            device: device.to_string(),
-            tensor: t.describe(),
-        })
+        self.held
+            .get(&t.key)
+            .ok_or_else(|| DeviceError::FreedTensor {
+                device: device.to_string(),
+                tensor: t.describe(),
+            })
     }
 
     /// `Ok` when `t` is alive on this device (a typed error naming it otherwise).
@@ -204,10 +224,7 @@ impl HostTensors {
     ) -> DeviceTensor {
         let key = self.next_key;
         self.next_key += 1;
-        self.held.insert(
-            key,
-            Held { rows, cols, words },
-        );
+        self.held.insert(key, Held { rows, cols, words });
         DeviceTensor {
             owner: self.owner,
             key,
@@ -302,10 +319,7 @@ pub fn read_from_host<D: Device + ?Sized>(
 }
 
 /// [`Device::free_tensor`] in host memory.
-pub fn free_in_host<D: Device + ?Sized>(
-    dev: &mut D,
-    t: &DeviceTensor,
-) -> Result<(), DeviceError> {
+pub fn free_in_host<D: Device + ?Sized>(dev: &mut D, t: &DeviceTensor) -> Result<(), DeviceError> {
     let name = dev.name();
     let table = dev.host_tensors().ok_or_else(|| no_table(&name))?;
     table.remove(t, &name)

@@ -83,7 +83,11 @@ fn kept_body(dev: &mut dyn Device, other: &mut dyn Device, seed: u64) {
         .unwrap();
         let want = golden::matmul_at(&ox, &oy, &s, size, w).unwrap();
         assert_eq!(by_value, want, "{name}: form {i} by value");
-        assert_eq!(read(dev, &c), want, "{name}: form {i} (Aᵀ {ta}, Bᵀ {tb}) kept");
+        assert_eq!(
+            read(dev, &c),
+            want,
+            "{name}: form {i} (Aᵀ {ta}, Bᵀ {tb}) kept"
+        );
         assert_eq!((c.rows(), c.cols(), c.frac()), (m, n, 5));
         results.push((c, want));
     }
@@ -103,7 +107,10 @@ fn kept_body(dev: &mut dyn Device, other: &mut dyn Device, seed: u64) {
     // A shape mismatch is a typed error, nothing kept.
     let room = dev.tensor_room().expect("the device keeps tensors");
     let bad = dev.matmul_kept(&ha, &ha, Transposed::default(), &s);
-    assert!(matches!(bad, Err(DeviceError::Numeric(_))), "{name}: {bad:?}");
+    assert!(
+        matches!(bad, Err(DeviceError::Numeric(_))),
+        "{name}: {bad:?}"
+    );
     assert_eq!(dev.tensor_room(), Some(room));
 
     // Freed: every use refused, the words given back.
@@ -116,17 +123,29 @@ fn kept_body(dev: &mut dyn Device, other: &mut dyn Device, seed: u64) {
         dev.read_tensor(&ha).map(|_| ()),
         dev.free_tensor(&ha),
     ] {
-        assert!(matches!(e, Err(DeviceError::FreedTensor { .. })), "{name}: {e:?}");
+        assert!(
+            matches!(e, Err(DeviceError::FreedTensor { .. })),
+            "{name}: {e:?}"
+        );
     }
 
     // Foreign: a handle of another device is refused both ways.
     let theirs = other.upload(&b).unwrap();
     let e = dev.matmul_kept(&hat, &theirs, Transposed::default(), &s);
-    assert!(matches!(e, Err(DeviceError::ForeignTensor { .. })), "{name}: {e:?}");
+    assert!(
+        matches!(e, Err(DeviceError::ForeignTensor { .. })),
+        "{name}: {e:?}"
+    );
     let e = dev.read_tensor(&theirs);
-    assert!(matches!(e, Err(DeviceError::ForeignTensor { .. })), "{name}: {e:?}");
+    assert!(
+        matches!(e, Err(DeviceError::ForeignTensor { .. })),
+        "{name}: {e:?}"
+    );
     let e = other.read_tensor(&hb);
-    assert!(matches!(e, Err(DeviceError::ForeignTensor { .. })), "{name}: {e:?}");
+    assert!(
+        matches!(e, Err(DeviceError::ForeignTensor { .. })),
+        "{name}: {e:?}"
+    );
     other.free_tensor(&theirs).unwrap();
 
     // Full: a tensor one word larger than the free room, then a product whose result does
@@ -146,14 +165,20 @@ fn kept_body(dev: &mut dyn Device, other: &mut dyn Device, seed: u64) {
     let filler = keep(dev, &rng.matrix_at(1, room.free() - 1, 0, w));
     let room = dev.tensor_room().unwrap();
     let e = dev.matmul_kept(&hb, &hb, Transposed { a: true, b: false }, &s);
-    assert!(matches!(e, Err(DeviceError::StoreFull { .. })), "{name}: {e:?}");
+    assert!(
+        matches!(e, Err(DeviceError::StoreFull { .. })),
+        "{name}: {e:?}"
+    );
     assert_eq!(dev.tensor_room(), Some(room), "{name}: nothing stored");
     // The value-based products still run beside a full store of kept tensors (on operands
     // no kept tensor holds: a board runs it from the host when they do not fit beside them).
     let (a2, b2) = (rng.matrix_at(m, k, 6, w), rng.matrix_at(k, n, 5, w));
-    let by_value = dev
-        .matmul(&a2, &b2, &s)
-        .unwrap_or_else(|e| panic!("{name}: by value beside a full store: {}", common::chain(&e)));
+    let by_value = dev.matmul(&a2, &b2, &s).unwrap_or_else(|e| {
+        panic!(
+            "{name}: by value beside a full store: {}",
+            common::chain(&e)
+        )
+    });
     assert_eq!(by_value, golden::matmul_at(&a2, &b2, &s, size, w).unwrap());
     assert_eq!(read(dev, &hb), b, "{name}: kept beside a full store");
 
