@@ -297,3 +297,32 @@ fn soc_firmware_4x4() {
     drop(dev);
     board.close().expect("the SoC image reported an error");
 }
+
+/// A board whose link fails in a store request has a store the host can no longer vouch for:
+/// the host forgets it, and every kept tensor's handle then says the board lost it (no request
+/// sent), while freeing the handle still works.
+#[test]
+fn a_failed_request_loses_the_boards_kept_tensors() {
+    let config = ArrayConfig::square(4);
+    let board = match SimBoard::spawn_verilated_with_store(config, 800) {
+        Ok(b) => b,
+        Err(e) => return eprintln!("SKIPPED serial board: {e}"),
+    };
+    let port = format!("serial:{}", board.path().display());
+    let mut dev = device::open(&port, config).unwrap();
+    let t = QMatrix::from_vec(2, 2, 1, vec![1, 2, 3, -4]).unwrap();
+    let (h, g) = (keep(dev.as_mut(), &t), keep(dev.as_mut(), &t));
+    let s = spec(0, Rounding::NearestEven, 1);
+    let c = dev.matmul_kept(&h, &g, Transposed::default(), &s).unwrap();
+    board.close().expect("the board reported an error");
+    // The read fails on the link, inside the store's request.
+    let e = dev.read_tensor(&c);
+    assert!(matches!(e, Err(DeviceError::Transport { .. })), "{e:?}");
+    for t in [&h, &g, &c] {
+        let e = dev.read_tensor(t);
+        assert!(matches!(e, Err(DeviceError::TensorLost { .. })), "{e:?}");
+    }
+    dev.free_tensor(&h).unwrap();
+    let e = dev.read_tensor(&h);
+    assert!(matches!(e, Err(DeviceError::FreedTensor { .. })), "{e:?}");
+}
