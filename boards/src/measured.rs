@@ -28,6 +28,9 @@ pub enum Image {
     Soc,
 }
 
+/// A board and whether an image fits it (`Err`: what does not fit).
+pub type BoardFit = (&'static Board, Result<(), String>);
+
 /// One synthesis: an image for a board at one array, conv unit and `W`, and its cells.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MeasuredRow {
@@ -123,7 +126,7 @@ impl MeasuredRow {
     /// `systole bitstream` makes (every count within the part): the boards of its family, and
     /// for the SoC those whose SoC RAM is the row's (another RAM is another design). `Err`
     /// holds what does not fit.
-    pub fn fits(&self) -> Result<Vec<(&'static Board, Result<(), String>)>, BoardError> {
+    pub fn fits(&self) -> Result<Vec<BoardFit>, BoardError> {
         let family = self.board()?.family;
         Ok(super::list()
             .iter()
@@ -195,12 +198,12 @@ impl MeasuredFile {
             "Yosys per word width W, measured ({MEASURED_FILE}: {}, {}, `{}`). model: the \
              resource model's estimate of the same design (on iCE40 its LUTs are placed logic \
              cells), err: its error, (model - Yosys) / Yosys; fits: every count within the part (the check of `systole \
-             bitstream`); BRAM in RAMB18 (RAMB36 as two, how many in brackets) or 4-kbit EBR.\n",
+             bitstream`); fm: the conv unit's feature-map words; BRAM in RAMB18 (RAMB36 as two, how many in brackets) or 4-kbit EBR.\n",
             self.yosys, self.date, self.command
         );
         s.push_str(&format!(
-            "{:<18} {:>5} {:>2} {:>12} {:>6} {:>4} {:>8} {:>7} | {:>6} {:>6} {:>4} {:>4} {:>10} | fits\n",
-            "image", "array", "W", "LUT+LUTRAM", "FF", "DSP", "BRAM", "MAC/DSP", "LUT", "FF", "DSP",
+            "{:<18} {:>5} {:>5} {:>2} {:>12} {:>6} {:>4} {:>8} {:>7} | {:>6} {:>6} {:>4} {:>4} {:>10} | fits\n",
+            "image", "array", "fm", "W", "LUT+LUTRAM", "FF", "DSP", "BRAM", "MAC/DSP", "LUT", "FF", "DSP",
             "BRAM", "err LUT/FF"
         ));
         for r in &self.rows {
@@ -230,9 +233,10 @@ impl MeasuredFile {
                 (true, None) => "none".into(),
             };
             s.push_str(&format!(
-                "{:<18} {:>5} {:>2} {:>12} {:>6} {:>4} {:>8} {:>7} | {:>6} {:>6} {:>4} {:>4} {:>10} | {fits}\n",
+                "{:<18} {:>5} {:>5} {:>2} {:>12} {:>6} {:>4} {:>8} {:>7} | {:>6} {:>6} {:>4} {:>4} {:>10} | {fits}\n",
                 r.image_label(board),
                 format!("{0}x{0}", r.array),
+                r.fm_depth,
                 r.word_bits,
                 format!("{}+{}", r.luts, r.lutram),
                 r.ffs,

@@ -50,7 +50,10 @@ fn the_printed_rows_come_from_the_file() {
             .lines()
             .find(|l| {
                 l.starts_with(&r.image_label(r.board().unwrap()))
-                    && l.contains(&format!(" {0}x{0} {1:>2} ", r.array, r.word_bits))
+                    && l.contains(&format!(
+                        " {0}x{0} {1:>5} {2:>2} ",
+                        r.array, r.fm_depth, r.word_bits
+                    ))
             })
             .unwrap_or_else(|| panic!("no line for {r:?} in\n{printed}"));
         let counts = format!(
