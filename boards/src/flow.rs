@@ -45,6 +45,20 @@ fn write(path: PathBuf, text: &str) -> Result<PathBuf, BoardError> {
     Ok(path)
 }
 
+/// The bridge top's Verilog for `board` (its clock, reset and LED polarity) with the array and
+/// conv unit of `cfg`: what [`bitstream`] writes and `systole explore` synthesises.
+pub fn bridge_verilog(board: &Board, cfg: &ArrayConfig) -> Result<String, BoardError> {
+    let opts = BridgeTopOptions {
+        clock_hz: board.clock_hz,
+        baud: BAUD,
+        reset_active_low: board.reset.active_low,
+        led_active_low: board.leds.first().is_some_and(|l| l.active_low),
+        halve_clock: board.halve_clock,
+        fm_depth: cfg.fm_depth,
+    };
+    generate_bridge_verilog_with(cfg, &opts).map_err(BoardError::Hdl)
+}
+
 /// Writes the bridge top's Verilog and the constraints into `out_dir` (with the conv unit when
 /// `cfg.fm_depth` is not 0: conv ops then run on the board, their maps sent over the UART
 /// bridge's `'F'` command), runs the Yosys estimate
@@ -59,15 +73,7 @@ pub fn bitstream(
     cfg.validate()
         .map_err(|e| BoardError::Hdl(systole_hdl::HdlError::Config(e)))?;
     std::fs::create_dir_all(out_dir).map_err(io_err(out_dir))?;
-    let opts = BridgeTopOptions {
-        clock_hz: board.clock_hz,
-        baud: BAUD,
-        reset_active_low: board.reset.active_low,
-        led_active_low: board.leds.first().is_some_and(|l| l.active_low),
-        halve_clock: board.halve_clock,
-        fm_depth: cfg.fm_depth,
-    };
-    let verilog_text = generate_bridge_verilog_with(cfg, &opts).map_err(BoardError::Hdl)?;
+    let verilog_text = bridge_verilog(board, cfg)?;
     let verilog = write(out_dir.join(files::VERILOG), &verilog_text)?;
     let mut report = BitstreamReport {
         board: board.name,

@@ -12,6 +12,7 @@
 pub mod flow;
 pub mod generate;
 pub mod listing;
+pub mod measured;
 pub mod model;
 pub mod soc;
 mod table;
@@ -162,6 +163,16 @@ pub enum BoardError {
         words: usize,
         /// Words of the SoC's RAM.
         ram_words: usize,
+    },
+    /// The measured table (`boards/data/yosys-w.json`) cannot be read: regenerate it with
+    /// `systole boards --synthesize`.
+    #[error("the measured table {} is not valid ({what}): regenerate it with `systole boards --synthesize --out {}`", measured::MEASURED_FILE, measured::MEASURED_FILE)]
+    MeasuredTable {
+        /// What is wrong.
+        what: String,
+        /// The JSON parser's error, when that is what failed.
+        #[source]
+        source: Option<serde_json::Error>,
     },
     /// A file or directory could not be written or read (the cause follows in the chain).
     #[error("{path}")]

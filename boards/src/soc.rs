@@ -36,7 +36,11 @@ pub const CPU_RAMB18: u32 = 10;
 /// LUTs, 14,775 flip-flops, 68 DSP48E1, against the bridge top's 14,313 / 13,003 / 64 (with
 /// 8192 words the difference is 2,820 LUTs and 1,773 flip-flops: ABC's choices vary by a few
 /// hundred LUTs between designs).
-pub const SOC_LOGIC: (u32, u32, u32) = (16_800 - 14_313, 14_775 - 13_003, 4);
+pub const SOC_LOGIC: (u32, u32, u32) = (16_800 - 14_313, 14_775 - 13_003, CPU_DSP48E1);
+
+/// DSP48E1 of the CPU (its multiplier, Yosys 0.23 on `VexRiscv_IMAC.v` alone): the SoC's DSPs
+/// less these are the array's.
+pub const CPU_DSP48E1: u32 = 4;
 
 /// Data bits of a RAMB18 at 32 bits wide (512 x 32) and at 8 bits wide (2048 x 8).
 const RAMB18_BITS: u64 = 16 * 1024;
@@ -130,6 +134,28 @@ pub fn clearly_too_big(board: &Board, cfg: &ArrayConfig) -> Option<String> {
     ))
 }
 
+/// The SoC's Verilog for `board` (its clock, pins and RAM) with the accelerator `cfg`, the RAM
+/// starting from the `$readmemh` file `ram_init` (`None`: no initial contents, which changes no
+/// cell: what the synthesis of `systole boards --synthesize` reads, so a firmware change does
+/// not make it synthesise again).
+pub fn soc_verilog(
+    board: &Board,
+    cfg: &ArrayConfig,
+    ram_init: Option<String>,
+) -> Result<String, BoardError> {
+    let opts = SocOptions {
+        clock_hz: board.logic_clock_hz(),
+        baud: BAUD,
+        reset_active_low: board.reset.active_low,
+        led_active_low: board.leds.first().is_some_and(|l| l.active_low),
+        ram_bytes: ram_bytes(board),
+        fm_depth: cfg.fm_depth,
+        ram_init,
+        backdoor: false,
+    };
+    generate_soc_verilog(cfg, &opts).map_err(BoardError::Hdl)
+}
+
 /// The generated files of the SoC build, (name, text) in the order they are written: the SoC's
 /// Verilog, the firmware image, the XDC and the Vivado TCL. `image` is the firmware's RAM
 /// words from address 0 (`systole_soc_image::Image::words`); the rest of the RAM is zero.
@@ -151,17 +177,7 @@ pub fn soc_files(
             ram_words,
         });
     }
-    let opts = SocOptions {
-        clock_hz: board.logic_clock_hz(),
-        baud: BAUD,
-        reset_active_low: board.reset.active_low,
-        led_active_low: board.leds.first().is_some_and(|l| l.active_low),
-        ram_bytes: ram_bytes(board),
-        fm_depth: cfg.fm_depth,
-        ram_init: Some(FIRMWARE_HEX.into()),
-        backdoor: false,
-    };
-    let verilog = generate_soc_verilog(cfg, &opts).map_err(BoardError::Hdl)?;
+    let verilog = soc_verilog(board, cfg, Some(FIRMWARE_HEX.into()))?;
     let mut hex = String::with_capacity(ram_words * 9);
     for i in 0..ram_words {
         hex.push_str(&format!("{:08x}\n", image.get(i).copied().unwrap_or(0)));

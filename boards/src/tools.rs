@@ -41,6 +41,8 @@ pub struct ResourceReport {
     pub dsps: u32,
     /// Block RAMs in the board budget's unit (RAMB18E1 + 2 x RAMB36E1, or SB_RAM40_4K).
     pub brams: u32,
+    /// RAMB36E1 cells among them (each counted as two in `brams`; 0 on iCE40).
+    pub ramb36: u32,
     /// Carry cells (CARRY4, SB_CARRY).
     pub carry: u32,
     /// Wide multiplexers (MUXF7, MUXF8).
@@ -181,7 +183,10 @@ pub fn parse_yosys_stat(text: &str) -> Result<ResourceReport, BoardError> {
             c if c.starts_with("FD") || c.starts_with("SB_DFF") => r.ffs += count,
             "DSP48E1" | "SB_MAC16" => r.dsps += count,
             "RAMB18E1" | "SB_RAM40_4K" => r.brams += count,
-            "RAMB36E1" => r.brams += 2 * count,
+            "RAMB36E1" => {
+                r.brams += 2 * count;
+                r.ramb36 += count
+            }
             "CARRY4" | "SB_CARRY" => r.carry += count,
             "MUXF7" | "MUXF8" => r.muxes += count,
             _ => {}
@@ -219,6 +224,27 @@ pub fn yosys_synth(
         source,
     })?;
     parse_yosys_stat(&stat)
+}
+
+/// The first line of `yosys -V` (`Yosys 0.23 (git sha1 7ce5011c24b)`): what a synthesis
+/// result depends on besides its Verilog and flow, or how to install Yosys.
+pub fn yosys_version() -> Result<String, BoardError> {
+    let yosys = require("yosys")?;
+    let out = Command::new(yosys)
+        .arg("-V")
+        .output()
+        .map_err(|source| BoardError::Io {
+            path: PathBuf::from("yosys"),
+            source,
+        })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    match text.lines().next().map(str::trim) {
+        Some(v) if out.status.success() && !v.is_empty() => Ok(v.to_string()),
+        _ => Err(BoardError::Parse {
+            tool: "yosys",
+            what: format!("`yosys -V` printed {text:?}"),
+        }),
+    }
 }
 
 /// Fails with [`BoardError::DoesNotFit`] if the report exceeds the board's budget.
@@ -331,6 +357,7 @@ mod tests {
                 ffs: 1008,
                 dsps: 64,
                 brams: 10,
+                ramb36: 2,
                 carry: 20,
                 muxes: 3,
                 logic_cells: 0

@@ -42,15 +42,24 @@ impl Progress for Bar {
 /// Where synthesis results are kept: `--synth-cache`, else `$XDG_CACHE_HOME/systole/synth`,
 /// `~/.cache/systole/synth`, or the sweep's own folder.
 fn cache_dir(a: &ExploreArgs) -> PathBuf {
-    if let Some(d) = &a.synth_cache {
-        return d.clone();
+    synth_cache_dir(a.synth_cache.as_deref(), &a.out.join("synth-cache"))
+}
+
+/// The synthesis cache: `given`, else `$XDG_CACHE_HOME/systole/synth`,
+/// `~/.cache/systole/synth`, or `fallback` (shared by `explore` and `boards --synthesize`).
+pub(super) fn synth_cache_dir(
+    given: Option<&std::path::Path>,
+    fallback: &std::path::Path,
+) -> PathBuf {
+    if let Some(d) = given {
+        return d.to_path_buf();
     }
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")));
     match base {
         Some(b) => b.join("systole").join("synth"),
-        None => a.out.join("synth-cache"),
+        None => fallback.to_path_buf(),
     }
 }
 
@@ -90,7 +99,7 @@ pub fn explore(a: &ExploreArgs) -> anyhow::Result<()> {
         .checked_add(a.seeds - 1)
         .ok_or_else(|| anyhow::anyhow!("--seed + --seeds is beyond the largest seed"))?;
     let synth: Box<dyn Synthesizer> = match a.resources.as_str() {
-        "yosys" => Box::new(Yosys { work: cache_dir(a) }),
+        "yosys" => Box::new(Yosys::bridge(cache_dir(a))),
         "estimate" => Box::new(Estimated),
         r => anyhow::bail!("unknown --resources '{r}': use yosys or estimate"),
     };

@@ -9,6 +9,7 @@ macro_rules! outln {
 }
 
 mod bench;
+mod boards;
 mod check;
 mod explore;
 mod hardware;
@@ -55,8 +56,10 @@ pub enum Command {
     Guide(GuideArgs),
     /// Time matrix products on the Verilator model: cycles, utilisation, simulation speed.
     Bench(BenchArgs),
-    /// List the supported FPGA boards and the largest array each fits.
-    Boards,
+    /// List the supported FPGA boards, the largest array each fits (resource model) and the
+    /// board images as Yosys measured them at each word width W (boards/data/yosys-w.json,
+    /// written by --synthesize).
+    Boards(BoardsArgs),
     /// Generate the board design and build its bitstream (where the tools are installed).
     Bitstream(BitstreamArgs),
     /// Load a built bitstream onto a board with openFPGALoader.
@@ -92,6 +95,37 @@ pub struct BitstreamArgs {
     /// Build folder.
     #[arg(long, default_value = "build")]
     pub out: PathBuf,
+}
+
+/// Options of `boards`.
+#[derive(Debug, Clone, Args)]
+pub struct BoardsArgs {
+    /// Run Yosys on each image at each W and write the measured table to --out (cached by
+    /// design hash, so a rerun resumes where it stopped) instead of printing the tables.
+    #[arg(long)]
+    pub synthesize: bool,
+    /// Images to synthesise: bridge (the 7-series bridge top), soc (the SoC at each 7-series
+    /// board's RAM), ice40 (the iCE40 board's bridge top at its largest array).
+    #[arg(long, default_value = "bridge,soc,ice40", requires = "synthesize")]
+    pub image: String,
+    /// Array sizes of the 7-series images.
+    #[arg(long, default_value = "4,8", requires = "synthesize")]
+    pub array: String,
+    /// Feature-map words of the conv unit (0: none).
+    #[arg(long, default_value = "0", requires = "synthesize")]
+    pub fm_depth: String,
+    /// Word widths W in bits (8 to 16).
+    #[arg(long, default_value = "8,12,16", requires = "synthesize")]
+    pub word_bits: String,
+    /// The measured table to write (the repository's is boards/data/yosys-w.json).
+    #[arg(long, requires = "synthesize")]
+    pub out: Option<PathBuf>,
+    /// Replace an existing --out.
+    #[arg(long, requires = "synthesize")]
+    pub overwrite: bool,
+    /// Folder of the synthesis cache [default: ~/.cache/systole/synth, shared with explore].
+    #[arg(long, requires = "synthesize")]
+    pub synth_cache: Option<PathBuf>,
 }
 
 /// Options of `program`.
@@ -469,7 +503,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::EmitVerilog(a) => hardware::emit_verilog(&a),
         Command::Guide(a) => guide(&a),
         Command::Bench(a) => bench::bench(&a),
-        Command::Boards => write_stdout(systole_boards::boards_table().as_bytes()),
+        Command::Boards(a) => boards::boards(&a),
         Command::Bitstream(a) => hardware::bitstream(&a),
         Command::Program(a) => {
             let board = systole_boards::find(&a.board)?;

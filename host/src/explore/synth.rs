@@ -1,17 +1,20 @@
 //! Resources of a design point and whether it fits each board.
 //!
-//! [`Yosys`] synthesises the bridge top (`systole bitstream`'s Verilog: array, conv unit, UART
-//! bridge) with `systole_boards::tools::yosys_synth`, the flow `bitstream` runs: Yosys
-//! `synth_xilinx -flatten -family xc7`. Results are cached by design hash ([`Cached`]): the
+//! [`Yosys`] synthesises a board image with `systole_boards::tools::yosys_synth`, the flow
+//! `bitstream` runs: for a sweep the bridge top (`systole bitstream`'s Verilog: array, conv
+//! unit, UART bridge) with Yosys `synth_xilinx -flatten -family xc7`; for the measured table of
+//! `systole boards --synthesize` also the SoC and the iCE40 board's bridge top. Results are cached by design hash ([`Cached`]): the
 //! hash of the Verilog, the Yosys version and the flow, so a rerun or another sweep with the
 //! same design never synthesises it again, and a changed generator or Yosys always does.
 
 use super::{DesignPoint, ExploreError};
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
-use systole_boards::tools::{self, files, ResourceReport};
+use std::path::PathBuf;
+use systole_boards::tools::{self, ResourceReport};
 use systole_boards::{model, Board, BoardError, Family};
-use systole_hdl::bridge_top::{generate_bridge_verilog_with, BridgeTopOptions};
+
+mod yosys;
+pub use yosys::Yosys;
 
 /// Cells of a synthesised design (7-series units: LUT6, FD*, DSP48E1, RAMB18 with a RAMB36 as
 /// two).
@@ -25,8 +28,13 @@ pub struct Resources {
     pub ffs: u32,
     /// DSP48E1 blocks.
     pub dsps: u32,
-    /// Block RAM in RAMB18.
+    /// Block RAM in RAMB18 (4-kbit EBR on iCE40).
     pub brams: u32,
+    /// RAMB36E1 among them (each counted as two in `brams`). Absent in the results of older
+    /// sweeps (`explore.json`), which never show it; the synthesis cache does not reuse their
+    /// entries (`Yosys::flow`).
+    #[serde(default)]
+    pub ramb36: u32,
 }
 
 impl From<ResourceReport> for Resources {
@@ -37,6 +45,7 @@ impl From<ResourceReport> for Resources {
             ffs: r.ffs,
             dsps: r.dsps,
             brams: r.brams,
+            ramb36: r.ramb36,
         }
     }
 }
@@ -70,23 +79,16 @@ pub fn reference_board() -> &'static Board {
         .expect("the board table has a 7-series board")
 }
 
-fn synth_err(point: &DesignPoint) -> impl FnOnce(BoardError) -> ExploreError {
+pub(super) fn synth_err(point: &DesignPoint) -> impl FnOnce(BoardError) -> ExploreError {
     let point = point.label();
     move |source| ExploreError::Synth { point, source }
 }
 
+/// The bridge top a sweep synthesises for `point` (`systole bitstream`'s Verilog for the
+/// reference board).
+#[cfg(test)]
 pub(crate) fn board_verilog(point: &DesignPoint) -> Result<String, ExploreError> {
-    let board = reference_board();
-    let opts = BridgeTopOptions {
-        clock_hz: board.clock_hz,
-        baud: systole_core::bridge::BAUD,
-        reset_active_low: board.reset.active_low,
-        led_active_low: board.leds.first().is_some_and(|l| l.active_low),
-        halve_clock: board.halve_clock,
-        fm_depth: point.fm_depth,
-    };
-    generate_bridge_verilog_with(&point.config(), &opts)
-        .map_err(BoardError::Hdl)
+    systole_boards::flow::bridge_verilog(reference_board(), &point.config())
         .map_err(synth_err(point))
 }
 
@@ -100,59 +102,6 @@ pub fn fnv1a(parts: &[&str]) -> u64 {
         }
     }
     h
-}
-
-/// Yosys `synth_xilinx` on the bridge top, the flow of `systole bitstream`.
-pub struct Yosys {
-    /// Where each synthesis runs (a folder per design, removed after).
-    pub work: PathBuf,
-}
-
-const YOSYS_FLOW: &str = "bridge_top synth_xilinx -flatten -family xc7";
-
-impl Synthesizer for Yosys {
-    fn source(&self) -> String {
-        format!(
-            "Yosys `synth_xilinx -flatten -family xc7` of the bridge top for {}",
-            reference_board().name
-        )
-    }
-
-    fn design_hash(&self, point: &DesignPoint) -> Result<String, ExploreError> {
-        let yosys = tools::require("yosys").map_err(synth_err(point))?;
-        let version = std::process::Command::new(yosys)
-            .arg("-V")
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
-        let verilog = board_verilog(point)?;
-        let w = point.word_bits.to_string();
-        Ok(format!(
-            "{:016x}",
-            fnv1a(&[YOSYS_FLOW, &version, &w, &verilog])
-        ))
-    }
-
-    fn synthesize(&self, point: &DesignPoint) -> Result<Resources, ExploreError> {
-        let verilog = board_verilog(point)?;
-        let (n, fm, w) = point.hardware_key();
-        let dir = self
-            .work
-            .join(format!("synth-{n}x{n}-fm{fm}-w{w}-{}", std::process::id()));
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| ExploreError::Cache { path, source }
-        };
-        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-        let v = dir.join(files::VERILOG);
-        std::fs::write(&v, verilog).map_err(io(&v))?;
-        let r = tools::yosys_synth(reference_board(), &[files::VERILOG], &dir);
-        // The log stays for a failure (the error names it); a success leaves nothing behind.
-        if r.is_ok() {
-            let _ = std::fs::remove_dir_all(&dir);
-        }
-        Ok(r.map_err(synth_err(point))?.into())
-    }
 }
 
 /// The resource model of `systole boards` (`systole_boards::model::estimate`): no synthesis.
@@ -184,6 +133,7 @@ impl Synthesizer for Estimated {
             ffs: e.ffs,
             dsps: e.dsps,
             brams: e.brams,
+            ramb36: 0,
         })
     }
 }
@@ -248,6 +198,7 @@ pub fn fit(board: &Board, point: &DesignPoint, res: &Resources, cycles_per_epoch
                 ffs: res.ffs,
                 dsps: res.dsps,
                 brams: res.brams,
+                ramb36: res.ramb36,
                 ..ResourceReport::default()
             };
             match tools::check_fits(board, &report) {

@@ -364,9 +364,7 @@ fn the_pareto_front_is_the_undominated_points_by_cost() {
 #[ignore = "runs Yosys synth_xilinx on the 4x4 bridge top (about 20 s)"]
 fn yosys_synthesises_once_then_reads_the_cache() {
     let dir = tempfile::tempdir().unwrap();
-    let yosys = synth::Yosys {
-        work: dir.path().to_path_buf(),
-    };
+    let yosys = synth::Yosys::bridge(dir.path().to_path_buf());
     let cached = synth::Cached {
         inner: &yosys,
         dir: dir.path().join("cache"),
