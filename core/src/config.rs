@@ -200,7 +200,7 @@ impl ArrayConfig {
         {
             return Err(ConfigError::FmDepth(self.fm_depth));
         }
-        if self.dsp_pack && (self.word_bits > MAX_PACK_WORD_BITS || self.size % 2 != 0) {
+        if self.dsp_pack && (self.word_bits > MAX_PACK_WORD_BITS || !self.size.is_multiple_of(2)) {
             return Err(ConfigError::DspPack {
                 word_bits: self.word_bits,
                 size: self.size,

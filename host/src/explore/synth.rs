@@ -135,10 +135,12 @@ impl Synthesizer for Yosys {
 
     fn synthesize(&self, point: &DesignPoint) -> Result<Resources, ExploreError> {
         let verilog = board_verilog(point)?;
-        let (n, fm, w) = point.hardware_key();
-        let dir = self
-            .work
-            .join(format!("synth-{n}x{n}-fm{fm}-w{w}-{}", std::process::id()));
+        let (n, fm, w, pack) = point.hardware_key();
+        let dir = self.work.join(format!(
+            "synth-{n}x{n}-fm{fm}-w{w}-pack{}-{}",
+            u8::from(pack),
+            std::process::id()
+        ));
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| ExploreError::Cache { path, source }
@@ -163,8 +165,11 @@ impl Synthesizer for Estimated {
         "the resource model of `systole boards` (estimate, no synthesis)".into()
     }
     fn design_hash(&self, point: &DesignPoint) -> Result<String, ExploreError> {
-        let (n, fm, w) = point.hardware_key();
-        Ok(format!("estimate-{n}x{n}-fm{fm}-w{w}"))
+        let (n, fm, w, pack) = point.hardware_key();
+        Ok(format!(
+            "estimate-{n}x{n}-fm{fm}-w{w}-pack{}",
+            u8::from(pack)
+        ))
     }
     fn cacheable(&self) -> bool {
         false
