@@ -153,7 +153,7 @@ fn packing_halves_the_dsps(n: usize) {
 
 /// The same for the 16x16 array (256 MACs: 128 DSP48E1s packed).
 #[test]
-#[ignore = "Yosys on the 16x16 array at 8 bits packed and not, about 10 minutes; run with --ignored --nocapture"]
+#[ignore = "Yosys on the 16x16 array at 8 bits packed and not, about 4 minutes; run with --ignored --nocapture"]
 fn dsp_packing_halves_the_dsps_16x16() {
     println!("| array | multiplies | LUT | LUT RAM | FF | DSP48E1 | RAMB18 | MACs per DSP48E1 |");
     packing_halves_the_dsps(16);
