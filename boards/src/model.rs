@@ -2,7 +2,8 @@
 //!
 //! The model counts what is certain exactly and the rest linearly:
 //! * Multipliers: one hard multiplier per MAC (`n^2`). On 7-series Yosys `synth_xilinx -flatten`
-//!   puts each MAC with its 48-bit accumulator into one DSP48E1. On the iCE40UP5K there are only
+//!   puts each MAC's multiply into one DSP48E1, or with `ArrayConfig::dsp_pack` (8-bit words)
+//!   each pair's into one: `n^2 / 2`. On the iCE40UP5K there are only
 //!   eight SB_MAC16, so the largest array is 2x2 (a 3x3 array would need nine). We decided
 //!   against fabric multipliers there: a 16x16 multiplier costs roughly 300 logic cells, so even
 //!   one extra would eat most of the headroom left after buffers and converters, and a 2x2 array
@@ -139,7 +140,12 @@ pub fn estimate(board: &Board, cfg: &ArrayConfig) -> Estimate {
     Estimate {
         luts: k.fixed_luts + n * n * k.pe_luts + n * k.column_luts + conv_luts,
         ffs: k.fixed_ffs + n * n * k.pe_ffs + n * k.column_ffs + conv_ffs,
-        dsps: n * n,
+        dsps: match board.family {
+            // Two MACs per DSP48E1 with packing (`ArrayConfig::dsp_pack`, measured).
+            Family::Xc7 => n * n / cfg.macs_per_dsp(),
+            // A packed `25 x 8` multiply does not fit one 16 x 16 SB_MAC16: no saving counted.
+            Family::Ice40Up => n * n,
+        },
         brams,
     }
 }
@@ -172,8 +178,8 @@ pub fn clearly_too_big(board: &Board, cfg: &ArrayConfig) -> Option<String> {
     };
     if e.dsps > b.dsps {
         return Some(format!(
-            "a {n}x{n} array needs {} hard multipliers (one per MAC) and the part has {}; {largest}",
-            e.dsps, b.dsps
+            "a {n}x{n} array needs {} hard multipliers ({} MAC per multiplier) and the part has {}; {largest}",
+            e.dsps, cfg.macs_per_dsp(), b.dsps
         ));
     }
     let over =
@@ -288,6 +294,10 @@ mod tests {
         let ice = find("icebreaker").unwrap();
         // Two 512 x 16 banks are four 4-kbit EBR.
         assert_eq!(estimate(ice, &plain(2)).brams, 16);
+        // Packed at 8 bits: a DSP48E1 per pair of MACs (measured), an SB_MAC16 still per MAC.
+        let packed = plain(8).with_word_bits(8).with_dsp_pack(true);
+        assert_eq!(estimate(arty, &packed).dsps, 32);
+        assert_eq!(estimate(ice, &packed).dsps, 64);
     }
 
     /// Yosys 0.23 `synth_xilinx -flatten` on the bridge top with the conv unit (LUTs,

@@ -3,7 +3,8 @@
 //! (Arty A7-35T's family) and `synth_ice40 -dsp` (iCEBreaker's); and the same top with a
 //! 4096-word conv unit at each `W` on 7-series (no conv unit fits an iCE40's block RAM). Heavy
 //! (Yosys, minutes): `cargo test -p systole-boards --lib width_resources -- --ignored
-//! --nocapture` (`conv_unit_resources_shrink_with_w` alone for the conv unit).
+//! --nocapture` (`conv_unit_resources_shrink_with_w` alone for the conv unit,
+//! `dsp_packing_halves_the_dsps` for two multiplies per DSP48E1 at 8 bits).
 
 use crate::find;
 use crate::tools::{yosys_synth, ResourceReport};
@@ -94,4 +95,66 @@ fn conv_unit_resources_shrink_with_w() {
         brams.push(r.brams);
     }
     assert!(brams[0] < brams[1] && brams[1] < brams[2], "{brams:?}");
+}
+
+/// The `size x size` top at 8 bits (no conv unit) on 7-series, its PEs paired or not.
+fn synthesise_packed(size: usize, pack: bool) -> ResourceReport {
+    let cfg = ArrayConfig {
+        fm_depth: 0,
+        ..ArrayConfig::square(size)
+    }
+    .with_word_bits(8)
+    .with_dsp_pack(pack);
+    let verilog = systole_hdl::generate_verilog(&cfg).unwrap();
+    let dir = std::env::temp_dir().join(format!(
+        "systole-pack-{}-{}",
+        cfg.name(),
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("top.v"), &verilog).unwrap();
+    let r = yosys_synth(find("arty-a7-35").unwrap(), &["top.v"], &dir).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    println!(
+        "| {size}x{size} | {} | {} | {} | {} | {} | {} | {:.1} |",
+        if pack { "packed" } else { "one per MAC" },
+        r.luts,
+        r.lutram,
+        r.ffs,
+        r.dsps,
+        r.brams,
+        (size * size) as f64 / r.dsps as f64
+    );
+    r
+}
+
+/// Two multiplies per DSP48E1 at 8 bits (`ArrayConfig::dsp_pack`): the 8x8 array's 64 MACs
+/// on 32 DSP48E1s (2.0 MACs per DSP48E1 against 1.0), the same block RAM; what it costs in
+/// fabric is printed (the packed factor's decrement and the high product's correction per
+/// pair, no flip-flop: the alignment is the upper PE's own A register).
+#[test]
+#[ignore = "Yosys on the 8x8 array at 8 bits packed and not, minutes; run with --ignored --nocapture"]
+fn dsp_packing_halves_the_dsps() {
+    println!("| array | multiplies | LUT | LUT RAM | FF | DSP48E1 | RAMB18 | MACs per DSP48E1 |");
+    packing_halves_the_dsps(8);
+}
+
+fn packing_halves_the_dsps(n: usize) {
+    let plain = synthesise_packed(n, false);
+    let packed = synthesise_packed(n, true);
+    let macs = (n * n) as u32;
+    assert_eq!(
+        (plain.dsps, packed.dsps),
+        (macs, macs / 2),
+        "{plain:?} {packed:?}"
+    );
+    assert_eq!(plain.brams, packed.brams);
+}
+
+/// The same for the 16x16 array (256 MACs: 128 DSP48E1s packed).
+#[test]
+#[ignore = "Yosys on the 16x16 array at 8 bits packed and not, about 4 minutes; run with --ignored --nocapture"]
+fn dsp_packing_halves_the_dsps_16x16() {
+    println!("| array | multiplies | LUT | LUT RAM | FF | DSP48E1 | RAMB18 | MACs per DSP48E1 |");
+    packing_halves_the_dsps(16);
 }

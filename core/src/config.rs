@@ -1,5 +1,6 @@
 //! [`ArrayConfig`]: the single description of one accelerator instance.
 
+use crate::dsp_pack::MAX_PACK_WORD_BITS;
 use crate::numeric::{self, ACC_BITS, MAX_K, MAX_WORD_BITS, MIN_WORD_BITS};
 
 /// Feature-map buffer depth of [`ArrayConfig::square`] and [`ArrayConfig::new`].
@@ -37,6 +38,11 @@ pub struct ArrayConfig {
     /// an array without a conv unit. Each of the two gather engines has a read port per lane
     /// (in hardware a true dual-port copy per pair of lanes), so every lane reads a word per clock.
     pub fm_depth: usize,
+    /// Two multiplies per DSP48E1: vertically neighbouring PEs share their B word and compute
+    /// both products in one packed multiply (`crate::dsp_pack`; `systole_hdl::pe_pair`). Only
+    /// at `W <= dsp_pack::MAX_PACK_WORD_BITS` and an even `size`; off by default (set it with
+    /// [`ArrayConfig::with_dsp_pack`]). Results and cycles are the unpacked array's.
+    pub dsp_pack: bool,
 }
 
 /// Why an [`ArrayConfig`] was rejected.
@@ -65,6 +71,13 @@ pub enum ConfigError {
     BufferDepth(usize),
     /// `fm_depth` is neither 0 (no conv unit) nor a power of two in `MIN_FM_DEPTH..=MAX_FM_DEPTH`.
     FmDepth(usize),
+    /// `dsp_pack` asked of words wider than `dsp_pack::MAX_PACK_WORD_BITS` or an odd size.
+    DspPack {
+        /// The word width asked for.
+        word_bits: u32,
+        /// The array size asked for.
+        size: usize,
+    },
 }
 
 impl core::error::Error for ConfigError {}
@@ -78,6 +91,7 @@ impl core::fmt::Display for ConfigError {
             ConfigError::FracBits { frac_bits, word_bits } => write!(f, "{frac_bits} fractional bits do not fit a {word_bits}-bit word: choose 0 to {}", word_bits.saturating_sub(1)),
             ConfigError::BufferDepth(d) => write!(f, "buffer depth {d} is not a power of two between {MIN_BUFFER_DEPTH} and {MAX_BUFFER_DEPTH}"),
             ConfigError::FmDepth(d) => write!(f, "feature-map buffer depth {d} is neither 0 (no conv unit) nor a power of two between {MIN_FM_DEPTH} and {MAX_FM_DEPTH}"),
+            ConfigError::DspPack { word_bits, size } => write!(f, "two multiplies per DSP48E1 (DSP packing) need words of at most {MAX_PACK_WORD_BITS} bits and an even array size (PEs pair by rows), not {word_bits}-bit words on a {size}x{size} array: turn packing off or choose such a design"),
         }
     }
 }
@@ -93,6 +107,7 @@ impl ArrayConfig {
             frac_bits: 8,
             buffer_depth: 512,
             fm_depth: DEFAULT_FM_DEPTH,
+            dsp_pack: false,
         }
     }
 
@@ -109,6 +124,7 @@ impl ArrayConfig {
             frac_bits,
             buffer_depth,
             fm_depth: DEFAULT_FM_DEPTH,
+            dsp_pack: false,
         };
         match c.validate() {
             Ok(()) => Ok(c),
@@ -129,6 +145,24 @@ impl ArrayConfig {
                 0
             },
             ..self
+        }
+    }
+
+    /// The same configuration with two multiplies per DSP48E1 (`pack`) or one; [`Self::validate`]
+    /// checks that `W` and the size allow it.
+    pub const fn with_dsp_pack(self, pack: bool) -> Self {
+        ArrayConfig {
+            dsp_pack: pack,
+            ..self
+        }
+    }
+
+    /// Multiply-accumulates per DSP48E1: 2 with [`Self::dsp_pack`], else 1.
+    pub const fn macs_per_dsp(&self) -> u32 {
+        if self.dsp_pack {
+            2
+        } else {
+            1
         }
     }
 
@@ -165,6 +199,12 @@ impl ArrayConfig {
                 || self.fm_depth > MAX_FM_DEPTH)
         {
             return Err(ConfigError::FmDepth(self.fm_depth));
+        }
+        if self.dsp_pack && (self.word_bits > MAX_PACK_WORD_BITS || !self.size.is_multiple_of(2)) {
+            return Err(ConfigError::DspPack {
+                word_bits: self.word_bits,
+                size: self.size,
+            });
         }
         Ok(())
     }
@@ -248,6 +288,8 @@ impl ArrayConfig {
                 0 => 0,
                 c => 1usize << (c + 8),
             },
+            // Not in CONFIG: a packed array computes and times exactly as an unpacked one.
+            dsp_pack: false,
         }
     }
 
@@ -258,6 +300,7 @@ impl ArrayConfig {
             size: self.size,
             depth: self.buffer_depth,
             word_bits: self.word_bits,
+            dsp_pack: self.dsp_pack,
         }
     }
 }
@@ -268,6 +311,7 @@ pub struct ConfigName {
     size: usize,
     depth: usize,
     word_bits: u32,
+    dsp_pack: bool,
 }
 
 impl core::fmt::Display for ConfigName {
@@ -275,6 +319,9 @@ impl core::fmt::Display for ConfigName {
         write!(f, "sa{}x{}_d{}", self.size, self.size, self.depth)?;
         if self.word_bits != numeric::WORD_BITS {
             write!(f, "_w{}", self.word_bits)?;
+        }
+        if self.dsp_pack {
+            write!(f, "_pack")?;
         }
         Ok(())
     }
@@ -324,6 +371,40 @@ mod tests {
             ArrayConfig::new(8, 8, 500),
             Err(ConfigError::BufferDepth(500))
         );
+    }
+
+    /// Packing validates at W = 8 on even sizes only; above 8 bits and on odd sizes it is
+    /// refused naming both values and the fix. Off by default, it changes neither the CONFIG
+    /// word nor, off, the name.
+    #[test]
+    fn dsp_packing_at_8_bits_and_even_sizes_only() {
+        let c = ArrayConfig::square(8).with_word_bits(8);
+        assert!(!c.dsp_pack && c.macs_per_dsp() == 1);
+        let packed = c.with_dsp_pack(true);
+        assert_eq!(packed.validate(), Ok(()));
+        assert_eq!(packed.macs_per_dsp(), 2);
+        assert_eq!(packed.config_word(), c.config_word());
+        assert_eq!(format!("{}", packed.name()), "sa8x8_d512_w8_pack");
+        assert_eq!(format!("{}", c.name()), "sa8x8_d512_w8");
+        for (n, w) in [(8, 9), (8, 16), (5, 8)] {
+            let e = ArrayConfig::square(n)
+                .with_word_bits(w)
+                .with_dsp_pack(true)
+                .validate()
+                .unwrap_err();
+            assert_eq!(
+                e,
+                ConfigError::DspPack {
+                    word_bits: w,
+                    size: n
+                }
+            );
+            let text = format!("{e}");
+            assert!(
+                text.contains("at most 8 bits") && text.contains("turn packing off"),
+                "{text}"
+            );
+        }
     }
 
     /// Every W of the contract validates with its derived accumulator and round-trips through

@@ -10,6 +10,7 @@
 //! * [`limits`] — the largest tensors, models and shard counts the host accepts.
 //! * [`bridge`] — the baud rate of the board bridge's UART.
 //! * [`crc`] — the CRC-16 parameters of the firmware protocol and the board bridge.
+//! * [`dsp_pack`] — two multiplies per DSP48E1 at `W <= 8`: the packed multiply's arithmetic.
 //! * [`soc`] — the memory map of the SoC (the RISC-V CPU that runs the firmware beside the array).
 //! * [`bus::AcceleratorBus`] — the narrow interface to one accelerator instance (registers plus
 //!   row-wide buffer ports), implemented by the Verilator model and by the firmware's MMIO layer.
@@ -32,6 +33,7 @@ pub mod bus;
 pub mod config;
 mod config_word;
 pub mod crc;
+pub mod dsp_pack;
 pub mod field;
 pub mod gather;
 pub mod limits;

@@ -6,12 +6,17 @@
 //! the `valid`/`first`/`last` flags travel right, B words travel down. The captured results of
 //! column `c` leave through the top PE (`res_top[c]`) as the column's shadow chain shifts up,
 //! and `cap_bottom[c]` tells the column's converter when all `n` rows are captured.
+//!
+//! With `ArrayConfig::dsp_pack` the PEs of rows `2p` and `2p + 1` of each column are one
+//! [`PePair`] (two MACs on one multiplier, `crate::pe_pair`), wired as the two PEs are.
 
 use crate::pe::Pe;
+use crate::pe_pair::PePair;
 use crate::HdlError;
 use rust_hdl_core::prelude::*;
 use rust_hdl_widgets::prelude::*;
 use systole_core::config::{MAX_SIZE, MIN_SIZE};
+use systole_core::ArrayConfig;
 
 /// A chain of `len >= 1` registers.
 #[derive(LogicBlock)]
@@ -65,7 +70,8 @@ impl<T: Synth> Logic for DelayLine<T> {
     }
 }
 
-/// The systolic array (see the module docs). PE `(r, c)` is `pes[r * n + c]`.
+/// The systolic array (see the module docs). PE `(r, c)` is `pes[r * n + c]`, or with
+/// packing a half of `pairs[(r / 2) * n + c]` (`pes` then empty).
 #[derive(LogicBlock)]
 pub struct Array {
     /// Clock.
@@ -94,8 +100,13 @@ pub struct Array {
     l_skew: Vec<DelayLine<Bit>>,
     b_skew: Vec<DelayLine<Signed<16>>>,
     pes: Vec<Pe>,
+    pairs: Vec<PePair>,
     zero: Constant<Signed<48>>,
     _n: usize,
+    /// `n`, or 0 with packing (the PE wiring's one-pass loop then runs no pass).
+    _pe_n: usize,
+    /// `n / 2` rows of pairs with packing, else 0.
+    _pair_rows: usize,
 }
 
 impl Array {
@@ -106,6 +117,16 @@ impl Array {
 
     /// An `n x n` array whose PEs compute with `W`-bit words ([`Pe::at`]).
     pub fn at(n: usize, word_bits: u32) -> Result<Self, HdlError> {
+        Self::build(n, word_bits, false)
+    }
+
+    /// The array of `cfg` (checked): its size and `W`, its PEs paired with `cfg.dsp_pack`.
+    pub fn of(cfg: &ArrayConfig) -> Result<Self, HdlError> {
+        cfg.validate_built().map_err(HdlError::Config)?;
+        Self::build(cfg.size, cfg.word_bits, cfg.dsp_pack)
+    }
+
+    fn build(n: usize, word_bits: u32, pack: bool) -> Result<Self, HdlError> {
         if !(MIN_SIZE..=MAX_SIZE).contains(&n) {
             return Err(HdlError::Block(format!(
                 "systolic array of size {n}: must be {MIN_SIZE}..={MAX_SIZE}"
@@ -128,15 +149,39 @@ impl Array {
             f_skew: (1..n).map(DelayLine::new).collect::<Result<_, _>>()?,
             l_skew: (1..n).map(DelayLine::new).collect::<Result<_, _>>()?,
             b_skew: (1..n).map(DelayLine::new).collect::<Result<_, _>>()?,
-            pes: (0..n * n).map(|_| Pe::at(word_bits)).collect(),
+            pes: (0..if pack { 0 } else { n * n })
+                .map(|_| Pe::at(word_bits))
+                .collect(),
+            pairs: (0..if pack { n / 2 * n } else { 0 })
+                .map(|_| PePair::at(word_bits))
+                .collect(),
             zero: Constant::new(Signed::default()),
             _n: n,
+            _pe_n: if pack { 0 } else { n },
+            _pair_rows: if pack { n / 2 } else { 0 },
         })
     }
 
-    /// One past the size (a loop bound in the kernel, which binds `n` through a one-pass loop).
+    /// One past the size (a loop bound in the kernel, which binds `n` through a one-pass
+    /// loop); no pass with packing.
     fn n_end(&self) -> usize {
-        self._n + 1
+        match self._pe_n {
+            0 => 0,
+            n => n + 1,
+        }
+    }
+
+    /// One past the pair rows (binds their count through a one-pass loop).
+    fn pair_rows_end(&self) -> usize {
+        self._pair_rows + 1
+    }
+
+    /// The pair wiring's one-pass loop: `_n..pair_n_end()` is one pass with packing, else none.
+    fn pair_n_end(&self) -> usize {
+        match self._pair_rows {
+            0 => self._n,
+            _ => self._n + 1,
+        }
     }
 }
 
@@ -157,7 +202,7 @@ impl Logic for Array {
             self.b_skew[i - 1].d_in.next = self.b_in[i].val();
         }
         // `n` is bound by a one-pass loop so that index expressions can use it.
-        for n in self._n..self.n_end() {
+        for n in self._pe_n..self.n_end() {
             for r in 0..self._n {
                 for c in 0..self._n {
                     self.pes[r * n + c].clock.next = self.clock.val();
@@ -194,6 +239,67 @@ impl Logic for Array {
                 for c in 0..self._n {
                     self.pes[r * n + c].b_in.next = self.pes[(r - 1) * n + c].b_out.val();
                     self.pes[(r - 1) * n + c].res_in.next = self.pes[r * n + c].res.val();
+                }
+            }
+        }
+        // With packing: pair `p` holds rows `2p` (`u_*`) and `2p + 1` (`l_*`), wired as they are.
+        for n in self._n..self.pair_n_end() {
+            for p in 0..self._pair_rows {
+                for c in 0..self._n {
+                    self.pairs[p * n + c].clock.next = self.clock.val();
+                    self.pairs[p * n + c].reset.next = self.reset.val();
+                    self.pairs[p * n + c].shift_en.next = self.shift_en[c].val();
+                }
+            }
+            self.pairs[0].u_a_in.next = self.a_in[0].val();
+            self.pairs[0].u_valid_in.next = self.valid_in.val();
+            self.pairs[0].u_first_in.next = self.first_in.val();
+            self.pairs[0].u_last_in.next = self.last_in.val();
+            self.pairs[0].b_in.next = self.b_in[0].val();
+            for c in 1..self._n {
+                self.pairs[c].b_in.next = self.b_skew[c - 1].d_out.val();
+            }
+            for p in 1..self._pair_rows {
+                self.pairs[p * n].u_a_in.next = self.a_skew[2 * p - 1].d_out.val();
+                self.pairs[p * n].u_valid_in.next = self.v_skew[2 * p - 1].d_out.val();
+                self.pairs[p * n].u_first_in.next = self.f_skew[2 * p - 1].d_out.val();
+                self.pairs[p * n].u_last_in.next = self.l_skew[2 * p - 1].d_out.val();
+            }
+            for p in 0..self._pair_rows {
+                self.pairs[p * n].l_a_in.next = self.a_skew[2 * p].d_out.val();
+                self.pairs[p * n].l_valid_in.next = self.v_skew[2 * p].d_out.val();
+                self.pairs[p * n].l_first_in.next = self.f_skew[2 * p].d_out.val();
+                self.pairs[p * n].l_last_in.next = self.l_skew[2 * p].d_out.val();
+                for c in 1..self._n {
+                    self.pairs[p * n + c].u_a_in.next = self.pairs[p * n + c - 1].u_a_out.val();
+                    self.pairs[p * n + c].u_valid_in.next =
+                        self.pairs[p * n + c - 1].u_valid_out.val();
+                    self.pairs[p * n + c].u_first_in.next =
+                        self.pairs[p * n + c - 1].u_first_out.val();
+                    self.pairs[p * n + c].u_last_in.next =
+                        self.pairs[p * n + c - 1].u_last_out.val();
+                    self.pairs[p * n + c].l_a_in.next = self.pairs[p * n + c - 1].l_a_out.val();
+                    self.pairs[p * n + c].l_valid_in.next =
+                        self.pairs[p * n + c - 1].l_valid_out.val();
+                    self.pairs[p * n + c].l_first_in.next =
+                        self.pairs[p * n + c - 1].l_first_out.val();
+                    self.pairs[p * n + c].l_last_in.next =
+                        self.pairs[p * n + c - 1].l_last_out.val();
+                }
+            }
+            for c in 0..self._n {
+                self.res_top[c].next = self.pairs[c].res.val();
+            }
+            for h in self._pair_rows..self.pair_rows_end() {
+                for c in 0..self._n {
+                    self.cap_bottom[c].next = self.pairs[(h - 1) * n + c].captured.val();
+                    self.pairs[(h - 1) * n + c].res_in.next = self.zero.val();
+                }
+            }
+            for p in 1..self._pair_rows {
+                for c in 0..self._n {
+                    self.pairs[p * n + c].b_in.next = self.pairs[(p - 1) * n + c].b_out.val();
+                    self.pairs[(p - 1) * n + c].res_in.next = self.pairs[p * n + c].res.val();
                 }
             }
         }

@@ -26,6 +26,7 @@ pub mod fm_ram;
 pub mod gather;
 pub mod icarus;
 pub mod pe;
+pub mod pe_pair;
 mod prune;
 pub mod regfile;
 pub mod soc;

@@ -110,7 +110,7 @@ impl Core {
             a_ram: rams(n, aw)?,
             b_ram: rams(n, aw)?,
             c_ram: (0..n).map(|_| LaneRam::new(tw)).collect::<Result<_, _>>()?,
-            array: Array::at(n, cfg.word_bits)?,
+            array: Array::of(cfg)?,
             converters: (0..n)
                 .map(|c| ColumnConverter::at(c, n, cfg.word_bits))
                 .collect::<Result<_, _>>()?,

@@ -70,6 +70,7 @@ pub fn explore(a: &ExploreArgs) -> anyhow::Result<()> {
         fm_depths: a.fm_depth.clone(),
         word_bits: a.word_bits.clone(),
         roundings: a.rounding.clone(),
+        dsp_packs: a.dsp_pack.clone(),
     };
     let points = axes.points(&systole_sim::built_sizes())?;
     let boards = explore::parse_boards(&a.board)?;

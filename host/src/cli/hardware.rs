@@ -12,9 +12,11 @@ pub fn emit_verilog(a: &EmitArgs) -> anyhow::Result<()> {
     cfg.fm_depth = a.fm_depth;
     cfg.validate()
         .map_err(|e| anyhow::anyhow!("--fm-depth: {e}"))?;
-    let cfg = cfg.with_word_bits(a.word_bits);
-    cfg.validate_built()
-        .map_err(|e| anyhow::anyhow!("--word-bits {}: {e}", a.word_bits))?;
+    let cfg = cfg.with_word_bits(a.word_bits).with_dsp_pack(a.dsp_pack);
+    cfg.validate_built().map_err(|e| {
+        let pack = if a.dsp_pack { " --dsp-pack" } else { "" };
+        anyhow::anyhow!("--word-bits {}{pack}: {e}", a.word_bits)
+    })?;
     let v = systole_hdl::generate_verilog(&cfg)?;
     if let Some(p) = &a.cocotb {
         if a.out.as_deref() == Some(p.as_path()) {
@@ -42,10 +44,11 @@ pub fn emit_verilog(a: &EmitArgs) -> anyhow::Result<()> {
                 "no conv unit".to_string()
             };
             outln!(
-                "wrote {} ({} lines, top module `top`: {n}x{n} array of {}-bit words, {}-row buffers, {conv}; CONFIG word 0x{:08x})",
+                "wrote {} ({} lines, top module `top`: {n}x{n} array of {}-bit words{}, {}-row buffers, {conv}; CONFIG word 0x{:08x})",
                 p.display(),
                 v.lines().count(),
                 cfg.word_bits,
+                if cfg.dsp_pack { " (two MACs per DSP48E1)" } else { "" },
                 cfg.buffer_depth,
                 cfg.config_word(),
                 n = cfg.size,
@@ -68,7 +71,8 @@ pub fn bitstream(a: &BitstreamArgs) -> anyhow::Result<()> {
         fm_depth: a.fm_depth,
         ..cfg
     }
-    .with_word_bits(a.word_bits);
+    .with_word_bits(a.word_bits)
+    .with_dsp_pack(a.dsp_pack);
     cfg.validate_built().map_err(|e| {
         anyhow::anyhow!("--fm-depth {} --word-bits {}: {e}", a.fm_depth, a.word_bits)
     })?;

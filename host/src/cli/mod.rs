@@ -87,6 +87,10 @@ pub struct BitstreamArgs {
     /// --word-bits.
     #[arg(long, value_parser = whole_u32, default_value_t = 16)]
     pub word_bits: u32,
+    /// Two multiplies per DSP48E1 (W <= 8, even array sizes): PEs in pairs sharing one
+    /// packed multiply; the same results and cycles, half the DSP48E1s, more LUTs.
+    #[arg(long)]
+    pub dsp_pack: bool,
     /// Build the SoC (7-series boards): the VexRiscv CPU runs the firmware (its image built
     /// now and put into the RAM's initial contents) beside the array; drive it with
     /// `--device serial:PORT` instead of `bridge:`.
@@ -159,6 +163,10 @@ pub struct EmitArgs {
     /// (--fm-depth 0).
     #[arg(long, value_parser = whole_u32, default_value_t = 16)]
     pub word_bits: u32,
+    /// Two multiplies per DSP48E1 (W <= 8, even array sizes): PEs in pairs sharing one
+    /// packed multiply; the same results and cycles, half the DSP48E1s, more LUTs.
+    #[arg(long)]
+    pub dsp_pack: bool,
     /// Output file (default: standard output).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -416,6 +424,10 @@ pub struct ExploreArgs {
     /// Roundings: stochastic, nearest, truncate.
     #[arg(long, default_value = "stochastic")]
     pub rounding: String,
+    /// Two multiplies per DSP48E1, packed in pairs of PEs: off, on or off,on (on: W <= 8
+    /// and even array sizes only; the same words and cycles, half the DSP48E1s).
+    #[arg(long, default_value = "off")]
+    pub dsp_pack: String,
     /// Boards each point is fitted to (all: every board of `systole boards`).
     #[arg(long, default_value = "all")]
     pub board: String,

@@ -48,6 +48,17 @@ fn emit_verilog_options_change_the_top() {
     );
     let e = emit(&["--array", "4", "--buffer-depth", "8", "--out", a_s]).unwrap_err();
     assert!(e.to_string().contains("--buffer-depth"), "{e}");
+    // Two multiplies per DSP48E1 at 8 bits: a packed multiply per pair; refused at 16 bits.
+    let packed = ["--array", "4", "--fm-depth", "0", "--word-bits", "8"];
+    emit(&[&packed[..], &["--dsp-pack", "--out", a_s]].concat()).unwrap();
+    let v = std::fs::read_to_string(&a).unwrap();
+    assert_eq!(v.matches("p = ub_q * factor;").count(), 8);
+    let e = emit(&["--array", "4", "--dsp-pack", "--out", b_s]).unwrap_err();
+    assert!(
+        e.to_string().contains("--word-bits 16 --dsp-pack: ")
+            && e.to_string().contains("at most 8 bits"),
+        "{e}"
+    );
 }
 
 /// The help of every option that states a limit of `systole_core` states today's value: a
@@ -61,6 +72,7 @@ fn help_texts_state_the_limits_of_core() {
     let buffer_range = format!("{MIN_BUFFER_DEPTH}..={MAX_BUFFER_DEPTH}");
     let word_range = format!("{MIN_WORD_BITS} to {MAX_WORD_BITS}");
     let master_range = format!("W to {MAX_WORD_BITS}");
+    let pack_limit = format!("W <= {}", systole_core::dsp_pack::MAX_PACK_WORD_BITS);
     let stated = [
         ("bitstream", "--fm-depth", &fm_range),
         ("bitstream", "--word-bits", &word_range),
@@ -70,6 +82,7 @@ fn help_texts_state_the_limits_of_core() {
         ("compare", "--word-bits", &word_range),
         ("explore", "--word-bits", &word_range),
         ("train", "--master-bits", &master_range),
+        ("explore", "--dsp-pack", &pack_limit),
     ];
     let mut cli = Cli::command();
     for (sub, option, range) in stated {

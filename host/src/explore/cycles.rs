@@ -57,6 +57,7 @@ fn device_config(point: &DesignPoint) -> ArrayConfig {
     point
         .config()
         .with_word_bits(systole_core::numeric::WORD_BITS)
+        .with_dsp_pack(false)
 }
 
 /// The trainer's fixed-point arithmetic at `cfg`'s widths on `dev`.

@@ -64,6 +64,12 @@ pub enum ExploreError {
         /// The trainer's reason.
         source: systole_train::TrainError,
     },
+    /// `--dsp-pack on` with a word width or array size core does not pack.
+    #[error("--dsp-pack on: {source}; e.g. --dsp-pack off,on --word-bits 8")]
+    DspPack {
+        /// Core's reason.
+        source: ConfigError,
+    },
     /// A feature-map depth core refuses.
     #[error("--fm-depth {value}: {source}; 0 builds no conv unit")]
     FmDepth {

@@ -41,6 +41,10 @@ pub struct DesignPoint {
     /// Rounding of every fixed-point conversion (stored by name).
     #[serde(with = "rounding_name")]
     pub rounding: Rounding,
+    /// Two multiplies per DSP48E1 (`ArrayConfig::dsp_pack`, 8-bit words); absent in the
+    /// `explore.json` of before: off.
+    #[serde(default)]
+    pub dsp_pack: bool,
 }
 
 impl DesignPoint {
@@ -53,25 +57,29 @@ impl DesignPoint {
             ..ArrayConfig::square(self.array)
         }
         .with_word_bits(self.word_bits)
+        .with_dsp_pack(self.dsp_pack)
     }
 
-    /// `8x8 fm0 w16 stochastic`: the point in tables, messages and the plot.
+    /// `8x8 fm0 w16 stochastic` (`8x8 fm0 w8 pack stochastic` packed): the point in tables,
+    /// messages and the plot.
     pub fn label(&self) -> String {
         format!(
-            "{0}x{0} fm{1} w{2} {3}",
+            "{0}x{0} fm{1} w{2}{3} {4}",
             self.array,
             self.fm_depth,
             self.word_bits,
+            if self.dsp_pack { " pack" } else { "" },
             self.rounding.name()
         )
     }
 
-    /// The order of points in the reports: array, feature-map depth, W, rounding.
-    pub fn order(&self) -> (usize, usize, u32, u32) {
+    /// The order of points in the reports: array, feature-map depth, W, packing, rounding.
+    pub fn order(&self) -> (usize, usize, u32, bool, u32) {
         (
             self.array,
             self.fm_depth,
             self.word_bits,
+            self.dsp_pack,
             self.rounding.code(),
         )
     }
@@ -85,9 +93,10 @@ impl DesignPoint {
         (self.array, self.word_bits, self.rounding)
     }
 
-    /// What the synthesised design depends on (rounding is a register, not hardware).
-    pub(crate) fn hardware_key(&self) -> (usize, usize, u32) {
-        (self.array, self.fm_depth, self.word_bits)
+    /// What the synthesised design depends on (rounding is a register, not hardware; packing
+    /// changes neither words nor cycles, only the hardware).
+    pub(crate) fn hardware_key(&self) -> (usize, usize, u32, bool) {
+        (self.array, self.fm_depth, self.word_bits, self.dsp_pack)
     }
 }
 
@@ -118,6 +127,8 @@ pub struct Axes {
     pub word_bits: String,
     /// `--rounding`, e.g. `stochastic,nearest`.
     pub roundings: String,
+    /// `--dsp-pack`, `off`, `on` or `off,on`.
+    pub dsp_packs: String,
 }
 
 impl Axes {
@@ -136,6 +147,19 @@ impl Axes {
             "stochastic,nearest",
             Rounding::parse,
         )?;
+        let packs = parse_list("--dsp-pack", &self.dsp_packs, "off,on", |s| match s {
+            "off" => Some(false),
+            "on" => Some(true),
+            _ => None,
+        })?;
+        if packs.contains(&true) {
+            for &a in &arrays {
+                for &w in &word_bits {
+                    check(ArrayConfig::square(a).with_word_bits(w).with_dsp_pack(true))
+                        .map_err(|source| ExploreError::DspPack { source })?;
+                }
+            }
+        }
         for &w in &word_bits {
             systole_train::Widths::new(w, w).map_err(|e| ExploreError::WordBits {
                 value: w,
@@ -163,13 +187,16 @@ impl Axes {
         for &array in &arrays {
             for &fm_depth in &fm_depths {
                 for &word_bits in &word_bits {
-                    for &rounding in &roundings {
-                        points.push(DesignPoint {
-                            array,
-                            fm_depth,
-                            word_bits,
-                            rounding,
-                        });
+                    for &dsp_pack in &packs {
+                        for &rounding in &roundings {
+                            points.push(DesignPoint {
+                                array,
+                                fm_depth,
+                                word_bits,
+                                rounding,
+                                dsp_pack,
+                            });
+                        }
                     }
                 }
             }

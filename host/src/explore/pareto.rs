@@ -46,6 +46,9 @@ fn label(r: &PointResult, all: &[PointResult]) -> String {
     if all.iter().any(|o| o.point.word_bits != p.word_bits) {
         s.push_str(&format!(" w{}", p.word_bits));
     }
+    if p.dsp_pack {
+        s.push_str(" pack");
+    }
     s
 }
 

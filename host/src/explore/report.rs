@@ -100,7 +100,7 @@ pub fn mean_std(xs: &[f32]) -> (f32, f32) {
 /// The CSV: a row per point, a fit and an epoch-time column per board.
 pub fn csv(file: &SweepFile) -> String {
     let mut s = String::from(
-        "array,fm_depth,word_bits,rounding,acc_mean,acc_std,acc_min,acc_max,cycles_per_epoch,luts,lutram,ffs,dsp48e1,ramb18",
+        "array,fm_depth,word_bits,rounding,acc_mean,acc_std,acc_min,acc_max,cycles_per_epoch,luts,lutram,ffs,dsp48e1,ramb18,dsp_pack,macs_per_dsp48e1",
     );
     let boards: Vec<&str> = file
         .points
@@ -124,7 +124,7 @@ pub fn csv(file: &SweepFile) -> String {
             |f: fn(&Resources) -> u32| p.resources.as_ref().map_or_else(na, |r| f(r).to_string());
         let _ = write!(
             s,
-            "{},{},{},{},{:.3},{:.3},{min:.3},{max:.3},{},{},{},{},{},{}",
+            "{},{},{},{},{:.3},{:.3},{min:.3},{max:.3},{},{},{},{},{},{},{},{}",
             d.array,
             d.fm_depth,
             d.word_bits,
@@ -136,7 +136,16 @@ pub fn csv(file: &SweepFile) -> String {
             r(|r| r.lutram),
             r(|r| r.ffs),
             r(|r| r.dsps),
-            r(|r| r.brams)
+            r(|r| r.brams),
+            u8::from(d.dsp_pack),
+            // Measured: the array's MACs over the DSP48E1s synthesis used.
+            p.resources
+                .as_ref()
+                .filter(|r| r.dsps > 0)
+                .map_or_else(na, |r| format!(
+                    "{:.1}",
+                    (d.array * d.array) as f64 / f64::from(r.dsps)
+                ))
         );
         for b in &p.boards {
             let fits = match (&p.resources, b.fits) {

@@ -55,7 +55,7 @@ pub struct Sweep<'a> {
 }
 
 type TrainKey = (usize, u32, Rounding);
-type HwKey = (usize, usize, u32);
+type HwKey = (usize, usize, u32, bool);
 /// The cycle tables, one per (array size, feature-map depth).
 type Tables = Mutex<HashMap<(usize, usize), Arc<Mutex<CycleTable>>>>;
 
@@ -278,8 +278,11 @@ impl Ctx<'_> {
                 };
                 self.lock().synth.insert(p.hardware_key(), r);
                 self.progress.task_done(&format!(
-                    "synthesis {0}x{0} fm{1} w{2}{how}",
-                    p.array, p.fm_depth, p.word_bits
+                    "synthesis {0}x{0} fm{1} w{2}{3}{how}",
+                    p.array,
+                    p.fm_depth,
+                    p.word_bits,
+                    if p.dsp_pack { " pack" } else { "" }
                 ));
             }
             Task::Train(p, seed) => {

@@ -112,8 +112,11 @@ impl Synthesizer for Estimated {
         "the resource model of `systole boards` (estimate, no synthesis)".into()
     }
     fn design_hash(&self, point: &DesignPoint) -> Result<String, ExploreError> {
-        let (n, fm, w) = point.hardware_key();
-        Ok(format!("estimate-{n}x{n}-fm{fm}-w{w}"))
+        let (n, fm, w, pack) = point.hardware_key();
+        Ok(format!(
+            "estimate-{n}x{n}-fm{fm}-w{w}-pack{}",
+            u8::from(pack)
+        ))
     }
     fn cacheable(&self) -> bool {
         false

@@ -69,6 +69,7 @@ fn points(arrays: &str, roundings: &str) -> Vec<DesignPoint> {
         fm_depths: "0".into(),
         word_bits: "16".into(),
         roundings: roundings.into(),
+        dsp_packs: "off".into(),
     }
     .points(&systole_sim::built_sizes())
     .unwrap()
@@ -256,6 +257,7 @@ fn bad_axes_are_clear_errors() {
             fm_depths: fm.into(),
             word_bits: w.into(),
             roundings: r.into(),
+            dsp_packs: "off".into(),
         }
         .points(&built)
         .unwrap_err()
@@ -300,6 +302,33 @@ fn bad_axes_are_clear_errors() {
     ] {
         assert!(got.contains(want), "{got:?} should contain {want:?}");
     }
+    // Packing at a W or size core does not pack; an unknown switch.
+    let pack = |w: &str, p: &str| {
+        Axes {
+            arrays: "4".into(),
+            fm_depths: "0".into(),
+            word_bits: w.into(),
+            roundings: "nearest".into(),
+            dsp_packs: p.into(),
+        }
+        .points(&built)
+    };
+    let e = pack("8,16", "off,on").unwrap_err().to_string();
+    assert!(
+        e.contains("--dsp-pack on: two multiplies per DSP48E1")
+            && e.contains("not 16-bit words on a 4x4 array")
+            && e.contains("--dsp-pack off,on --word-bits 8"),
+        "{e}"
+    );
+    let e = pack("8", "yes").unwrap_err().to_string();
+    assert!(
+        e.contains("--dsp-pack yes: 'yes' is not a valid entry"),
+        "{e}"
+    );
+    let both = pack("8", "off,on").unwrap();
+    assert_eq!(both.len(), 2);
+    assert!(!both[0].dsp_pack && both[1].dsp_pack);
+    assert_eq!(both[1].label(), "4x4 fm0 w8 pack nearest");
     let unbuilt = (MIN_SIZE..=MAX_SIZE).find(|n| !built.contains(n)).unwrap();
     let e = err(&unbuilt.to_string(), "0", "16", "nearest");
     assert!(

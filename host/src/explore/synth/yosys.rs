@@ -101,11 +101,12 @@ impl Synthesizer for Yosys {
 
     fn synthesize(&self, point: &DesignPoint) -> Result<Resources, ExploreError> {
         let sources = self.sources(point)?;
-        let (n, fm, w) = point.hardware_key();
+        let (n, fm, w, pack) = point.hardware_key();
         let dir = self.work.join(format!(
-            "synth-{}-{}-{n}x{n}-fm{fm}-w{w}-{}",
+            "synth-{}-{}-{n}x{n}-fm{fm}-w{w}-pack{}-{}",
             self.flow().split(' ').next().unwrap_or_default(),
             self.board.name,
+            u8::from(pack),
             std::process::id()
         ));
         let io = |path: &Path| {

@@ -20,6 +20,7 @@ fn a_word_width_sweep_trains_and_synthesises_at_w() {
         fm_depths: "0,4096".into(),
         word_bits: "8,16".into(),
         roundings: "stochastic".into(),
+        dsp_packs: "off".into(),
     }
     .points(&systole_sim::built_sizes())
     .unwrap();
@@ -104,6 +105,7 @@ fn a_points_cycles_are_its_own_conv_units_whatever_trained_first() {
             fm_depths: fm.into(),
             word_bits: "16".into(),
             roundings: "nearest".into(),
+            dsp_packs: "off".into(),
         }
         .points(&systole_sim::built_sizes())
         .unwrap()
@@ -182,6 +184,7 @@ fn the_synthesised_design_is_built_at_the_points_w() {
         fm_depth: 0,
         word_bits: w,
         rounding: Rounding::Stochastic,
+        dsp_pack: false,
     };
     let v8 = synth::board_verilog(&at(8)).unwrap();
     assert_eq!(
@@ -195,6 +198,14 @@ fn the_synthesised_design_is_built_at_the_points_w() {
         16
     );
     assert!(!v16.contains("prod = a_w"));
+    // Packed at 8 bits: a multiply per pair of PEs, none of the PE's own.
+    let packed = synth::board_verilog(&DesignPoint {
+        dsp_pack: true,
+        ..at(8)
+    })
+    .unwrap();
+    assert_eq!(packed.matches("p = ub_q * factor;").count(), 8);
+    assert!(!packed.contains("prod = a_w"));
 }
 
 /// The resource model is fitted to 16-bit designs: with `--resources estimate` a point at
@@ -207,6 +218,7 @@ fn the_estimate_gives_no_figures_below_16_bits() {
         fm_depths: "0".into(),
         word_bits: "8".into(),
         roundings: "stochastic".into(),
+        dsp_packs: "off".into(),
     }
     .points(&systole_sim::built_sizes())
     .unwrap();
