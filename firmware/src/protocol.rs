@@ -138,6 +138,8 @@ pub mod cmd {
     pub const HEAP_USE: u8 = 0x15;
     /// Replace the state's remembered formats.
     pub const FORMATS_WRITE: u8 = 0x16;
+    /// Evaluate the state on the resident test split.
+    pub const EVALUATE: u8 = 0x1A;
 }
 
 /// Bytes of a `COUNTERS` response payload.
@@ -424,7 +426,9 @@ impl<'a> Request<'a> {
             cmd::FREE_TENSORS => Request::FreeTensors(p),
             cmd::MATMUL => Request::Matmul(board_ops::parse_matmul(p)?),
             cmd::CONV => Request::Conv(board_ops::parse_conv(p)?),
-            cmd::STATE_WRITE..=cmd::FORMATS_WRITE => Request::Train(train::parse(cmd, p)?),
+            cmd::STATE_WRITE..=cmd::FORMATS_WRITE | cmd::EVALUATE => {
+                Request::Train(train::parse(cmd, p)?)
+            }
             _ => return Err(ErrorCode::UnknownCommand),
         })
     }

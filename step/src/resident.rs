@@ -25,7 +25,7 @@ use systole_core::Rounding;
 mod data;
 mod dataset;
 mod wire;
-pub use data::{run_steps, RunSteps, StepResult};
+pub use data::{evaluate_resident, run_steps, RunSteps, StepResult};
 pub use dataset::{bits_for, image_bytes, DataError, DataSet};
 use wire::{Reader, Writer};
 

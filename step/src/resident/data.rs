@@ -5,7 +5,7 @@
 
 use super::{DataSet, TrainState};
 use crate::profile::{section, Section};
-use crate::step::{train_step, Batch};
+use crate::step::train_step_owned;
 use crate::{Fixed, Products, StepError};
 use alloc::format;
 use alloc::string::String;
@@ -86,17 +86,11 @@ pub fn run_steps<P: Products>(
             let labels: Vec<u8> = idx.iter().map(|&i| data.labels[i]).collect();
             (data.images(idx), labels)
         };
-        let batch = Batch {
-            layers: &state.layers,
-            classes: state.classes,
-            images: &images,
-            labels: &labels,
-        };
-        let (loss, correct) = train_step(
+        let (loss, correct) = train_step_owned(
             a,
-            &batch,
-            &mut state.params,
-            &mut state.velocity,
+            (&state.layers, state.classes),
+            (images, labels),
+            (&mut state.params, &mut state.velocity),
             (state.step, req.lr, state.momentum),
         )?;
         state.step += 1;
@@ -104,4 +98,31 @@ pub fn run_steps<P: Products>(
     }
     state.fracs = core::mem::take(&mut a.fracs);
     Ok(())
+}
+
+/// The evaluation of `state` on the resident split `data` after `epochs` completed epochs:
+/// [`crate::step::evaluate`] over its images in their stored order, the remembered formats
+/// moved in from `state` and back (an evaluation changes them as the host's does). Returns the
+/// mean loss and the correct count. After an error `state`'s formats are part-way through an
+/// evaluation: drop it.
+pub fn evaluate_resident<P: Products>(
+    a: &mut Fixed<P>,
+    state: &mut TrainState,
+    data: &DataSet,
+    epochs: u64,
+) -> Result<(f32, usize), P::Error> {
+    a.fracs = core::mem::take(&mut state.fracs);
+    let result = crate::step::evaluate(
+        a,
+        (&state.layers, state.classes),
+        &state.params,
+        (epochs, data.len()),
+        &mut |range| {
+            let idx: Vec<usize> = range.collect();
+            let labels = idx.iter().map(|&i| data.labels[i]).collect();
+            (data.images(&idx), labels)
+        },
+    );
+    state.fracs = core::mem::take(&mut a.fracs);
+    result
 }

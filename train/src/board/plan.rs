@@ -43,6 +43,14 @@ pub(crate) struct Fit {
     pub images: usize,
     /// Bytes of one image's record on the board.
     pub record: usize,
+    /// The test split on the board (packed pixels and labels); 0 when the board does not
+    /// evaluate (older firmware).
+    pub test: usize,
+    /// Heap one evaluation takes on top of everything resident (measured with `step`, or
+    /// the host's estimate at the evaluation's batch).
+    pub eval: usize,
+    /// The probe left the test split on the board.
+    pub test_uploaded: bool,
 }
 
 /// How the board trains: the data set resident, or each request's batches uploaded.
@@ -59,6 +67,23 @@ impl Fit {
     /// and the margin.
     pub(crate) fn resident_need(&self) -> usize {
         self.state + self.set + ORDER_BYTES * self.images + self.step + margin(self.heap)
+    }
+
+    /// Heap the resident set and the test split need beside the step or the evaluation (the
+    /// epoch's order is dropped for the evaluation): the state, both sets, the larger of the
+    /// step with the order and the evaluation, and the margin.
+    pub(crate) fn evaluating_need(&self) -> usize {
+        self.state
+            + self.set
+            + self.test
+            + (self.step + ORDER_BYTES * self.images).max(self.eval)
+            + margin(self.heap)
+    }
+
+    /// Whether the board evaluates on its own test split under `plan`: the board does, the
+    /// training set is resident and the test split fits beside it.
+    pub(crate) fn board_evaluates(&self, plan: &Plan) -> bool {
+        self.test > 0 && plan.resident && self.evaluating_need() <= self.heap
     }
 
     /// The plan at batch size `batch`, or `None` when not even one batch fits beside the step.
@@ -97,8 +122,21 @@ impl Fit {
                 plan.per_upload
             ),
         };
+        let test = match (self.test, self.board_evaluates(plan)) {
+            (0, _) => String::new(),
+            (t, true) => format!(
+                "; test split resident ({t} B, its evaluation's {} B {}): {} B in all with it",
+                self.eval,
+                if self.measured { "measured" } else { "estimated" },
+                self.evaluating_need()
+            ),
+            (t, false) => format!(
+                "; the test split ({t} B, its evaluation's {} B) does not fit beside it: the host evaluates",
+                self.eval
+            ),
+        };
         format!(
-            "{placed}; heap {} B: state {} B, {step}, data set {} B + order {} B, margin {} B, {} B in all",
+            "{placed}; heap {} B: state {} B, {step}, data set {} B + order {} B, margin {} B, {} B in all{test}",
             self.heap,
             self.state,
             self.set,
@@ -136,6 +174,7 @@ pub(crate) fn measure(
     t: &Trainer<FixedArith>,
     board: &mut BoardTraining<'_>,
     set: &DataSet,
+    test: Option<&DataSet>,
 ) -> Result<Fit, TrainError> {
     let heap = board.heap_bytes() as usize;
     let state_bytes = state_of(t).encode().len();
@@ -148,6 +187,9 @@ pub(crate) fn measure(
         set: set.memory_bytes(),
         images: n,
         record: set.record_bytes(),
+        test: test.map_or(0, |s| s.memory_bytes()),
+        eval: step_estimate(t, systole_step::step::EVAL_BATCH, set.features),
+        test_uploaded: false,
     };
     // A board that cannot measure is planned by the estimate; so is one whose heap the
     // estimate says cannot hold even one batch beside the step: the caller refuses it before
@@ -187,6 +229,27 @@ pub(crate) fn measure(
         fit.step = (after.peak as usize).saturating_sub(before.in_use as usize);
         fit.measured = true;
     }
+    // The evaluation's heap, measured as the step's: the test split up (it stays for the
+    // run), `HEAP_USE` around one `EVALUATE` (its formats are the probe's: the run's state
+    // goes up again).
+    if let Some(test) = test.filter(|_| fit.plan(batch).is_some_and(|p| fit.board_evaluates(&p))) {
+        board
+            .write_test_data(test)
+            .map_err(dev_err("uploading the test split"))?;
+        fit.test_uploaded = true;
+        let before = board
+            .heap_use()
+            .map_err(dev_err("asking the board's heap"))?;
+        board
+            .evaluate(epoch)
+            .map_err(dev_err("the probe evaluation on the board"))?;
+        let after = board
+            .heap_use()
+            .map_err(dev_err("asking the board's heap"))?;
+        if let (Some(before), Some(after)) = (before, after) {
+            fit.eval = (after.peak as usize).saturating_sub(before.in_use as usize);
+        }
+    }
     Ok(fit)
 }
 
@@ -221,6 +284,9 @@ mod tests {
             set: 1_438 * 41,
             images: 1_438,
             record: 41,
+            test: 0,
+            eval: 0,
+            test_uploaded: false,
         }
     }
 
