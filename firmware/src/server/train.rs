@@ -13,9 +13,9 @@ use crate::protocol::ErrorCode;
 use alloc::vec::Vec;
 use systole_core::{AcceleratorBus, ArrayConfig};
 use systole_step::resident::{
-    decode_formats, evaluate_resident, image_bytes, run_steps, DataSet, RunSteps, TrainState,
+    decode_formats, evaluate_resident, image_bytes, run_steps, short_order, DataSet, RunSteps,
+    TrainState, MAX_RESIDENT_IMAGES,
 };
-use systole_step::rng::epoch_order;
 use systole_step::StepError;
 
 /// What an epoch order is drawn from: run seed, epochs done (`None`: the stored order),
@@ -44,7 +44,7 @@ pub struct Session {
     test: Option<DataSet>,
     /// The last epoch order drawn: `(run seed, epochs done (`None`: stored order), images)`
     /// and the order.
-    order: Option<(OrderKey, Vec<usize>)>,
+    order: Option<(OrderKey, Vec<u16>)>,
     state_upload: Option<Upload<Vec<u8>>>,
     data_upload: Option<Upload<DataSet>>,
     test_upload: Option<Upload<DataSet>>,
@@ -263,10 +263,10 @@ fn data_write(
             s.data_upload = None;
             s.order = None;
         }
-        if features == 0 || divisor == 0 || !total.is_multiple_of(rec) {
+        let n = total / rec;
+        if features == 0 || divisor == 0 || !total.is_multiple_of(rec) || n > MAX_RESIDENT_IMAGES {
             return Err((ErrorCode::BadData, 0));
         }
-        let n = total / rec;
         let pixels = reserve(s, n * img)?;
         let labels = reserve(s, n)?;
         let upload = Some(Upload {
@@ -391,13 +391,12 @@ fn run_request<B: AcceleratorBus>(
     };
     if s.order.as_ref().is_none_or(|(k, _)| *k != key) {
         s.order = None;
-        s.order = Some((
-            key,
-            match in_order {
-                true => (0..data.len()).collect(),
-                false => epoch_order(st.run_seed, run.epochs_done, data.len()),
-            },
-        ));
+        let order = match in_order {
+            true => (0..data.len()).map(|i| i as u16).collect(),
+            false => short_order(st.run_seed, run.epochs_done, data.len())
+                .ok_or((ErrorCode::OutOfRange, 0))?,
+        };
+        s.order = Some((key, order));
     }
     let order = s.order.as_ref().map_or(&[][..], |(_, o)| o.as_slice());
     let mut a = st.arith(BoardProducts::new(&mut *bus, *config));

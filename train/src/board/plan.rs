@@ -14,7 +14,8 @@ use crate::data::Dataset;
 use crate::fixed::FixedArith;
 use crate::{TrainError, Trainer};
 use systole_device::board_train::{BoardTraining, MAX_RUN_STEPS};
-use systole_step::resident::DataSet;
+use systole_step::resident::{DataSet, MAX_RESIDENT_IMAGES};
+use systole_step::step::EVAL_BATCH;
 
 /// Heap kept free beside everything counted, for the first-fit heap's fragmentation: a
 /// thirty-second of the heap.
@@ -23,8 +24,8 @@ pub(crate) fn margin(heap: usize) -> usize {
 }
 
 /// Bytes the board keeps per image of a resident set beside its packed pixels and label:
-/// its place in the epoch's order (a 32-bit index on the SoC).
-pub(crate) const ORDER_BYTES: usize = 4;
+/// its place in the epoch's order (a 16-bit index, `systole_step::resident::short_order`).
+pub(crate) const ORDER_BYTES: usize = 2;
 
 /// The numbers a fit is decided from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,7 +89,7 @@ impl Fit {
 
     /// The plan at batch size `batch`, or `None` when not even one batch fits beside the step.
     pub(crate) fn plan(&self, batch: usize) -> Option<Plan> {
-        if self.resident_need() <= self.heap {
+        if self.resident_need() <= self.heap && self.images <= MAX_RESIDENT_IMAGES {
             return Some(Plan {
                 resident: true,
                 per_upload: MAX_RUN_STEPS,
@@ -188,7 +189,7 @@ pub(crate) fn measure(
         images: n,
         record: set.record_bytes(),
         test: test.map_or(0, |s| s.memory_bytes()),
-        eval: step_estimate(t, systole_step::step::EVAL_BATCH, set.features),
+        eval: step_estimate(t, EVAL_BATCH, set.features),
         test_uploaded: false,
     };
     // A board that cannot measure is planned by the estimate; so is one whose heap the
@@ -232,6 +233,10 @@ pub(crate) fn measure(
     // The evaluation's heap, measured as the step's: the test split up (it stays for the
     // run), `HEAP_USE` around one `EVALUATE` (its formats are the probe's: the run's state
     // goes up again).
+    // Before the probe, the evaluation's heap by the measured step's: a batch of
+    // `EVAL_BATCH` images forward only takes less than a step's forward and backward over as
+    // many (scaled up for a smaller training batch), so the probe never runs out of heap.
+    fit.eval = fit.step * EVAL_BATCH.div_ceil(batch);
     if let Some(test) = test.filter(|_| fit.plan(batch).is_some_and(|p| fit.board_evaluates(&p))) {
         board
             .write_test_data(test)
@@ -294,8 +299,8 @@ mod tests {
     fn resident_when_everything_fits_else_as_many_batches_as_fit() {
         // The margin: a thirty-second of the training image's heap.
         assert_eq!(margin(108_172), 3_380);
-        // State, set 58,958, order 5,752, step 30,000, margin heap/32.
-        let need = 10_000 + 58_958 + 5_752 + 30_000;
+        // State, set 58,958, order 2,876, step 30,000, margin heap/32.
+        let need = 10_000 + 58_958 + 2_876 + 30_000;
         let heap = (need + 1) * 32 / 31 + 32;
         let fit = digits(heap, 30_000);
         assert!(fit.resident_need() <= heap);
@@ -311,13 +316,13 @@ mod tests {
         let plan = over.plan(32).unwrap();
         assert!(!plan.resident);
         let room = heap - 10_000 - over.step - margin(heap);
-        assert_eq!(plan.per_upload, room / (32 * 45));
+        assert_eq!(plan.per_upload, room / (32 * 43));
         // No room for one batch: refused.
         assert_eq!(
-            digits(heap, heap - 10_000 - margin(heap) - 32 * 45 + 1).plan(32),
+            digits(heap, heap - 10_000 - margin(heap) - 32 * 43 + 1).plan(32),
             None
         );
-        assert!(digits(heap, heap - 10_000 - margin(heap) - 32 * 45)
+        assert!(digits(heap, heap - 10_000 - margin(heap) - 32 * 43)
             .plan(32)
             .is_some());
         assert_eq!(digits(20_000, 30_000).plan(32), None);
