@@ -65,10 +65,10 @@ fn link_words(
     let back = match (opts.check, evaluates, board.reads_parts(), out) {
         (true, _, _, _) => "the whole state after every step (--check)".to_string(),
         (false, true, _, true) => format!(
-            "each epoch's test loss and correct count (the board evaluates), the whole state every {every} epoch(s) for the checkpoint and at the end"
+            "each epoch's test loss and correct count (the board evaluates), the whole state every {every} epoch(s) for the checkpoint and at the end (those epochs the host evaluates on it)"
         ),
         (false, true, _, false) => {
-            "each epoch's test loss and correct count (the board evaluates), the whole state at the end".into()
+            "each epoch's test loss and correct count (the board evaluates), the whole state at the end (the last epoch the host evaluates on it)".into()
         }
         (false, false, false, _) => {
             "the whole state each epoch (the board's firmware reads no less)".into()
@@ -383,7 +383,9 @@ fn epoch(
         }
         first += k;
     }
-    if evaluates {
+    // An epoch whose whole state comes back anyway (a checkpoint, the end) is evaluated by the
+    // host on it (its formats then go back alone): cheaper than the board's evaluation.
+    if evaluates && (check || !whole) {
         t.epoch += 1;
         let test = evaluate_on_board(t, board, data, (check, whole), sync)?;
         return t.record_epoch(t0, (loss_sum, n), correct, sat0, test, obs);
@@ -415,7 +417,8 @@ fn epoch(
 /// The epoch's evaluation on the board (`t.epoch` counts the epoch already): its loss and
 /// accuracy. Under `check` the host evaluates too and the loss, the accuracy and the board's
 /// whole state (its formats after the evaluation) must equal the host's; else the whole state
-/// comes back when `whole` (after the evaluation: the checkpoint holds its formats).
+/// comes back when `whole` (after the evaluation: the checkpoint holds its formats; the run
+/// asks for it only under `check`).
 fn evaluate_on_board(
     t: &mut Trainer<FixedArith>,
     board: &mut BoardTraining<'_>,

@@ -168,9 +168,12 @@ pub fn measure_steps(
     }
     let (mut test_upload, mut evaluation, mut eval) = Default::default();
     if let Some(test) = test.as_ref().filter(|_| evaluates) {
-        test_upload = counted(dev, "uploading the test split", &mut |b| {
-            b.write_test_data(test)
-        })?;
+        // A run keeps the probe's test split (its upload is in `probe`).
+        if !fit.test_uploaded {
+            test_upload = counted(dev, "uploading the test split", &mut |b| {
+                b.write_test_data(test)
+            })?;
+        }
         evaluation = counted(dev, "the evaluation on the board", &mut |b| {
             eval = Some(b.evaluate(1)?);
             Ok(())
