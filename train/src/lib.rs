@@ -113,8 +113,8 @@ pub struct Trainer<A: Arith> {
     pub history: Vec<EpochRecord>,
 }
 
-/// Images per evaluation batch (`systole_step::step::EVAL_BATCH`).
-use step::EVAL_BATCH;
+/// Images per evaluation batch (the step library's, the same on the board).
+pub use systole_step::step::EVAL_BATCH;
 
 impl<A: Arith<Error = TrainError>> Trainer<A> {
     /// A fresh run: builds the model for `data` and initialises it from the seed.
