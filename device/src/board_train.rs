@@ -5,8 +5,8 @@
 
 use crate::serial::link_error::LinkError;
 use crate::{DeviceError, DeviceStats};
-pub use systole_firmware::protocol::train::HeapUse;
 use systole_firmware::protocol::train::RunCounters;
+pub use systole_firmware::protocol::train::{EvalAnswer, HeapUse};
 use systole_step::resident::{DataSet, TrainState};
 
 pub use systole_firmware::protocol::train::MAX_RUN_STEPS;
@@ -42,6 +42,14 @@ pub trait TrainLink {
     /// or `None`, a byte a pixel (`DATA_WRITE`).
     fn write_data(&mut self, form: (u16, u16, Option<u8>), records: &[u8])
         -> Result<(), LinkError>;
+    /// Whether the board keeps a test split and evaluates on it (`CAP_EVALUATE`).
+    fn evaluates(&self) -> bool;
+    /// Uploads the test split's records (packed at `form`'s bits: features, divisor, bits),
+    /// replacing the one it held.
+    fn write_test_data(&mut self, form: (u16, u16, u8), records: &[u8]) -> Result<(), LinkError>;
+    /// Evaluates the board's state on its test split after `epochs` completed epochs
+    /// (`EVALUATE`).
+    fn evaluate(&mut self, epochs: u32) -> Result<EvalAnswer, LinkError>;
     /// Runs `steps` (at most [`MAX_RUN_STEPS`]) steps: batches `first_batch..` of epoch
     /// `epochs_done + 1` at batch size `batch` and rate `lr` (`in_order`: of the resident
     /// images in their stored order). Returns the board's counters and each step's loss and
@@ -192,6 +200,37 @@ impl BoardTraining<'_> {
         self.counted(|l| l.write_data((features, data.divisor, bits), &records))
     }
 
+    /// Whether the board evaluates on a resident test split (else the host evaluates on the
+    /// parameters it reads back: older firmware).
+    pub fn evaluates(&self) -> bool {
+        self.link.evaluates()
+    }
+
+    /// Uploads `test`, packed, as the board's test split.
+    pub fn write_test_data(&mut self, test: &DataSet) -> Result<(), DeviceError> {
+        let features = u16::try_from(test.features)
+            .ok()
+            .filter(|_| self.link.evaluates());
+        let Some(features) = features else {
+            return Err(DeviceError::Unsupported(
+                "the board keeps no test split of this shape".into(),
+            ));
+        };
+        let records = test.encode_records();
+        self.counted(|l| l.write_test_data((features, test.divisor, test.bits), &records))
+    }
+
+    /// Evaluates the board's state on its test split after `epochs` completed epochs; the
+    /// board's cycles go into the stats as a step's do.
+    pub fn evaluate(&mut self, epochs: u32) -> Result<EvalAnswer, DeviceError> {
+        let a = self.counted(|l| l.evaluate(epochs))?;
+        let s = &mut *self.stats;
+        s.firmware_cycles += a.cpu_cycles;
+        s.cycles += a.array_cycles;
+        s.mac_cycles += a.mac_cycles;
+        Ok(a)
+    }
+
     /// Runs `steps` steps (see [`TrainLink::run_steps`]; `in_order`: of the resident images
     /// in their stored order); the board's cycles go into the stats (`firmware_cycles`: its
     /// CPU's, `cycles` / `mac_cycles`: the array's).
@@ -261,6 +300,15 @@ mod tests {
         ) -> Result<(), LinkError> {
             self.uploads.push((form, records.to_vec()));
             Ok(())
+        }
+        fn evaluates(&self) -> bool {
+            false
+        }
+        fn write_test_data(&mut self, _: (u16, u16, u8), _: &[u8]) -> Result<(), LinkError> {
+            Err(LinkError::Protocol("no test split".into()))
+        }
+        fn evaluate(&mut self, _: u32) -> Result<EvalAnswer, LinkError> {
+            Err(LinkError::Protocol("no evaluation".into()))
         }
         fn run_steps(
             &mut self,

@@ -30,11 +30,12 @@
 //! | 0x11 | `STATE_READ` | offset u32, count u16, optional part u8 (0 or absent: the whole state; 1: the parameters and formats alone, `TrainState::encode_params`, with [`train::CAP_STATE_PARTS`]) | total u32, bytes `offset..` (at most `count`) | the state as it is now, for checkpoints and the end (part 1: for the host's evaluation between checkpoints); `offset = 0` takes a fresh snapshot of that part (its bytes reserved first: `OutOfMemory` when the heap has no room), other offsets continue it (another part than the snapshot's: `BadData`) |
 //! | 0x12 | `DATA_WRITE` | features u16, divisor u16, total u32, offset u32, bytes | — | bytes `offset..` of a data set's records (each image's pixels, then its label; a value is `pixel / divisor`), `total` bytes in all; `offset = 0` starts a new data set (the old one dropped), other offsets continue in order |
 //! | 0x13 | `RUN_STEPS` | epochs done u32, first batch u32, steps u16, batch u16, lr f32 bits, flags u8 (bit 0 [`train::IN_ORDER`]: the resident images in their stored order) | steps u16, CPU cycles u64, array cycles u64, MAC cycles u64, then per step loss (f32 bits) u32 and correct u16 | batches `first..first + steps` (within the epoch) of epoch `epochs done + 1`, in the order the board draws with the trainer's shuffle (`systole_step::rng::epoch_order`) over the resident images; the state's step counter advances by `steps`; a step that fails drops the state (`StepFailed`, detail [`train::StepFailure`]) |
-//! | 0x14 | `DATA_WRITE_PACKED` | features u16, divisor u16, bits u8 (1..=8), total u32, offset u32, bytes | — | as `DATA_WRITE`, each record's pixels packed at `bits` bits (`systole_step::resident::DataSet`: image `i` is `ceil(features·bits/8)` bytes, pixel `j` the `bits`-bit field at bit `j·bits`, least significant bit first, unused bits 0; then the label byte); at 8 bits the records are `DATA_WRITE`'s; the board keeps them packed |
+//! | 0x14 | `DATA_WRITE_PACKED` | features u16, divisor u16, bits u8 (1..=8), total u32, offset u32, bytes | — | as `DATA_WRITE`, each record's pixels packed at `bits` bits (`systole_step::resident::DataSet`: image `i` is `ceil(features·bits/8)` bytes, pixel `j` the `bits`-bit field at bit `j·bits`, least significant bit first, unused bits 0; then the label byte); at 8 bits the records are `DATA_WRITE`'s; the board keeps them packed. The bits byte with [`train::TEST_SPLIT`] (0x80, with [`train::CAP_EVALUATE`]) puts them in the test split's slot (`EVALUATE`'s), which replaces only the test split; without it the training set's, as before |
 //! | 0x15 | `HEAP_USE` | — | heap bytes u32, in use u32, peak u32 ([`train::HeapUse`]) | the heap's bytes, the bytes allocated now and the most allocated at once since the previous `HEAP_USE` (or the start); the peak then restarts from what is in use, so two `HEAP_USE` around a `RUN_STEPS` measure its heap; refused as unknown on a board that cannot measure its heap |
 //! | 0x16 | `FORMATS_WRITE` | the remembered formats (`systole_step::resident::encode_formats`: count u16, each key length u8, key, frac u8) | — | replaces the state's remembered formats (an evaluation on the host changed them) and leaves the rest; with [`train::CAP_STATE_PARTS`]; refused `NotLoaded` without a state, `BadTrainState` (detail: the error code) when they do not decode or a frac is over the state's word |
 //! | 0x18 | `STACK_USE` | — | reserve bytes u32, deepest use u32 | the firmware's stack high-water mark ([`stack`]) |
 //! | 0x19 | `STEP_PROFILE` | — | per section: cycles u32, entries u32 (`systole_step::profile::encode`, in `Section::ALL` order) | the training step's CPU cycles by section since the start (the training image, `with_step_profile`); a board without a profile refuses it as unknown; read-only |
+//! | 0x1A | `EVALUATE` | epochs completed u32 | images u32, correct u32, mean loss f32 bits u32, CPU cycles u64, array cycles u64, MAC cycles u64 ([`train::EvalAnswer`]) | the state's evaluation on the resident test split (`systole_step::resident::evaluate_resident`: the host trainer's `systole_step::step::evaluate`, batches of `EVAL_BATCH` in the stored order, seeds from the epochs completed); the state's remembered formats change as the host's evaluation changes them; refused `NotLoaded` (detail 2) without a test split, `BadData` (detail 2) when it does not fit the model; a failure drops the state (`StepFailed`); with [`train::CAP_EVALUATE`] |
 //!
 //! Row words are little-endian, lane 0 first; `size` is the board's array size and every row of
 //! a request must be exactly `size` words. An array of `W`-bit words (`W` in its `CONFIG` word)
@@ -58,13 +59,14 @@
 //! another shape, a word past a tensor's end), `Driver` (detail: [`DriverFailure`]). A refused
 //! `MATMUL` / `CONV` may leave `out` holding a partial result; it is never answered as one.
 //!
-//! **Training on the board** (`0x10`..`0x16`, issue 17, [`train`]; on a board whose `PING`
+//! **Training on the board** (`0x10`..`0x16` and `0x1A`, issue 17, [`train`]; on a board whose `PING`
 //! answer is 20 bytes with capability bit [`train::CAP_TRAIN`] and the heap's bytes u32 after
 //! the store's words; `0x14` with [`train::CAP_PACKED_DATA`] too, `0x15` with
-//! [`train::CAP_HEAP_USE`], `0x16` and `STATE_READ`'s part with [`train::CAP_STATE_PARTS`];
+//! [`train::CAP_HEAP_USE`], `0x16` and `STATE_READ`'s part with [`train::CAP_STATE_PARTS`],
+//! `0x1A` and the test split's slot with [`train::CAP_EVALUATE`];
 //! a host facing a board without a bit uses the first forms): the state and the data set live on the board's heap; the whole request
 //! is checked before it changes anything. Refusals: `NotLoaded` (detail 0: no state, 1: no data
-//! set), `BadTrainState` (detail: the state's error code), `OutOfMemory` (detail: free heap in
+//! set, 2: no test split), `BadTrainState` (detail: the state's error code), `OutOfMemory` (detail: free heap in
 //! KiB; nothing was kept), `BadData` (the data set does not fit the model, or a chunk out of
 //! order), `StepFailed` (the state is dropped: upload it again).
 //!
@@ -138,6 +140,8 @@ pub mod cmd {
     pub const HEAP_USE: u8 = 0x15;
     /// Replace the state's remembered formats.
     pub const FORMATS_WRITE: u8 = 0x16;
+    /// Evaluate the state on the resident test split.
+    pub const EVALUATE: u8 = 0x1A;
 }
 
 /// Bytes of a `COUNTERS` response payload.
@@ -424,7 +428,9 @@ impl<'a> Request<'a> {
             cmd::FREE_TENSORS => Request::FreeTensors(p),
             cmd::MATMUL => Request::Matmul(board_ops::parse_matmul(p)?),
             cmd::CONV => Request::Conv(board_ops::parse_conv(p)?),
-            cmd::STATE_WRITE..=cmd::FORMATS_WRITE => Request::Train(train::parse(cmd, p)?),
+            cmd::STATE_WRITE..=cmd::FORMATS_WRITE | cmd::EVALUATE => {
+                Request::Train(train::parse(cmd, p)?)
+            }
             _ => return Err(ErrorCode::UnknownCommand),
         })
     }

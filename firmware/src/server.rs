@@ -509,9 +509,9 @@ fn train_caps(train: &TrainSlot, caps_len: usize, out: &mut [u8]) -> usize {
     match train {
         Some(s) if caps_len > 0 => {
             use crate::protocol::train::{
-                CAP_HEAP_USE, CAP_PACKED_DATA, CAP_STATE_PARTS, CAP_TRAIN,
+                CAP_EVALUATE, CAP_HEAP_USE, CAP_PACKED_DATA, CAP_STATE_PARTS, CAP_TRAIN,
             };
-            out[0] |= CAP_TRAIN | CAP_PACKED_DATA | CAP_STATE_PARTS;
+            out[0] |= CAP_TRAIN | CAP_PACKED_DATA | CAP_STATE_PARTS | CAP_EVALUATE;
             if s.measures_heap() {
                 out[0] |= CAP_HEAP_USE;
             }

@@ -96,23 +96,20 @@ impl LinkBench {
     }
 
     /// Projected seconds of the digits demo at `baud`, board step: (epoch of steps, per-epoch
-    /// read-back: the parameters, or the whole state on older firmware; one-time: the probe
-    /// step, the state and data-set uploads, the whole state back at the end).
+    /// evaluation: the board's `EVALUATE` (its answer and cycles), else the parameters back for
+    /// the host's, or the whole state on older firmware; one-time: the probe step, the state,
+    /// data-set and test-split uploads, the whole state back at the end).
     pub fn board_demo_seconds(&self, baud: u32) -> (f64, f64, f64) {
         let b = &self.board;
+        let s = |stats: &DeviceStats| seconds(stats, baud, self.clock_hz);
         let epoch =
             self.steps_per_epoch as f64 * self.board_run().step_seconds(baud, self.clock_hz);
-        let (read, end) = match b.params_read.round_trips {
-            0 => (seconds(&b.state_read, baud, self.clock_hz), 0.0),
-            _ => (
-                seconds(&b.params_read, baud, self.clock_hz),
-                seconds(&b.state_read, baud, self.clock_hz),
-            ),
+        let (read, end) = match (b.evaluates, b.params_read.round_trips) {
+            (true, _) => (s(&b.evaluation), s(&b.state_read)),
+            (false, 0) => (s(&b.state_read), 0.0),
+            (false, _) => (s(&b.params_read), s(&b.state_read)),
         };
-        let once = end
-            + seconds(&b.probe, baud, self.clock_hz)
-            + seconds(&b.state_upload, baud, self.clock_hz)
-            + seconds(&b.data_upload, baud, self.clock_hz);
+        let once = end + s(&b.probe) + s(&b.state_upload) + s(&b.data_upload) + s(&b.test_upload);
         (epoch, read, once)
     }
 }
@@ -336,15 +333,20 @@ impl fmt::Display for LinkBench {
         let total = |s: &DeviceStats| s.bytes_to_device + s.bytes_from_device;
         writeln!(
             f,
-            "board step, one-time: the probe step measuring the step's heap {} bytes, {} round trips; state up {} bytes, {} round trips; data set up {} bytes, {} round trips; whole state back {} bytes, {} round trips (each epoch on older firmware); per epoch: the parameters back {} bytes, {} round trips",
+            "board step, one-time: the probe step measuring the step's heap {} bytes, {} round trips; state up {} bytes, {} round trips; data set up {} bytes, {} round trips; test split up {} bytes, {} round trips; whole state back {} bytes, {} round trips (each epoch on older firmware); per epoch: the board's evaluation {} bytes, {} round trips, {} CPU cycles; or the parameters back for the host's {} bytes, {} round trips",
             total(&b.probe),
             b.probe.round_trips,
             total(&b.state_upload),
             b.state_upload.round_trips,
             total(&b.data_upload),
             b.data_upload.round_trips,
+            total(&b.test_upload),
+            b.test_upload.round_trips,
             total(&b.state_read),
             b.state_read.round_trips,
+            total(&b.evaluation),
+            b.evaluation.round_trips,
+            b.evaluation.firmware_cycles,
             total(&b.params_read),
             b.params_read.round_trips
         )?;
@@ -362,7 +364,11 @@ impl fmt::Display for LinkBench {
             };
             writeln!(
                 f,
-                "{DEMO_EPOCHS}-epoch demo at {baud} baud, board step: {demo:.0} s = {DEMO_EPOCHS} x ({epoch:.1} s of steps, of them {cpu:.1} s the board's cycles, + {read:.2} s state back) + {once:.2} s uploads{goal}; host step {:.0} s, bridge {:.0} s",
+                "{DEMO_EPOCHS}-epoch demo at {baud} baud, board step: {demo:.0} s = {DEMO_EPOCHS} x ({epoch:.1} s of steps, of them {cpu:.1} s the board's cycles, + {read:.2} s {}) + {once:.2} s uploads{goal}; host step {:.0} s, bridge {:.0} s",
+                match b.evaluates {
+                    true => "the board's evaluation",
+                    false => "parameters back for the host's evaluation",
+                },
                 e * steps * self.soc.step_seconds(baud, self.clock_hz),
                 e * steps * self.bridge.step_seconds(baud, self.clock_hz),
             )?;
@@ -457,7 +463,12 @@ mod tests {
                 runs: stats(0, 2, 200_000_000),
                 state_read: stats(1_152, 1, 0),
                 params_read: DeviceStats::default(),
+                evaluates: false,
+                test_upload: DeviceStats::default(),
+                evaluation: DeviceStats::default(),
+                eval: None,
                 params: Vec::new(),
+                fracs: Default::default(),
             },
             soc: LinkRun {
                 device: "soc".into(),
@@ -490,5 +501,13 @@ mod tests {
             (once - (1.0 + 0.01 + 0.101 + 0.102 + 1.0)).abs() < 1e-9,
             "{once}"
         );
+        // Firmware that evaluates: its answer and cycles each epoch, the test split up once.
+        let mut evaluates = parts.clone();
+        evaluates.board.evaluates = true;
+        evaluates.board.evaluation = stats(0, 1, 50_000_000);
+        evaluates.board.test_upload = stats(1_152, 2, 0);
+        let (_, read, once2) = evaluates.board_demo_seconds(115_200);
+        assert!((read - (0.5 + 0.001)).abs() < 1e-9, "{read}");
+        assert!((once2 - (once + 0.102)).abs() < 1e-9, "{once2}");
     }
 }

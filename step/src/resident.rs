@@ -25,7 +25,9 @@ use systole_core::Rounding;
 mod data;
 mod dataset;
 mod wire;
-pub use data::{run_steps, RunSteps, StepResult};
+pub use data::{
+    evaluate_resident, run_steps, short_order, RunSteps, StepResult, MAX_RESIDENT_IMAGES,
+};
 pub use dataset::{bits_for, image_bytes, DataError, DataSet};
 use wire::{Reader, Writer};
 

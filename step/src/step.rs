@@ -46,18 +46,35 @@ pub fn loss_and_grads<A: Arith>(
     let rows = batch.rows();
     let features = batch.images.len() / rows.max(1);
     let x = a.import("input", rows, features, batch.images)?;
-    let (logits, caches): (A::T, Vec<Cache<A::T>>) =
-        model::forward(a, batch.layers, params, x, rows)?;
+    grads_from(
+        a,
+        (batch.layers, batch.classes),
+        params,
+        (x, batch.labels),
+        (denom, step),
+    )
+}
+
+/// [`loss_and_grads`] from the imported input `x` of the images labelled `labels`.
+fn grads_from<A: Arith>(
+    a: &mut A,
+    (layers, classes): (&[Layer], usize),
+    params: &[A::T],
+    (x, labels): (A::T, &[u8]),
+    (denom, step): (usize, u64),
+) -> Result<LossAndGrads<A::T>, A::Error> {
+    let rows = labels.len();
+    let (logits, caches): (A::T, Vec<Cache<A::T>>) = model::forward(a, layers, params, x, rows)?;
     let logits = a.to_host(&logits);
     let (loss, ok, grad) = {
         let _softmax = section(Section::Softmax);
-        softmax_xent_scaled(&logits, batch.labels, batch.classes, denom)
+        softmax_xent_scaled(&logits, labels, classes, denom)
     };
     if !loss.is_finite() {
         return Err(StepError::Diverged { step, loss }.into());
     }
-    let dlogits = a.import("loss gradient", rows, batch.classes, &grad)?;
-    let grads = model::backward(a, batch.layers, params, caches, dlogits, rows)?;
+    let dlogits = a.import("loss gradient", rows, classes, &grad)?;
+    let grads = model::backward(a, layers, params, caches, dlogits, rows)?;
     Ok((loss, ok, grads))
 }
 
@@ -94,6 +111,40 @@ pub fn train_step<A: Arith>(
     Ok((loss, ok))
 }
 
+/// [`train_step`] on a batch given as its images (host values, row-major) and labels, the
+/// images dropped once imported (the board's heap holds them only that long): the same
+/// operations in the same order, so the same bits.
+pub fn train_step_owned<A: Arith>(
+    a: &mut A,
+    (layers, classes): (&[Layer], usize),
+    (images, labels): SplitBatch,
+    (params, velocity): (&mut [A::T], &mut [A::T]),
+    (step, lr, momentum): (u64, f32, f32),
+) -> Result<(f32, usize), A::Error> {
+    let _step = section(Section::Step);
+    a.begin_step(step);
+    let rows = labels.len();
+    let x = a.import("input", rows, images.len() / rows.max(1), &images)?;
+    drop(images);
+    let (loss, ok, grads) = grads_from(a, (layers, classes), params, (x, &labels), (rows, step))?;
+    update(a, params, velocity, &grads, lr, momentum)?;
+    Ok((loss, ok))
+}
+
+/// Images per evaluation batch: part of the step's definition (the cut decides each batch's
+/// seeds and the formats an evaluation remembers), the same on the host and on the board.
+/// 32 (256 before issue 17's evaluation on the board): a batch of 256 would take about 64 KiB
+/// of the training image's heap for its images alone.
+pub const EVAL_BATCH: usize = 32;
+
+/// Step ids of evaluation batches live far above training steps so their seeds never collide.
+pub const EVAL_STEP_BASE: u64 = 1 << 62;
+
+/// The step id of evaluation batch `b` after `epochs` completed epochs.
+pub fn eval_step_id(epochs: u64, b: usize) -> u64 {
+    EVAL_STEP_BASE + epochs * 65536 + b as u64
+}
+
 /// Loss and correct count of `batch` under the seeds of step id `step` (no gradients).
 pub fn evaluate_batch<A: Arith>(
     a: &mut A,
@@ -105,7 +156,50 @@ pub fn evaluate_batch<A: Arith>(
     let rows = batch.rows();
     let features = batch.images.len() / rows.max(1);
     let x = a.import("input", rows, features, batch.images)?;
-    let (logits, _) = model::forward(a, batch.layers, params, x, rows)?;
-    let (loss, ok, _) = softmax_xent(&a.to_host(&logits), batch.labels, batch.classes);
+    forward_loss(a, (batch.layers, batch.classes), params, x, batch.labels)
+}
+
+/// The forward pass from the imported input `x` and its loss and correct count.
+fn forward_loss<A: Arith>(
+    a: &mut A,
+    (layers, classes): (&[Layer], usize),
+    params: &[A::T],
+    x: A::T,
+    labels: &[u8],
+) -> Result<(f32, usize), A::Error> {
+    let (logits, _) = model::forward(a, layers, params, x, labels.len())?;
+    let (loss, ok, _) = softmax_xent(&a.to_host(&logits), labels, classes);
     Ok((loss, ok))
+}
+
+/// The images (host values, row-major) and labels of some images of a split.
+pub type SplitBatch = (Vec<f32>, Vec<u8>);
+
+/// The evaluation of a split of `n` images after `epochs` completed epochs, one implementation
+/// for the host trainer and the board: batches of [`EVAL_BATCH`] in the split's order, batch
+/// `b` under the seeds of [`eval_step_id`]`(epochs, b)`, each batch's images from
+/// `images(range)` (dropped once imported: the board's heap holds them only that long).
+/// Returns the mean loss (the batches' losses weighted by their images, summed in `f64`) and
+/// the correct count. The remembered formats change as a batch's would.
+pub fn evaluate<A: Arith>(
+    a: &mut A,
+    (layers, classes): (&[Layer], usize),
+    params: &[A::T],
+    (epochs, n): (u64, usize),
+    images: &mut dyn FnMut(core::ops::Range<usize>) -> SplitBatch,
+) -> Result<(f32, usize), A::Error> {
+    let (mut loss_sum, mut correct) = (0f64, 0usize);
+    for (b, start) in (0..n).step_by(EVAL_BATCH).enumerate() {
+        let (x, labels) = {
+            let (values, labels) = images(start..(start + EVAL_BATCH).min(n));
+            let rows = labels.len();
+            a.begin_step(eval_step_id(epochs, b));
+            let x = a.import("input", rows, values.len() / rows.max(1), &values)?;
+            (x, labels)
+        };
+        let (loss, ok) = forward_loss(a, (layers, classes), params, x, &labels)?;
+        loss_sum += loss as f64 * labels.len() as f64;
+        correct += ok;
+    }
+    Ok(((loss_sum / n.max(1) as f64) as f32, correct))
 }

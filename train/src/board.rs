@@ -49,25 +49,43 @@ pub(crate) fn state_of(t: &Trainer<FixedArith>) -> TrainState {
     }
 }
 
-/// What crosses the link in a run, in words (the run's header).
-fn link_words(board: &BoardTraining<'_>, opts: &RunOptions, resident: bool, out: bool) -> String {
-    let data = match resident {
-        true => "the data set once",
-        false => "each request's batches",
+/// What crosses the link in a run, in words (the run's header): `evaluates` when the board
+/// evaluates on its own test split, `out` when checkpoints are written.
+fn link_words(
+    board: &BoardTraining<'_>,
+    opts: &RunOptions,
+    (resident, evaluates, out): (bool, bool, bool),
+) -> String {
+    let data = match (resident, evaluates) {
+        (true, true) => "the data set and the test split once",
+        (true, false) => "the data set once",
+        (false, _) => "each request's batches",
     };
-    let back = match (opts.check, board.reads_parts(), out) {
-        (true, _, _) => "the whole state after every step (--check)".to_string(),
-        (false, false, _) => "the whole state each epoch (the board's firmware reads no less)".into(),
-        (false, true, true) => format!(
-            "the parameters each epoch for the host's evaluation, the whole state every {} epoch(s) for the checkpoint and at the end",
-            opts.checkpoint_every
+    let every = opts.checkpoint_every;
+    let back = match (opts.check, evaluates, board.reads_parts(), out) {
+        (true, _, _, _) => "the whole state after every step (--check)".to_string(),
+        (false, true, _, true) => format!(
+            "each epoch's test loss and correct count (the board evaluates), the whole state every {every} epoch(s) for the checkpoint and at the end (those epochs the host evaluates on it)"
         ),
-        (false, true, false) => {
+        (false, true, _, false) => {
+            "each epoch's test loss and correct count (the board evaluates), the whole state at the end (the last epoch the host evaluates on it)".into()
+        }
+        (false, false, false, _) => {
+            "the whole state each epoch (the board's firmware reads no less)".into()
+        }
+        (false, false, true, true) => format!(
+            "the parameters each epoch for the host's evaluation, the whole state every {every} epoch(s) for the checkpoint and at the end"
+        ),
+        (false, false, true, false) => {
             "the parameters each epoch for the host's evaluation, the whole state at the end".into()
         }
     };
+    let formats = match evaluates {
+        true => "",
+        false => ", the remembered formats when an evaluation changes them",
+    };
     format!(
-        "the link carries: the state up once, {data}, each step's loss and correct count, the remembered formats when an evaluation changes them; back {back}"
+        "the link carries: the state up once, {data}, each step's loss and correct count{formats}; back {back}"
     )
 }
 
@@ -174,6 +192,19 @@ pub(crate) fn data_set(cfg: &TrainConfig, data: &Dataset) -> Result<DataSet, Tra
     .map_err(|e| TrainError::Config(format!("the board trains on byte pixels: {e}")))
 }
 
+/// The run's test split as the board takes it, packed; `None` when its values are not byte
+/// pixels (the host evaluates).
+pub(crate) fn test_set(data: &Dataset) -> Option<DataSet> {
+    let features = data.features();
+    DataSet::from_values(
+        &data.test.images,
+        &data.test.labels,
+        features,
+        pixel_divisor(&data.name),
+    )
+    .ok()
+}
+
 /// Trains `cfg` on the board behind `dev_arith`'s device; the host's own trainer runs on the
 /// golden model of the same array.
 pub(crate) fn run(
@@ -206,20 +237,33 @@ pub(crate) fn run(
     let mut board = dev
         .board_training()
         .ok_or_else(|| TrainError::Config(format!("{name} does not train itself")))?;
-    let fit = plan::measure(&t, &mut board, &set)?;
+    let test = board.evaluates().then(|| test_set(data)).flatten();
+    let fit = plan::measure(&t, &mut board, &set, test.as_ref())?;
     let p = fit
         .plan(cfg.batch)
         .ok_or_else(|| plan::no_room(&fit, data, &t))?;
     let (resident, per_upload) = (p.resident, p.per_upload);
+    let evaluates = fit.board_evaluates(&p);
     obs.run_start(&format!(
         "the whole training step runs on the board ({name}); {}; {}",
         fit.describe(&p, set.bits),
-        link_words(&board, opts, resident, ck_path.is_some())
+        link_words(&board, opts, (resident, evaluates, ck_path.is_some()))
     ));
+    if let Some(test) = test.as_ref().filter(|_| fit.test_uploaded && !evaluates) {
+        // The probe's test split does not fit beside the run: one record in its place.
+        board
+            .write_test_data(&test.select(&[0]))
+            .map_err(dev_err("dropping the test split"))?;
+    }
     if resident {
         board
             .write_data(&set)
             .map_err(dev_err("uploading the data set"))?;
+    }
+    if let Some(test) = test.as_ref().filter(|_| evaluates && !fit.test_uploaded) {
+        board
+            .write_test_data(test)
+            .map_err(dev_err("uploading the test split"))?;
     }
     // Not the run's state yet: after a probe step the board holds the probe's.
     let mut sync = BoardSync::default();
@@ -232,6 +276,7 @@ pub(crate) fn run(
             &mut board,
             (data, &set),
             (opts.check, resident, per_upload, whole),
+            evaluates,
             &mut sync,
             obs,
         )?;
@@ -275,6 +320,7 @@ fn epoch(
     board: &mut BoardTraining<'_>,
     (data, set): (&Dataset, &DataSet),
     (check, resident, per_upload, whole): (bool, bool, usize, bool),
+    evaluates: bool,
     sync: &mut BoardSync,
     obs: &mut dyn Observer,
 ) -> Result<EpochRecord, TrainError> {
@@ -337,6 +383,13 @@ fn epoch(
         }
         first += k;
     }
+    // An epoch whose whole state comes back anyway (a checkpoint, the end) is evaluated by the
+    // host on it (its formats then go back alone): cheaper than the board's evaluation.
+    if evaluates && (check || !whole) {
+        t.epoch += 1;
+        let test = evaluate_on_board(t, board, data, (check, whole), sync)?;
+        return t.record_epoch(t0, (loss_sum, n), correct, sat0, test, obs);
+    }
     // Under --check the host ran every step itself: its state is the board's already.
     if !check && (whole || !board.reads_parts()) {
         let s = board
@@ -359,6 +412,70 @@ fn epoch(
         send_formats(t, board, sync)?;
     }
     Ok(rec)
+}
+
+/// The epoch's evaluation on the board (`t.epoch` counts the epoch already): its loss and
+/// accuracy. Under `check` the host evaluates too and the loss, the accuracy and the board's
+/// whole state (its formats after the evaluation) must equal the host's; else the whole state
+/// comes back when `whole` (after the evaluation: the checkpoint holds its formats; the run
+/// asks for it only under `check`).
+fn evaluate_on_board(
+    t: &mut Trainer<FixedArith>,
+    board: &mut BoardTraining<'_>,
+    data: &Dataset,
+    (check, whole): (bool, bool),
+    sync: &mut BoardSync,
+) -> Result<(f32, f32), TrainError> {
+    let epochs =
+        u32::try_from(t.epoch).map_err(|_| TrainError::Config("too many epochs".into()))?;
+    let a = board
+        .evaluate(epochs)
+        .map_err(dev_err("the evaluation on the board"))?;
+    let n = data.test.len();
+    if a.images as usize != n {
+        return Err(TrainError::Checkpoint(format!(
+            "the board evaluated {} images, the run's test split has {n}",
+            a.images
+        )));
+    }
+    let test = (a.loss, 100.0 * a.correct as f32 / n.max(1) as f32);
+    if check {
+        let host = t.evaluate(&data.test, data.features())?;
+        let on_board = board
+            .read_state()
+            .map_err(dev_err("reading the state back"))?;
+        let differs = |what: &str| TrainError::Mismatch {
+            op: format!("the evaluation after epoch {} on the board", t.epoch),
+            detail: format!(
+                "the board's evaluation differs from the golden model's first at {what}"
+            ),
+        };
+        if host.0.to_bits() != test.0.to_bits() {
+            return Err(differs(&format!(
+                "the loss: host {}, board {}",
+                host.0, test.0
+            )));
+        }
+        if host.1.to_bits() != test.1.to_bits() {
+            return Err(differs(&format!(
+                "the accuracy: host {}%, board {}%",
+                host.1, test.1
+            )));
+        }
+        if let Some(d) = first_difference(&state_of(t), &on_board) {
+            return Err(differs(&d));
+        }
+    } else if whole {
+        let s = board
+            .read_state()
+            .map_err(dev_err("reading the state back"))?;
+        take_state(t, s)?;
+        sync.velocity_stale = false;
+    } else {
+        // The host's tensors and formats are the board's of an earlier epoch now.
+        sync.velocity_stale = true;
+    }
+    Ok(test)
 }
 
 /// After an evaluation changed the remembered formats: the formats alone to a board that

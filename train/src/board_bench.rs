@@ -69,8 +69,21 @@ pub struct BoardSteps {
     /// Reading the parameters alone back for the host's evaluation (`STATE_READ` part 1),
     /// once per epoch; zero on older firmware.
     pub params_read: DeviceStats,
+    /// The board evaluated on its own test split (`EVALUATE`; else the host would, on the
+    /// parameters read back).
+    pub evaluates: bool,
+    /// Uploading the test split (`DATA_WRITE_PACKED` to its slot), once per run; zero when
+    /// the board does not evaluate.
+    pub test_upload: DeviceStats,
+    /// One evaluation on the board after the steps (`EVALUATE`, once per epoch); zero when
+    /// the board does not evaluate.
+    pub evaluation: DeviceStats,
+    /// The board's evaluation after the steps (as after epoch 1).
+    pub eval: Option<systole_device::board_train::EvalAnswer>,
     /// The parameters the board reached (read back).
     pub params: Vec<TensorState>,
+    /// The remembered formats the board holds at the end (after its evaluation).
+    pub fracs: std::collections::BTreeMap<String, u32>,
 }
 
 /// Runs the first `steps` steps of `cfg`'s first epoch on the board behind `dev` (a device
@@ -93,12 +106,22 @@ pub fn measure_steps(
     let name = dev.name();
     let no_board = || TrainError::Config(format!("{name} does not train itself"));
     let before = dev.stats();
-    let fit = plan::measure(&t, &mut dev.board_training().ok_or_else(no_board)?, &set)?;
+    let test = match dev.board_training().ok_or_else(no_board)?.evaluates() {
+        true => crate::board::test_set(data),
+        false => None,
+    };
+    let fit = plan::measure(
+        &t,
+        &mut dev.board_training().ok_or_else(no_board)?,
+        &set,
+        test.as_ref(),
+    )?;
     let probe = difference(&dev.stats(), &before);
     let p = fit
         .plan(batch)
         .ok_or_else(|| plan::no_room(&fit, data, &t))?;
     let (resident, per_request) = (p.resident, p.per_upload);
+    let evaluates = fit.board_evaluates(&p);
     // Each request alone between two readings of the device's counters.
     let counted = |dev: &mut dyn Device,
                    op: &str,
@@ -143,6 +166,19 @@ pub fn measure_steps(
         runs = combine(&runs, &run, |a, b| a + b);
         first += k;
     }
+    let (mut test_upload, mut evaluation, mut eval) = Default::default();
+    if let Some(test) = test.as_ref().filter(|_| evaluates) {
+        // A run keeps the probe's test split (its upload is in `probe`).
+        if !fit.test_uploaded {
+            test_upload = counted(dev, "uploading the test split", &mut |b| {
+                b.write_test_data(test)
+            })?;
+        }
+        evaluation = counted(dev, "the evaluation on the board", &mut |b| {
+            eval = Some(b.evaluate(1)?);
+            Ok(())
+        })?;
+    }
     let mut params_read = DeviceStats::default();
     if dev.board_training().ok_or_else(no_board)?.reads_parts() {
         params_read = counted(dev, "reading the parameters back", &mut |b| {
@@ -155,6 +191,7 @@ pub fn measure_steps(
         Ok(())
     })?;
     take_state(&mut t, read.ok_or_else(no_board)?)?;
+    let fracs = crate::arith::Arith::state(&t.arith);
     Ok(BoardSteps {
         steps,
         resident,
@@ -170,6 +207,11 @@ pub fn measure_steps(
         runs,
         state_read,
         params_read,
+        evaluates,
+        test_upload,
+        evaluation,
+        eval,
         params: t.param_states(),
+        fracs,
     })
 }

@@ -113,11 +113,8 @@ pub struct Trainer<A: Arith> {
     pub history: Vec<EpochRecord>,
 }
 
-/// Step ids of evaluation batches live far above training steps so their seeds never collide.
-const EVAL_STEP_BASE: u64 = 1 << 62;
-
-/// Images per evaluation batch.
-const EVAL_BATCH: usize = 256;
+/// Images per evaluation batch (the step library's, the same on the board).
+pub use systole_step::step::EVAL_BATCH;
 
 impl<A: Arith<Error = TrainError>> Trainer<A> {
     /// A fresh run: builds the model for `data` and initialises it from the seed.
@@ -219,7 +216,21 @@ impl<A: Arith<Error = TrainError>> Trainer<A> {
         sat0: (u64, u64),
         obs: &mut dyn Observer,
     ) -> Result<EpochRecord, TrainError> {
-        let (test_loss, test_acc) = self.evaluate(&data.test, data.features())?;
+        let test = self.evaluate(&data.test, data.features())?;
+        self.record_epoch(t0, (loss_sum, n), correct, sat0, test, obs)
+    }
+
+    /// Records an epoch whose evaluation is done (`(test_loss, test_acc)`; on the board, or by
+    /// [`Self::finish_epoch`]): the record, the history and the observer.
+    pub(crate) fn record_epoch(
+        &mut self,
+        t0: std::time::Instant,
+        (loss_sum, n): (f64, usize),
+        correct: usize,
+        sat0: (u64, u64),
+        (test_loss, test_acc): (f32, f32),
+        obs: &mut dyn Observer,
+    ) -> Result<EpochRecord, TrainError> {
         let sat = saturation_totals(&self.arith);
         let rec = EpochRecord {
             epoch: self.epoch,
@@ -291,29 +302,22 @@ impl<A: Arith<Error = TrainError>> Trainer<A> {
         Ok(())
     }
 
-    /// Loss and accuracy (percent) on `split`, in batches of 256 through the same arithmetic.
+    /// Loss and accuracy (percent) on `split`: `systole_step::step::evaluate`, the one
+    /// evaluation the board runs too (batches of `EVAL_BATCH` through the same arithmetic).
     pub fn evaluate(&mut self, split: &Split, features: usize) -> Result<(f32, f32), TrainError> {
-        let (mut loss_sum, mut correct) = (0f64, 0usize);
-        let all: Vec<usize> = (0..split.len()).collect();
-        for (b, idx) in all.chunks(EVAL_BATCH).enumerate() {
-            let images = Self::batch_images(split, idx, features);
-            let labels: Vec<u8> = idx.iter().map(|&i| split.labels[i]).collect();
-            let id = EVAL_STEP_BASE + (self.epoch as u64) * 65536 + b as u64;
-            let batch = step::Batch {
-                layers: &self.layers,
-                classes: self.classes,
-                images: &images,
-                labels: &labels,
-            };
-            let (loss, ok) = step::evaluate_batch(&mut self.arith, &batch, &self.params, id)?;
-            loss_sum += loss as f64 * idx.len() as f64;
-            correct += ok;
-        }
+        let (loss, correct) = step::evaluate(
+            &mut self.arith,
+            (&self.layers, self.classes),
+            &self.params,
+            (self.epoch as u64, split.len()),
+            &mut |range| {
+                let idx: Vec<usize> = range.collect();
+                let labels = idx.iter().map(|&i| split.labels[i]).collect();
+                (Self::batch_images(split, &idx, features), labels)
+            },
+        )?;
         let n = split.len().max(1);
-        Ok((
-            (loss_sum / n as f64) as f32,
-            100.0 * correct as f32 / n as f32,
-        ))
+        Ok((loss, 100.0 * correct as f32 / n as f32))
     }
 
     /// Parameters in checkpoint form.

@@ -211,7 +211,9 @@ fn the_step_reproduces_the_trainer_it_replaced() {
     assert_eq!(ck.fracs, want);
     let r = &ck.history[0];
     let bits = [r.train_loss, r.train_acc, r.test_acc, r.test_loss].map(f32::to_bits);
-    assert_eq!(bits, [0x400f_7773, 0x4161_0000, 0x4215_4dba, 0x4000_dcfd]);
+    // The test loss in evaluation batches of 32 (`EVAL_BATCH`, issue 17's evaluation on the
+    // board; 0x4000_dcfd in batches of 256, the same accuracy).
+    assert_eq!(bits, [0x400f_7773, 0x4161_0000, 0x4215_4dba, 0x4000_dd05]);
 }
 
 /// Epoch 2 of a run with `--lr 0.05 --lr-decay 0.5` is exactly an epoch at the constant rate

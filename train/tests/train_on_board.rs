@@ -148,6 +148,11 @@ fn the_board_step_equals_the_host_step_and_resumes() {
     );
     let (_, st) = on_board.device.as_ref().unwrap();
     assert_eq!(st.board_steps, 8);
+    // The board evaluated on its own test split: the test split went up once, and no
+    // parameters came back between the epochs: 5,517 B back (the whole state at the end and
+    // the answers), 7,950 B when the host evaluated on the parameters read after epoch 1.
+    assert!(st.bytes_to_device > 359 * 41, "{st:?}");
+    assert!(st.bytes_from_device < 6_500, "{st:?}");
     assert_eq!(st.ops, 0, "the board path ran products from the host");
     assert!(
         st.bytes_to_device > 100 * 41,
@@ -183,8 +188,14 @@ fn the_board_step_equals_the_host_step_and_resumes() {
     assert_eq!(results(&by_batch), results(&on_board));
     let (_, b) = by_batch.device.as_ref().unwrap();
     println!("resident: {st:?}\nbatch by batch: {b:?}");
+    // The resident run sent the test split (359 images at 41 B) up once, the batch-by-batch
+    // one does not (its heap has no room: the host evaluates on the parameters it reads).
     assert!(
-        b.bytes_to_device > st.bytes_to_device + 100 * 41,
+        b.bytes_to_device + 359 * 41 > st.bytes_to_device + 100 * 41 / 2,
+        "{b:?} vs {st:?}"
+    );
+    assert!(
+        b.bytes_from_device > st.bytes_from_device,
         "{b:?} vs {st:?}"
     );
     // A heap without room for the step: refused before anything is uploaded, saying why.
@@ -316,7 +327,8 @@ fn print_step_profile(profile: &[systole_step::profile::SectionCycles], steps: u
 /// The whole digits training set (1,438 images, packed at 5 bits a pixel) resident on the
 /// Verilated training SoC beside the MLP's step at batch 32: the board measures the step's
 /// heap in a probe step, the plan keeps the set resident, and 3 steps on it equal the golden
-/// model's. The steps carry no data over the link.
+/// model's. The steps carry no data over the link. The test split is resident too and the
+/// board's evaluation on it equals the host's.
 #[test]
 #[ignore = "the training firmware on the Verilated SoC: a few minutes"]
 fn the_whole_digits_set_is_resident_on_the_simulated_soc() {
@@ -363,4 +375,18 @@ fn the_whole_digits_set_is_resident_on_the_simulated_soc() {
     let mut t = systole_train::Trainer::new(c.clone(), &d, arith).unwrap();
     t.train_steps(&d, 3, &mut |_| {}).unwrap();
     assert_eq!(m.params, t.param_states());
+    // The board's evaluation on its resident test split (359 images) after the steps, as
+    // after epoch 1: the host's loss bits, correct count and remembered formats.
+    println!(
+        "evaluates {} test split {:?} evaluation {:?} answer {:?}",
+        m.evaluates, m.test_upload, m.evaluation, m.eval
+    );
+    assert!(m.evaluates, "{}", m.fit);
+    let a = m.eval.unwrap();
+    t.epoch = 1;
+    let (loss, acc) = t.evaluate(&d.test, d.features()).unwrap();
+    assert_eq!(a.images, 359);
+    assert_eq!(a.loss.to_bits(), loss.to_bits());
+    assert_eq!(100.0 * a.correct as f32 / 359.0, acc);
+    assert_eq!(m.fracs, systole_train::arith::Arith::state(&t.arith));
 }

@@ -9,9 +9,9 @@ use std::io::{Read, Write};
 use std::time::Duration;
 use systole_firmware::frame::MAX_PAYLOAD;
 use systole_firmware::protocol::train::{
-    HeapUse, RunCounters, StepFailure, TrainRequest, CAP_HEAP_USE, CAP_PACKED_DATA,
-    CAP_STATE_PARTS, DATA_WRITE_HEADER, DATA_WRITE_PACKED_HEADER, IN_ORDER, MAX_RUN_STEPS,
-    PART_PARAMS, PART_WHOLE, STATE_READ_HEADER, STATE_WRITE_HEADER,
+    EvalAnswer, HeapUse, RunCounters, StepFailure, TrainRequest, CAP_EVALUATE, CAP_HEAP_USE,
+    CAP_PACKED_DATA, CAP_STATE_PARTS, DATA_WRITE_HEADER, DATA_WRITE_PACKED_HEADER, IN_ORDER,
+    MAX_RUN_STEPS, PART_PARAMS, PART_WHOLE, STATE_READ_HEADER, STATE_WRITE_HEADER,
 };
 use systole_firmware::protocol::{ErrorCode, Request};
 use systole_step::resident::StateError;
@@ -24,6 +24,7 @@ pub const STEP_TIMEOUT: Duration = Duration::from_secs(120);
 pub(super) fn describe_refusal(code: ErrorCode, detail: u16) -> String {
     match code {
         ErrorCode::NotLoaded if detail == 0 => "no training state is on the board".into(),
+        ErrorCode::NotLoaded if detail == 2 => "no test split is on the board".into(),
         ErrorCode::NotLoaded => "no data set is on the board".into(),
         ErrorCode::BadTrainState => StateError::describe(detail).into(),
         ErrorCode::OutOfMemory => format!(
@@ -44,6 +45,35 @@ impl<T: Read + Write> SerialBus<T> {
     /// Whether the board trains on resident state and data.
     pub fn trains(&self) -> bool {
         self.heap_bytes.is_some()
+    }
+
+    /// Uploads a data set's records into the training set's slot or (`test`) the test
+    /// split's, in chunks.
+    fn upload_records(
+        &mut self,
+        test: bool,
+        (features, divisor, bits): (u16, u16, Option<u8>),
+        records: &[u8],
+    ) -> Result<(), LinkError> {
+        let total = u32::try_from(records.len())
+            .map_err(|_| LinkError::Protocol("a data set over 4 GiB".into()))?;
+        let per = MAX_PAYLOAD
+            - match (bits, test) {
+                (None, false) => DATA_WRITE_HEADER,
+                _ => DATA_WRITE_PACKED_HEADER,
+            };
+        for (i, chunk) in records.chunks(per).enumerate() {
+            self.train_request(&TrainRequest::DataWrite {
+                test,
+                features,
+                divisor,
+                bits,
+                total,
+                offset: (i * per) as u32,
+                bytes: chunk,
+            })?;
+        }
+        Ok(())
     }
 
     /// One training request. The board may work a while before it answers (the last chunk of
@@ -141,24 +171,30 @@ impl<T: Read + Write> TrainLink for SerialBus<T> {
         (features, divisor, bits): (u16, u16, Option<u8>),
         records: &[u8],
     ) -> Result<(), LinkError> {
-        let total = u32::try_from(records.len())
-            .map_err(|_| LinkError::Protocol("a data set over 4 GiB".into()))?;
-        let per = MAX_PAYLOAD
-            - match bits {
-                Some(_) => DATA_WRITE_PACKED_HEADER,
-                None => DATA_WRITE_HEADER,
-            };
-        for (i, chunk) in records.chunks(per).enumerate() {
-            self.train_request(&TrainRequest::DataWrite {
-                features,
-                divisor,
-                bits,
-                total,
-                offset: (i * per) as u32,
-                bytes: chunk,
-            })?;
-        }
-        Ok(())
+        self.upload_records(false, (features, divisor, bits), records)
+    }
+
+    fn evaluates(&self) -> bool {
+        self.train_caps & CAP_EVALUATE != 0 && self.takes_packed()
+    }
+
+    fn write_test_data(
+        &mut self,
+        (features, divisor, bits): (u16, u16, u8),
+        records: &[u8],
+    ) -> Result<(), LinkError> {
+        self.upload_records(true, (features, divisor, Some(bits)), records)
+    }
+
+    fn evaluate(&mut self, epochs: u32) -> Result<EvalAnswer, LinkError> {
+        // The board answers when every batch has run: a few training steps' time.
+        let frame_timeout = self.timeout;
+        self.timeout = frame_timeout.max(STEP_TIMEOUT * 4);
+        let p = self.train_request(&TrainRequest::Evaluate { epochs });
+        self.timeout = frame_timeout;
+        let p = p?;
+        EvalAnswer::parse(&p)
+            .ok_or_else(|| LinkError::Protocol(format!("EVALUATE answer of {} bytes", p.len())))
     }
 
     fn run_steps(

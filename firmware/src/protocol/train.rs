@@ -19,6 +19,17 @@ pub const CAP_HEAP_USE: u8 = 0x08;
 /// `PING` answer capability bit (with [`CAP_TRAIN`]): the board reads the state's parameters
 /// alone (`STATE_READ`'s part byte) and takes the remembered formats alone (`FORMATS_WRITE`).
 pub const CAP_STATE_PARTS: u8 = 0x10;
+/// `PING` answer capability bit (with [`CAP_TRAIN`] and [`CAP_PACKED_DATA`]): the board keeps
+/// a test split beside the training set (`DATA_WRITE_PACKED` with [`TEST_SPLIT`]) and
+/// evaluates the state on it (`EVALUATE`).
+pub const CAP_EVALUATE: u8 = 0x20;
+/// `DATA_WRITE_PACKED`'s bits byte: this flag with the bits puts the records in the test
+/// split's slot (without it, the training set's, as before).
+pub const TEST_SPLIT: u8 = 0x80;
+/// Bytes of an `EVALUATE` payload (epochs completed u32).
+pub const EVALUATE_LEN: usize = 4;
+/// Bytes of an `EVALUATE` answer ([`EvalAnswer`]).
+pub const EVALUATE_REPLY: usize = 36;
 /// `STATE_READ` part: the whole state (`TrainState::encode`).
 pub const PART_WHOLE: u8 = 0;
 /// `STATE_READ` part: the parameters and formats alone (`TrainState::encode_params`).
@@ -82,6 +93,9 @@ pub enum TrainRequest<'a> {
     /// 8): bytes `offset..` of a data set's records (each image's `features` pixels packed at
     /// `bits`, `systole_step::resident::DataSet`, then its label), `total` bytes in all.
     DataWrite {
+        /// The test split's slot ([`TEST_SPLIT`]; only in the packed form), else the
+        /// training set's.
+        test: bool,
         /// Pixels per image.
         features: u16,
         /// What a pixel is divided by.
@@ -113,6 +127,12 @@ pub enum TrainRequest<'a> {
     /// `HEAP_USE`: the heap's bytes, in use now, and the most in use since the last
     /// `HEAP_USE` (which this one restarts from what is in use now).
     HeapUse,
+    /// `EVALUATE`: the state's evaluation on the resident test split after `epochs` completed
+    /// epochs (`systole_step::resident::evaluate_resident`).
+    Evaluate {
+        /// Epochs completed (the evaluation's seeds derive from it).
+        epochs: u32,
+    },
 }
 
 impl TrainRequest<'_> {
@@ -122,8 +142,13 @@ impl TrainRequest<'_> {
         match self {
             TrainRequest::StateWrite { .. } => cmd::STATE_WRITE,
             TrainRequest::StateRead { .. } => cmd::STATE_READ,
-            TrainRequest::DataWrite { bits: None, .. } => cmd::DATA_WRITE,
-            TrainRequest::DataWrite { bits: Some(_), .. } => cmd::DATA_WRITE_PACKED,
+            TrainRequest::DataWrite {
+                bits: None,
+                test: false,
+                ..
+            } => cmd::DATA_WRITE,
+            TrainRequest::DataWrite { .. } => cmd::DATA_WRITE_PACKED,
+            TrainRequest::Evaluate { .. } => cmd::EVALUATE,
             TrainRequest::RunSteps { .. } => cmd::RUN_STEPS,
             TrainRequest::HeapUse => cmd::HEAP_USE,
             TrainRequest::FormatsWrite { .. } => cmd::FORMATS_WRITE,
@@ -158,6 +183,7 @@ pub(super) fn parse(cmd: u8, p: &[u8]) -> Result<TrainRequest<'_>, ErrorCode> {
         }
         c::FORMATS_WRITE if p.len() >= 2 => TrainRequest::FormatsWrite { bytes: p },
         c::DATA_WRITE if p.len() > DATA_WRITE_HEADER => TrainRequest::DataWrite {
+            test: false,
             features: u16_at(p, 0),
             divisor: u16_at(p, 2),
             bits: None,
@@ -166,19 +192,24 @@ pub(super) fn parse(cmd: u8, p: &[u8]) -> Result<TrainRequest<'_>, ErrorCode> {
             bytes: &p[DATA_WRITE_HEADER..],
         },
         c::DATA_WRITE_PACKED if p.len() > DATA_WRITE_PACKED_HEADER => {
-            if !(1..=8).contains(&p[4]) {
+            let bits = p[4] & !TEST_SPLIT;
+            if !(1..=8).contains(&bits) {
                 return Err(bad);
             }
             TrainRequest::DataWrite {
+                test: p[4] & TEST_SPLIT != 0,
                 features: u16_at(p, 0),
                 divisor: u16_at(p, 2),
-                bits: Some(p[4]),
+                bits: Some(bits),
                 total: u32_at(p, 5),
                 offset: u32_at(p, 9),
                 bytes: &p[DATA_WRITE_PACKED_HEADER..],
             }
         }
         c::HEAP_USE if p.is_empty() => TrainRequest::HeapUse,
+        c::EVALUATE if p.len() == EVALUATE_LEN => TrainRequest::Evaluate {
+            epochs: u32_at(p, 0),
+        },
         c::RUN_STEPS if p.len() == RUN_STEPS_LEN => {
             let steps = u16_at(p, 8);
             if steps == 0
@@ -227,6 +258,7 @@ pub(super) fn encode(r: &TrainRequest<'_>, w: &mut Writer<'_>) -> Result<(), Enc
         }
         TrainRequest::FormatsWrite { bytes } => w.put(bytes),
         TrainRequest::DataWrite {
+            test,
             features,
             divisor,
             bits,
@@ -236,8 +268,10 @@ pub(super) fn encode(r: &TrainRequest<'_>, w: &mut Writer<'_>) -> Result<(), Enc
         } => {
             w.put(&features.to_le_bytes())?;
             w.put(&divisor.to_le_bytes())?;
-            if let Some(bits) = bits {
-                w.put(&[bits])?;
+            // The test split's records go in the packed form (a byte a pixel: 8 bits).
+            match (bits, test) {
+                (None, false) => {}
+                (bits, test) => w.put(&[bits.unwrap_or(8) | if test { TEST_SPLIT } else { 0 }])?,
             }
             w.put(&total.to_le_bytes())?;
             w.put(&offset.to_le_bytes())?;
@@ -259,6 +293,52 @@ pub(super) fn encode(r: &TrainRequest<'_>, w: &mut Writer<'_>) -> Result<(), Enc
             w.put(&[flags])
         }
         TrainRequest::HeapUse => Ok(()),
+        TrainRequest::Evaluate { epochs } => w.put(&epochs.to_le_bytes()),
+    }
+}
+
+/// An `EVALUATE` answer: images u32, correct u32, mean loss (f32 bits) u32, then the board's
+/// CPU cycles u64, array cycles u64 and MAC cycles u64 as in [`RunCounters`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct EvalAnswer {
+    /// Images evaluated (the resident test split's).
+    pub images: u32,
+    /// Correct predictions.
+    pub correct: u32,
+    /// The mean loss, exactly as the host's evaluation computes it.
+    pub loss: f32,
+    /// The board's CPU cycles from the request's start to its answer (0 without a counter).
+    pub cpu_cycles: u64,
+    /// Array cycles the drivers spanned.
+    pub array_cycles: u64,
+    /// Cycles the array consumed a K step.
+    pub mac_cycles: u64,
+}
+
+impl EvalAnswer {
+    /// The answer's payload.
+    pub fn encode(&self) -> [u8; EVALUATE_REPLY] {
+        let mut out = [0u8; EVALUATE_REPLY];
+        out[..4].copy_from_slice(&self.images.to_le_bytes());
+        out[4..8].copy_from_slice(&self.correct.to_le_bytes());
+        out[8..12].copy_from_slice(&self.loss.to_bits().to_le_bytes());
+        out[12..20].copy_from_slice(&self.cpu_cycles.to_le_bytes());
+        out[20..28].copy_from_slice(&self.array_cycles.to_le_bytes());
+        out[28..].copy_from_slice(&self.mac_cycles.to_le_bytes());
+        out
+    }
+
+    /// Reads an answer; `None` when it is not one.
+    pub fn parse(p: &[u8]) -> Option<EvalAnswer> {
+        let u64_at = |i: usize| u64::from(u32_at(p, i)) | (u64::from(u32_at(p, i + 4)) << 32);
+        (p.len() == EVALUATE_REPLY).then(|| EvalAnswer {
+            images: u32_at(p, 0),
+            correct: u32_at(p, 4),
+            loss: f32::from_bits(u32_at(p, 8)),
+            cpu_cycles: u64_at(12),
+            array_cycles: u64_at(20),
+            mac_cycles: u64_at(28),
+        })
     }
 }
 

@@ -6,16 +6,16 @@ use super::Failure;
 use crate::frame::MAX_PAYLOAD;
 use crate::products::{BoardProducts, ProductsError};
 use crate::protocol::train::{
-    HeapUse, RunCounters, StepFailure, TrainRequest, HEAP_USE_REPLY, IN_ORDER, PART_WHOLE,
-    RUN_REPLY_HEADER, STATE_READ_HEADER, STEP_RESULT_BYTES,
+    EvalAnswer, HeapUse, RunCounters, StepFailure, TrainRequest, EVALUATE_REPLY, HEAP_USE_REPLY,
+    IN_ORDER, PART_WHOLE, RUN_REPLY_HEADER, STATE_READ_HEADER, STEP_RESULT_BYTES,
 };
 use crate::protocol::ErrorCode;
 use alloc::vec::Vec;
 use systole_core::{AcceleratorBus, ArrayConfig};
 use systole_step::resident::{
-    decode_formats, image_bytes, run_steps, DataSet, RunSteps, TrainState,
+    decode_formats, evaluate_resident, image_bytes, run_steps, short_order, DataSet, RunSteps,
+    TrainState, MAX_RESIDENT_IMAGES,
 };
-use systole_step::rng::epoch_order;
 use systole_step::StepError;
 
 /// What an epoch order is drawn from: run seed, epochs done (`None`: the stored order),
@@ -40,11 +40,14 @@ pub struct Session {
     heap_peak: Option<fn() -> (usize, usize)>,
     state: Option<TrainState>,
     data: Option<DataSet>,
+    /// The test split `EVALUATE` runs on (`DATA_WRITE_PACKED` with `TEST_SPLIT`).
+    test: Option<DataSet>,
     /// The last epoch order drawn: `(run seed, epochs done (`None`: stored order), images)`
     /// and the order.
-    order: Option<(OrderKey, Vec<usize>)>,
+    order: Option<(OrderKey, Vec<u16>)>,
     state_upload: Option<Upload<Vec<u8>>>,
     data_upload: Option<Upload<DataSet>>,
+    test_upload: Option<Upload<DataSet>>,
     /// The state's wire form (or its parameters-only form: `snapshot_part`) as a
     /// `STATE_READ` at offset 0 found it.
     snapshot: Vec<u8>,
@@ -60,9 +63,11 @@ impl Session {
             heap_peak: None,
             state: None,
             data: None,
+            test: None,
             order: None,
             state_upload: None,
             data_upload: None,
+            test_upload: None,
             snapshot: Vec::new(),
             snapshot_part: PART_WHOLE,
         }
@@ -150,6 +155,7 @@ pub(super) fn execute<B: AcceleratorBus>(
             Ok(STATE_READ_HEADER + n)
         }
         TrainRequest::DataWrite {
+            test,
             features,
             divisor,
             bits,
@@ -158,7 +164,7 @@ pub(super) fn execute<B: AcceleratorBus>(
             bytes,
         } => data_write(
             s,
-            (features, divisor, bits.unwrap_or(8)),
+            (test, features, divisor, bits.unwrap_or(8)),
             total as usize,
             offset as usize,
             bytes,
@@ -187,6 +193,7 @@ pub(super) fn execute<B: AcceleratorBus>(
                 .map_err(|e| (ErrorCode::BadTrainState, e.code()))?;
             Ok(0)
         }
+        TrainRequest::Evaluate { epochs } => evaluate_request(s, epochs, bus, config, clock, out),
         TrainRequest::HeapUse => {
             let probe = s.heap_peak.ok_or((ErrorCode::UnknownCommand, 0))?;
             let (in_use, peak) = probe();
@@ -239,7 +246,7 @@ fn state_write(
 
 fn data_write(
     s: &mut Session,
-    (features, divisor, bits): (u16, u16, u8),
+    (test, features, divisor, bits): (bool, u16, u16, u8),
     total: usize,
     offset: usize,
     bytes: &[u8],
@@ -247,16 +254,22 @@ fn data_write(
     let img = image_bytes(features.into(), bits);
     let rec = img + 1;
     if offset == 0 {
-        s.data = None;
-        s.data_upload = None;
-        s.order = None;
-        if features == 0 || divisor == 0 || !total.is_multiple_of(rec) {
-            return Err((ErrorCode::BadData, 0));
+        // A new data set in this slot: the old one goes first (its heap is needed).
+        if test {
+            s.test = None;
+            s.test_upload = None;
+        } else {
+            s.data = None;
+            s.data_upload = None;
+            s.order = None;
         }
         let n = total / rec;
+        if features == 0 || divisor == 0 || !total.is_multiple_of(rec) || n > MAX_RESIDENT_IMAGES {
+            return Err((ErrorCode::BadData, 0));
+        }
         let pixels = reserve(s, n * img)?;
         let labels = reserve(s, n)?;
-        s.data_upload = Some(Upload {
+        let upload = Some(Upload {
             total,
             received: 0,
             into: DataSet {
@@ -267,8 +280,16 @@ fn data_write(
                 labels,
             },
         });
+        match test {
+            true => s.test_upload = upload,
+            false => s.data_upload = upload,
+        }
     }
-    let up = s.data_upload.as_mut().ok_or((ErrorCode::BadData, 0))?;
+    let slot = match test {
+        true => &mut s.test_upload,
+        false => &mut s.data_upload,
+    };
+    let up = slot.as_mut().ok_or((ErrorCode::BadData, 0))?;
     let set = &mut up.into;
     if offset != up.received
         || up.total != total
@@ -286,9 +307,57 @@ fn data_write(
     }
     up.received += bytes.len();
     if up.received == total {
-        s.data = s.data_upload.take().map(|u| u.into);
+        let done = slot.take().map(|u| u.into);
+        match test {
+            true => s.test = done,
+            false => s.data = done,
+        }
     }
     Ok(0)
+}
+
+/// `EVALUATE`: the state on the resident test split, its remembered formats changed as the
+/// host's evaluation changes them.
+fn evaluate_request<B: AcceleratorBus>(
+    s: &mut Session,
+    epochs: u32,
+    bus: &mut B,
+    config: &ArrayConfig,
+    clock: Option<fn() -> u64>,
+    out: &mut [u8],
+) -> Result<usize, Failure> {
+    let t0 = clock.map(|now| now());
+    let st = s.state.as_mut().ok_or((ErrorCode::NotLoaded, 0))?;
+    let test = s.test.as_ref().ok_or((ErrorCode::NotLoaded, 2))?;
+    test.check_model(st).map_err(|_| (ErrorCode::BadData, 2))?;
+    // The next epoch draws a new order: this one's heap serves the evaluation.
+    s.order = None;
+    let mut a = st.arith(BoardProducts::new(&mut *bus, *config));
+    let result = evaluate_resident(&mut a, st, test, epochs.into());
+    let stats = *a.products().stats();
+    drop(a);
+    let (loss, correct) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            // The formats are part-way through an evaluation: the state must go up again.
+            s.state = None;
+            return Err((ErrorCode::StepFailed, failure(&e) as u16));
+        }
+    };
+    let word = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    let answer = EvalAnswer {
+        images: word(test.len()),
+        correct: word(correct),
+        loss,
+        cpu_cycles: match (clock, t0) {
+            (Some(now), Some(t0)) => now().wrapping_sub(t0),
+            _ => 0,
+        },
+        array_cycles: stats.cycles,
+        mac_cycles: stats.mac_cycles,
+    };
+    out[..EVALUATE_REPLY].copy_from_slice(&answer.encode());
+    Ok(EVALUATE_REPLY)
 }
 
 fn failure<E>(e: &ProductsError<E>) -> StepFailure {
@@ -322,13 +391,12 @@ fn run_request<B: AcceleratorBus>(
     };
     if s.order.as_ref().is_none_or(|(k, _)| *k != key) {
         s.order = None;
-        s.order = Some((
-            key,
-            match in_order {
-                true => (0..data.len()).collect(),
-                false => epoch_order(st.run_seed, run.epochs_done, data.len()),
-            },
-        ));
+        let order = match in_order {
+            true => (0..data.len()).map(|i| i as u16).collect(),
+            false => short_order(st.run_seed, run.epochs_done, data.len())
+                .ok_or((ErrorCode::OutOfRange, 0))?,
+        };
+        s.order = Some((key, order));
     }
     let order = s.order.as_ref().map_or(&[][..], |(_, o)| o.as_slice());
     let mut a = st.arith(BoardProducts::new(&mut *bus, *config));

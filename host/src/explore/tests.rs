@@ -407,7 +407,7 @@ fn yosys_synthesises_once_then_reads_the_cache() {
 }
 
 /// The recorded operations are the training steps' only: the golden run's device counts
-/// them plus the evaluation's forward products (two layers, 256 test images a batch).
+/// them plus the evaluation's forward products (two layers, `EVAL_BATCH` test images a batch).
 #[test]
 fn evaluation_passes_are_not_counted_as_epoch_cycles() {
     let data = data();
@@ -426,7 +426,7 @@ fn evaluation_passes_are_not_counted_as_epoch_cycles() {
     };
     let cfg = cycles::point_config(&recipe(), &p, 1);
     let s = systole_train::run::run(&cfg, &data, &opts, &mut systole_train::Quiet).unwrap();
-    let eval = 2 * data.test.len().div_ceil(256) as u64;
+    let eval = 2 * data.test.len().div_ceil(systole_train::EVAL_BATCH) as u64;
     assert_eq!(recorded + eval, s.device.unwrap().1.ops);
 }
 

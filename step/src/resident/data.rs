@@ -5,7 +5,7 @@
 
 use super::{DataSet, TrainState};
 use crate::profile::{section, Section};
-use crate::step::{train_step, Batch};
+use crate::step::train_step_owned;
 use crate::{Fixed, Products, StepError};
 use alloc::format;
 use alloc::string::String;
@@ -53,7 +53,22 @@ pub struct StepResult {
     pub correct: usize,
 }
 
-/// Runs the steps `req` names on `data` in `order` (the epoch's, [`crate::rng::epoch_order`]),
+/// Most images a resident data set has: its order is kept in 16-bit indices (2 B an image on
+/// the board instead of 4).
+pub const MAX_RESIDENT_IMAGES: usize = 1 << 16;
+
+/// The epoch's order ([`crate::rng::epoch_order`]) in 16-bit indices, for a data set of at
+/// most [`MAX_RESIDENT_IMAGES`] images (`None` above).
+pub fn short_order(run_seed: u64, epochs_done: u64, n: usize) -> Option<Vec<u16>> {
+    (n <= MAX_RESIDENT_IMAGES).then(|| {
+        crate::rng::epoch_order(run_seed, epochs_done, n)
+            .into_iter()
+            .map(|i| i as u16)
+            .collect()
+    })
+}
+
+/// Runs the steps `req` names on `data` in `order` (the epoch's, [`short_order`]),
 /// updating `state` (tensors, remembered formats, the step counter) exactly as the host
 /// trainer's steps do; `each` sees every step's result. `a` is the state's arithmetic
 /// ([`TrainState::arith`]); the remembered formats live in `state` between calls. After an
@@ -62,7 +77,7 @@ pub fn run_steps<P: Products>(
     a: &mut Fixed<P>,
     state: &mut TrainState,
     data: &DataSet,
-    order: &[usize],
+    order: &[u16],
     req: &RunSteps,
     each: &mut dyn FnMut(StepResult),
 ) -> Result<(), P::Error> {
@@ -80,23 +95,21 @@ pub fn run_steps<P: Products>(
     }
     a.fracs = core::mem::take(&mut state.fracs);
     for b in req.first_batch..req.first_batch + req.steps {
-        let idx = &order[b * req.batch..((b + 1) * req.batch).min(order.len())];
+        let idx: Vec<usize> = order[b * req.batch..((b + 1) * req.batch).min(order.len())]
+            .iter()
+            .map(|&i| usize::from(i))
+            .collect();
+        let idx = &idx[..];
         let (images, labels) = {
             let _images = section(Section::BatchImages);
             let labels: Vec<u8> = idx.iter().map(|&i| data.labels[i]).collect();
             (data.images(idx), labels)
         };
-        let batch = Batch {
-            layers: &state.layers,
-            classes: state.classes,
-            images: &images,
-            labels: &labels,
-        };
-        let (loss, correct) = train_step(
+        let (loss, correct) = train_step_owned(
             a,
-            &batch,
-            &mut state.params,
-            &mut state.velocity,
+            (&state.layers, state.classes),
+            (images, labels),
+            (&mut state.params, &mut state.velocity),
             (state.step, req.lr, state.momentum),
         )?;
         state.step += 1;
@@ -104,4 +117,31 @@ pub fn run_steps<P: Products>(
     }
     state.fracs = core::mem::take(&mut a.fracs);
     Ok(())
+}
+
+/// The evaluation of `state` on the resident split `data` after `epochs` completed epochs:
+/// [`crate::step::evaluate`] over its images in their stored order, the remembered formats
+/// moved in from `state` and back (an evaluation changes them as the host's does). Returns the
+/// mean loss and the correct count. After an error `state`'s formats are part-way through an
+/// evaluation: drop it.
+pub fn evaluate_resident<P: Products>(
+    a: &mut Fixed<P>,
+    state: &mut TrainState,
+    data: &DataSet,
+    epochs: u64,
+) -> Result<(f32, usize), P::Error> {
+    a.fracs = core::mem::take(&mut state.fracs);
+    let result = crate::step::evaluate(
+        a,
+        (&state.layers, state.classes),
+        &state.params,
+        (epochs, data.len()),
+        &mut |range| {
+            let idx: Vec<usize> = range.collect();
+            let labels = idx.iter().map(|&i| data.labels[i]).collect();
+            (data.images(&idx), labels)
+        },
+    );
+    state.fracs = core::mem::take(&mut a.fracs);
+    result
 }

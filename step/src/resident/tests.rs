@@ -242,6 +242,7 @@ fn resident_steps_are_the_hosts_steps() {
     let (host0, _) = mlp_and_data();
     data.check_model(&board).unwrap();
     let order = crate::rng::epoch_order(board.run_seed, 0, data.len());
+    let order16 = super::short_order(board.run_seed, 0, data.len()).unwrap();
     // The board: batches 1..4 of the epoch at batch 3 (the last one of 1 image).
     let mut a = board.arith(Exact::default());
     let mut results = Vec::new();
@@ -252,7 +253,7 @@ fn resident_steps_are_the_hosts_steps() {
         batch: 3,
         lr: 0.25,
     };
-    run_steps(&mut a, &mut board, &data, &order, &req, &mut |r| {
+    run_steps(&mut a, &mut board, &data, &order16, &req, &mut |r| {
         results.push(r)
     })
     .unwrap();
@@ -290,6 +291,6 @@ fn resident_steps_are_the_hosts_steps() {
         ..req
     };
     let before = board.clone();
-    assert!(run_steps(&mut a, &mut board, &data, &order, &past, &mut |_| ()).is_err());
+    assert!(run_steps(&mut a, &mut board, &data, &order16, &past, &mut |_| ()).is_err());
     assert_eq!(board, before);
 }

@@ -14,7 +14,8 @@ use crate::data::Dataset;
 use crate::fixed::FixedArith;
 use crate::{TrainError, Trainer};
 use systole_device::board_train::{BoardTraining, MAX_RUN_STEPS};
-use systole_step::resident::DataSet;
+use systole_step::resident::{DataSet, MAX_RESIDENT_IMAGES};
+use systole_step::step::EVAL_BATCH;
 
 /// Heap kept free beside everything counted, for the first-fit heap's fragmentation: a
 /// thirty-second of the heap.
@@ -23,8 +24,8 @@ pub(crate) fn margin(heap: usize) -> usize {
 }
 
 /// Bytes the board keeps per image of a resident set beside its packed pixels and label:
-/// its place in the epoch's order (a 32-bit index on the SoC).
-pub(crate) const ORDER_BYTES: usize = 4;
+/// its place in the epoch's order (a 16-bit index, `systole_step::resident::short_order`).
+pub(crate) const ORDER_BYTES: usize = 2;
 
 /// The numbers a fit is decided from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +44,14 @@ pub(crate) struct Fit {
     pub images: usize,
     /// Bytes of one image's record on the board.
     pub record: usize,
+    /// The test split on the board (packed pixels and labels); 0 when the board does not
+    /// evaluate (older firmware).
+    pub test: usize,
+    /// Heap one evaluation takes on top of everything resident (measured with `step`, or
+    /// the host's estimate at the evaluation's batch).
+    pub eval: usize,
+    /// The probe left the test split on the board.
+    pub test_uploaded: bool,
 }
 
 /// How the board trains: the data set resident, or each request's batches uploaded.
@@ -61,9 +70,26 @@ impl Fit {
         self.state + self.set + ORDER_BYTES * self.images + self.step + margin(self.heap)
     }
 
+    /// Heap the resident set and the test split need beside the step or the evaluation (the
+    /// epoch's order is dropped for the evaluation): the state, both sets, the larger of the
+    /// step with the order and the evaluation, and the margin.
+    pub(crate) fn evaluating_need(&self) -> usize {
+        self.state
+            + self.set
+            + self.test
+            + (self.step + ORDER_BYTES * self.images).max(self.eval)
+            + margin(self.heap)
+    }
+
+    /// Whether the board evaluates on its own test split under `plan`: the board does, the
+    /// training set is resident and the test split fits beside it.
+    pub(crate) fn board_evaluates(&self, plan: &Plan) -> bool {
+        self.test > 0 && plan.resident && self.evaluating_need() <= self.heap
+    }
+
     /// The plan at batch size `batch`, or `None` when not even one batch fits beside the step.
     pub(crate) fn plan(&self, batch: usize) -> Option<Plan> {
-        if self.resident_need() <= self.heap {
+        if self.resident_need() <= self.heap && self.images <= MAX_RESIDENT_IMAGES {
             return Some(Plan {
                 resident: true,
                 per_upload: MAX_RUN_STEPS,
@@ -97,8 +123,21 @@ impl Fit {
                 plan.per_upload
             ),
         };
+        let test = match (self.test, self.board_evaluates(plan)) {
+            (0, _) => String::new(),
+            (t, true) => format!(
+                "; test split resident ({t} B, its evaluation's {} B {}): {} B in all with it",
+                self.eval,
+                if self.measured { "measured" } else { "estimated" },
+                self.evaluating_need()
+            ),
+            (t, false) => format!(
+                "; the test split ({t} B, its evaluation's {} B) does not fit beside it: the host evaluates",
+                self.eval
+            ),
+        };
         format!(
-            "{placed}; heap {} B: state {} B, {step}, data set {} B + order {} B, margin {} B, {} B in all",
+            "{placed}; heap {} B: state {} B, {step}, data set {} B + order {} B, margin {} B, {} B in all{test}",
             self.heap,
             self.state,
             self.set,
@@ -136,6 +175,7 @@ pub(crate) fn measure(
     t: &Trainer<FixedArith>,
     board: &mut BoardTraining<'_>,
     set: &DataSet,
+    test: Option<&DataSet>,
 ) -> Result<Fit, TrainError> {
     let heap = board.heap_bytes() as usize;
     let state_bytes = state_of(t).encode().len();
@@ -148,6 +188,9 @@ pub(crate) fn measure(
         set: set.memory_bytes(),
         images: n,
         record: set.record_bytes(),
+        test: test.map_or(0, |s| s.memory_bytes()),
+        eval: step_estimate(t, EVAL_BATCH, set.features),
+        test_uploaded: false,
     };
     // A board that cannot measure is planned by the estimate; so is one whose heap the
     // estimate says cannot hold even one batch beside the step: the caller refuses it before
@@ -187,6 +230,31 @@ pub(crate) fn measure(
         fit.step = (after.peak as usize).saturating_sub(before.in_use as usize);
         fit.measured = true;
     }
+    // The evaluation's heap, measured as the step's: the test split up (it stays for the
+    // run), `HEAP_USE` around one `EVALUATE` (its formats are the probe's: the run's state
+    // goes up again).
+    // Before the probe, the evaluation's heap by the measured step's: a batch of
+    // `EVAL_BATCH` images forward only takes less than a step's forward and backward over as
+    // many (scaled up for a smaller training batch), so the probe never runs out of heap.
+    fit.eval = fit.step * EVAL_BATCH.div_ceil(batch);
+    if let Some(test) = test.filter(|_| fit.plan(batch).is_some_and(|p| fit.board_evaluates(&p))) {
+        board
+            .write_test_data(test)
+            .map_err(dev_err("uploading the test split"))?;
+        fit.test_uploaded = true;
+        let before = board
+            .heap_use()
+            .map_err(dev_err("asking the board's heap"))?;
+        board
+            .evaluate(epoch)
+            .map_err(dev_err("the probe evaluation on the board"))?;
+        let after = board
+            .heap_use()
+            .map_err(dev_err("asking the board's heap"))?;
+        if let (Some(before), Some(after)) = (before, after) {
+            fit.eval = (after.peak as usize).saturating_sub(before.in_use as usize);
+        }
+    }
     Ok(fit)
 }
 
@@ -221,6 +289,9 @@ mod tests {
             set: 1_438 * 41,
             images: 1_438,
             record: 41,
+            test: 0,
+            eval: 0,
+            test_uploaded: false,
         }
     }
 
@@ -228,8 +299,8 @@ mod tests {
     fn resident_when_everything_fits_else_as_many_batches_as_fit() {
         // The margin: a thirty-second of the training image's heap.
         assert_eq!(margin(108_172), 3_380);
-        // State, set 58,958, order 5,752, step 30,000, margin heap/32.
-        let need = 10_000 + 58_958 + 5_752 + 30_000;
+        // State, set 58,958, order 2,876, step 30,000, margin heap/32.
+        let need = 10_000 + 58_958 + 2_876 + 30_000;
         let heap = (need + 1) * 32 / 31 + 32;
         let fit = digits(heap, 30_000);
         assert!(fit.resident_need() <= heap);
@@ -245,13 +316,13 @@ mod tests {
         let plan = over.plan(32).unwrap();
         assert!(!plan.resident);
         let room = heap - 10_000 - over.step - margin(heap);
-        assert_eq!(plan.per_upload, room / (32 * 45));
+        assert_eq!(plan.per_upload, room / (32 * 43));
         // No room for one batch: refused.
         assert_eq!(
-            digits(heap, heap - 10_000 - margin(heap) - 32 * 45 + 1).plan(32),
+            digits(heap, heap - 10_000 - margin(heap) - 32 * 43 + 1).plan(32),
             None
         );
-        assert!(digits(heap, heap - 10_000 - margin(heap) - 32 * 45)
+        assert!(digits(heap, heap - 10_000 - margin(heap) - 32 * 43)
             .plan(32)
             .is_some());
         assert_eq!(digits(20_000, 30_000).plan(32), None);

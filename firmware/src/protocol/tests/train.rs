@@ -43,6 +43,7 @@ fn train_payloads_both_ways() {
         ),
         (
             Request::Train(TrainRequest::DataWrite {
+                test: false,
                 features: 64,
                 divisor: 16,
                 bits: None,
@@ -55,6 +56,7 @@ fn train_payloads_both_ways() {
         ),
         (
             Request::Train(TrainRequest::DataWrite {
+                test: false,
                 features: 64,
                 divisor: 16,
                 bits: Some(5),
@@ -164,4 +166,68 @@ fn run_answer_parses_and_checks_its_length() {
     assert_eq!(got, c);
     assert_eq!(steps.collect::<std::vec::Vec<_>>(), [(1.0, 3), (0.0, 0)]);
     assert!(RunCounters::parse(&p[..p.len() - 1]).is_none());
+}
+
+/// `EVALUATE` (0x1A) and the test split's `DATA_WRITE_PACKED` (the bits byte's top bit) with
+/// literal bytes, both ways; their malformed forms; the answer.
+#[test]
+fn evaluation_payloads_with_literal_bytes() {
+    use crate::protocol::train::EvalAnswer;
+    let cases: [(Request<'_>, u8, &[u8]); 2] = [
+        (
+            Request::Train(TrainRequest::Evaluate {
+                epochs: 0x0102_0304,
+            }),
+            0x1A,
+            &[4, 3, 2, 1],
+        ),
+        (
+            Request::Train(TrainRequest::DataWrite {
+                test: true,
+                features: 64,
+                divisor: 16,
+                bits: Some(5),
+                total: 0x0001_0203,
+                offset: 4,
+                bytes: &[9],
+            }),
+            0x14,
+            &[64, 0, 16, 0, 0x85, 3, 2, 1, 0, 4, 0, 0, 0, 9],
+        ),
+    ];
+    for (req, code, bytes) in cases {
+        assert_eq!(req.cmd(), code);
+        assert_eq!(encode(&req), bytes, "{req:?}");
+        assert_eq!(Request::parse(code, bytes), Ok(req));
+    }
+    // EVALUATE of 3 and 5 bytes; the test split at 0 and 9 bits; another high bit.
+    let malformed: [(u8, &[u8]); 5] = [
+        (0x1A, &[1, 0, 0]),
+        (0x1A, &[1, 0, 0, 0, 0]),
+        (0x14, &[1, 0, 1, 0, 0x80, 2, 0, 0, 0, 0, 0, 0, 0, 7]),
+        (0x14, &[1, 0, 1, 0, 0x89, 2, 0, 0, 0, 0, 0, 0, 0, 7]),
+        (0x14, &[1, 0, 1, 0, 0x45, 2, 0, 0, 0, 0, 0, 0, 0, 7]),
+    ];
+    for (cmd, p) in malformed {
+        assert_eq!(
+            Request::parse(cmd, p),
+            Err(ErrorCode::Malformed),
+            "{cmd:#x} {p:?}"
+        );
+    }
+    let a = EvalAnswer {
+        images: 359,
+        correct: 0x0102,
+        loss: 1.0,
+        cpu_cycles: 0x0102_0304_0506_0708,
+        array_cycles: 9,
+        mac_cycles: 0x0A,
+    };
+    let bytes = [
+        0x67, 1, 0, 0, 2, 1, 0, 0, 0, 0, 0x80, 0x3F, 8, 7, 6, 5, 4, 3, 2, 1, 9, 0, 0, 0, 0, 0, 0,
+        0, 0x0A, 0, 0, 0, 0, 0, 0, 0,
+    ];
+    assert_eq!(a.encode(), bytes);
+    assert_eq!(EvalAnswer::parse(&bytes), Some(a));
+    assert_eq!(EvalAnswer::parse(&bytes[..35]), None);
 }

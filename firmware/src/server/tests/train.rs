@@ -146,6 +146,7 @@ fn steps_over_two_requests_equal_the_step_library() {
     };
     let dw = |from: usize, to: usize| {
         Request::Train(TrainRequest::DataWrite {
+            test: false,
             features: 4,
             divisor: 16,
             bits: None,
@@ -177,9 +178,9 @@ fn steps_over_two_requests_equal_the_step_library() {
     let a = exchange(cfg, &reqs);
     assert_eq!(a.len(), reqs.len());
     assert_eq!(a[0].1.len(), PING_REPLY_WITH_TRAIN);
-    // Board operations, training, packed data sets, state parts; no HEAP_USE without a heap
+    // Board operations, training, packed data sets, state parts, evaluation; no HEAP_USE without a heap
     // probe.
-    assert_eq!(a[0].1[11], 0x17);
+    assert_eq!(a[0].1[11], 0x37);
     assert_eq!(&a[0].1[16..], &0x0003_0000u32.to_le_bytes());
     refused(&a[1], ErrorCode::NotLoaded, 0);
     assert_eq!(a[3], (0x90, vec![]));
@@ -211,7 +212,7 @@ fn steps_over_two_requests_equal_the_step_library() {
     // The same four steps at once, by the library, on another behavioural array.
     let mut want = state();
     let d = data();
-    let order = systole_step::rng::epoch_order(want.run_seed, 1, d.len());
+    let order = systole_step::resident::short_order(want.run_seed, 1, d.len()).unwrap();
     let mut mock = MockArray::new(cfg);
     let mut arith = want.arith(BoardProducts::new(&mut mock, cfg));
     let mut results = Vec::new();
@@ -268,6 +269,7 @@ fn packed_pixels_train_as_bytes_and_the_heap_is_measured() {
     let (r8, r5) = (d.encode_records(), packed.encode_records());
     fn dw(bits: Option<u8>, records: &[u8]) -> Request<'_> {
         Request::Train(TrainRequest::DataWrite {
+            test: false,
             features: 4,
             divisor: 16,
             bits,
@@ -293,7 +295,7 @@ fn packed_pixels_train_as_bytes_and_the_heap_is_measured() {
         ],
         Some(probe),
     );
-    assert_eq!(with_bits[0].1[11], 0x1F, "HEAP_USE announced");
+    assert_eq!(with_bits[0].1[11], 0x3F, "HEAP_USE announced");
     assert_eq!(with_bits[2], (0x94, vec![]));
     assert_eq!(with_bits[3], with_bytes[2], "the steps' answers");
     assert_eq!(with_bits[5], with_bytes[4], "the state after them");
@@ -354,4 +356,90 @@ fn parameters_alone_and_formats_alone() {
     assert_eq!(a[5], (0x96, vec![]));
     let back = TrainState::decode(&a[6].1[4..]).unwrap();
     assert_eq!(back, TrainState { fracs, ..state() });
+}
+
+/// A test split of `n` images of 4 pixels (0..=16), labels 0 and 1.
+fn test_pixels(n: usize) -> (Vec<u8>, Vec<u8>) {
+    let pixels = (0..4 * n).map(|i| (i * 5 % 17) as u8).collect();
+    let labels = (0..n).map(|i| (i * 7 % 3 % 2) as u8).collect();
+    (pixels, labels)
+}
+
+/// `EVALUATE` on a test split resident in its own slot (`DATA_WRITE_PACKED` with
+/// `TEST_SPLIT`, packed at 5 bits) answers the loss and correct count the step library's
+/// evaluation gives on the host's values (each pixel divided by 16 here, not by the data
+/// set's code), cut in the same batches (40 images: 32 and 8), and leaves the state's
+/// remembered formats as that evaluation leaves them; the training set's slot stays empty.
+#[test]
+fn the_board_evaluates_its_test_split_as_the_host_does() {
+    use crate::protocol::train::{EvalAnswer, EVALUATE_REPLY};
+    let cfg = ArrayConfig::new(2, 8, 16).unwrap();
+    let bytes = state().encode();
+    let (pixels, labels) = test_pixels(40);
+    let test = DataSet::from_pixels(4, 16, 5, &pixels, &labels).unwrap();
+    let records = test.encode_records();
+    let tw = Request::Train(TrainRequest::DataWrite {
+        test: true,
+        features: 4,
+        divisor: 16,
+        bits: Some(5),
+        total: records.len() as u32,
+        offset: 0,
+        bytes: &records,
+    });
+    let eval = Request::Train(TrainRequest::Evaluate { epochs: 3 });
+    let reqs = [
+        Request::Train(TrainRequest::StateWrite {
+            total: bytes.len() as u32,
+            offset: 0,
+            bytes: &bytes,
+        }),
+        eval,
+        tw,
+        run(0, 1),
+        eval,
+        read(0),
+        read(100),
+        read(200),
+        read(300),
+    ];
+    let a = exchange(cfg, &reqs);
+    refused(&a[1], ErrorCode::NotLoaded, 2);
+    assert_eq!(a[2], (0x94, vec![]));
+    refused(&a[3], ErrorCode::NotLoaded, 1);
+    assert_eq!((a[4].0, a[4].1.len()), (0x9A, EVALUATE_REPLY));
+    let got = EvalAnswer::parse(&a[4].1).unwrap();
+    let mut back = Vec::new();
+    for r in &a[5..9] {
+        back.extend_from_slice(&r.1[4..]);
+    }
+    let board = TrainState::decode(&back).unwrap();
+    // The host's evaluation: the library on another behavioural array, the values divided
+    // here.
+    let mut want = state();
+    let mut mock = MockArray::new(cfg);
+    let mut arith = want.arith(BoardProducts::new(&mut mock, cfg));
+    let mut cuts = Vec::new();
+    let (loss, correct) = systole_step::step::evaluate(
+        &mut arith,
+        (&want.layers, want.classes),
+        &want.params,
+        (3, 40),
+        &mut |range| {
+            cuts.push(range.clone());
+            let values = pixels[4 * range.start..4 * range.end]
+                .iter()
+                .map(|&p| f32::from(p) / 16.0)
+                .collect();
+            (values, labels[range].to_vec())
+        },
+    )
+    .unwrap();
+    want.fracs = core::mem::take(&mut arith.fracs);
+    assert_eq!(cuts, [0..32, 32..40]);
+    assert_eq!((got.images, got.correct), (40, correct as u32));
+    assert_eq!(got.loss.to_bits(), loss.to_bits());
+    assert!(got.mac_cycles > 0, "{got:?}");
+    assert!(!want.fracs.is_empty());
+    assert_eq!(board, want, "the state after the evaluation");
 }
