@@ -127,6 +127,7 @@ pub(crate) fn jobs(a: &BoardsArgs) -> Result<Vec<Job>, ExploreError> {
         fm_depths: a.fm_depth.clone(),
         word_bits: a.word_bits.clone(),
         roundings: "stochastic".into(),
+        dsp_packs: "off".into(),
     }
     .points(&all_sizes)?;
     let arrays: Vec<usize> = points.iter().fold(Vec::new(), |mut v, p| {
