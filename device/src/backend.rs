@@ -9,7 +9,7 @@ use systole_firmware::conv::{conv2d, ConvJob, ConvOp};
 use systole_firmware::driver::{self, DriverError, DriverStats, MatmulJob, Transposed};
 use systole_golden::conv::Conv2dGeom;
 use systole_golden::tensor::QMatrix;
-use systole_golden::{NumericError, OutputSpec};
+use systole_golden::OutputSpec;
 
 mod kept;
 
@@ -492,28 +492,7 @@ fn driver_job<'a>(
     tr: Transposed,
     out: &OutputSpec,
 ) -> Result<driver::MatmulJob<'a>, DeviceError> {
-    let (m, k) = if tr.a {
-        (a.cols, a.rows)
-    } else {
-        (a.rows, a.cols)
-    };
-    let (kb, n) = if tr.b {
-        (b.cols, b.rows)
-    } else {
-        (b.rows, b.cols)
-    };
-    if k != kb {
-        let t = |t: bool| if t { "ᵀ" } else { "" };
-        return Err(NumericError::Shape(format!(
-            "A{} is {m}x{k} and B{} is {kb}x{n}: the left operand's columns must equal the right one's rows",
-            t(tr.a),
-            t(tr.b)
-        ))
-        .into());
-    }
-    if k > systole_core::numeric::MAX_K {
-        return Err(NumericError::KTooLong(k).into());
-    }
+    let (m, k, n) = crate::resident::product_dims((a.rows, a.cols), (b.rows, b.cols), tr)?;
     Ok(driver::MatmulJob {
         a: &a.data,
         b: &b.data,

@@ -266,22 +266,25 @@ fn no_table(device: &str) -> DeviceError {
     ))
 }
 
-/// `(rows, cols)` of `t` as a product reads it (`Tᵀ` when `transposed`).
-pub(crate) fn dims(t: &DeviceTensor, transposed: bool) -> (usize, usize) {
-    if transposed {
-        (t.cols, t.rows)
-    } else {
-        (t.rows, t.cols)
-    }
-}
-
 /// The product `op(A)·op(B)`'s `(m, k, n)`, checked as the value-based products check it.
 pub(crate) fn product_shape(
     a: &DeviceTensor,
     b: &DeviceTensor,
     tr: Transposed,
 ) -> Result<(usize, usize, usize), DeviceError> {
-    let ((m, k), (kb, n)) = (dims(a, tr.a), dims(b, tr.b));
+    product_dims((a.rows, a.cols), (b.rows, b.cols), tr)
+}
+
+/// `(m, k, n)` of `op(A)·op(B)` for an A of `a = (rows, cols)` and a B of `b`, checked against
+/// the contract (inner sizes equal, `k <= MAX_K`): the one check of kept and value-based
+/// products alike.
+pub(crate) fn product_dims(
+    a: (usize, usize),
+    b: (usize, usize),
+    tr: Transposed,
+) -> Result<(usize, usize, usize), DeviceError> {
+    let op = |(r, c): (usize, usize), t: bool| if t { (c, r) } else { (r, c) };
+    let ((m, k), (kb, n)) = (op(a, tr.a), op(b, tr.b));
     if k != kb {
         let t = |t: bool| if t { "ᵀ" } else { "" };
         return Err(NumericError::Shape(format!(

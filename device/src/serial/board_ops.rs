@@ -105,24 +105,29 @@ impl BoardStore {
             if used + old_out + words <= self.capacity && table <= MAX_TENSORS {
                 return Ok(frees);
             }
-            if self.out_words.take().is_some() {
-                frees.push(OUT_ID);
-                continue;
-            }
-            let victim = self
-                .tensors
-                .iter()
-                .enumerate()
-                .filter(|(_, t)| t.last_use != now && t.pin.is_none())
-                .min_by_key(|(_, t)| t.last_use)
-                .map(|(i, _)| i);
-            let Some(v) = victim else {
+            let Some(id) = self.evict_one(now) else {
                 return Err(LinkError::Protocol(
                     "the kept tensors do not fit the board's store".into(),
                 ));
             };
-            frees.push(self.tensors.remove(v).id);
+            frees.push(id);
         }
+    }
+
+    /// Drops, from the host's record, the old output or else the least recently used unpinned
+    /// tensor not used at `now`; returns its id (for `FREE_TENSORS`), `None` when nothing may go.
+    fn evict_one(&mut self, now: u64) -> Option<u8> {
+        if self.out_words.take().is_some() {
+            return Some(OUT_ID);
+        }
+        let victim = self
+            .tensors
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.last_use != now && t.pin.is_none())
+            .min_by_key(|(_, t)| t.last_use)
+            .map(|(i, _)| i)?;
+        Some(self.tensors.remove(victim).id)
     }
 
     /// A tensor id no stored tensor has (nor the output's).
@@ -356,23 +361,12 @@ impl<T: Read + Write> SerialBus<T> {
                 && entries <= MAX_TENSORS
         };
         while !fits(store) {
-            if store.out_words.take().is_some() {
-                frees.push(super::board_ops::OUT_ID);
-                continue;
-            }
-            let victim = store
-                .tensors
-                .iter()
-                .enumerate()
-                .filter(|(_, t)| t.last_use != now && t.pin.is_none())
-                .min_by_key(|(_, t)| t.last_use)
-                .map(|(i, _)| i);
-            let Some(v) = victim else {
+            let Some(id) = store.evict_one(now) else {
                 return Err(LinkError::Protocol(
                     "the operation's tensors do not fit the board's store".into(),
                 ));
             };
-            frees.push(store.tensors.remove(v).id);
+            frees.push(id);
         }
         if !frees.is_empty() {
             self.push_entry(&Request::FreeTensors(&frees))?;
