@@ -54,6 +54,7 @@ impl core::fmt::Display for Shape {
 
 /// Where a node's input comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Src {
     /// The network's input.
     Input,
@@ -63,6 +64,7 @@ pub enum Src {
 
 /// One layer of the graph and the tensors it reads.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Node {
     /// A name unique in the graph (`conv1`, an ONNX node's name).
     pub name: String,
@@ -74,6 +76,7 @@ pub struct Node {
 
 /// A network: its input shape, its classes and its nodes in topological order.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Graph {
     /// One image's shape.
     pub input: Shape,
@@ -116,8 +119,10 @@ pub struct ParamInfo {
     pub shape: ParamShape,
 }
 
-/// The most nodes a graph may have (the wire form counts them in 16 bits).
+/// The most nodes a graph may have.
 pub const MAX_NODES: usize = 4096;
+
+use systole_core::limits::MAX_TENSOR_WORDS;
 
 impl Graph {
     /// An empty graph for images of `input` and `classes` classes.
@@ -181,9 +186,27 @@ impl Graph {
                 }
             });
         }
-        n.layer
+        let y = n
+            .layer
             .out_shape(&x)
-            .map_err(|m| GraphError::at(n, format!("on input {}: {m}", join(&x))))
+            .map_err(|m| GraphError::at(n, format!("on input {}: {m}", join(&x))))?;
+        // Every size stays far from overflowing a 32-bit usize (the board's), so no count of
+        // words can wrap.
+        if y.features() == 0 || y.features() > MAX_TENSOR_WORDS {
+            return Err(GraphError::at(
+                n,
+                format!("gives {y} values per image; systole takes at most {MAX_TENSOR_WORDS} (2^26)"),
+            ));
+        }
+        for p in n.layer.params(&x) {
+            if p.rows.checked_mul(p.cols).is_none_or(|w| w > MAX_TENSOR_WORDS) {
+                return Err(GraphError::at(
+                    n,
+                    format!("needs a {} x {} parameter; systole allocates at most {MAX_TENSOR_WORDS} (2^26) words per tensor", p.rows, p.cols),
+                ));
+            }
+        }
+        Ok(y)
     }
 
     fn shapes_upto(&self, k: usize) -> Result<Vec<Shape>, GraphError> {
@@ -224,9 +247,9 @@ impl Graph {
                 self.nodes.len()
             )));
         }
-        if self.input.features() == 0 {
+        if self.input.features() == 0 || self.input.features() > MAX_TENSOR_WORDS {
             return Err(GraphError::whole(format!(
-                "the input shape {} is empty",
+                "the input shape {} is empty or larger than systole takes",
                 self.input
             )));
         }

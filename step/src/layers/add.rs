@@ -10,6 +10,7 @@ use alloc::vec::Vec;
 
 /// `x0 + x1`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Add;
 
 impl Kind for Add {

@@ -12,6 +12,7 @@ use alloc::vec::Vec;
 
 /// Average pooling over square windows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct AvgPool {
     /// Window height and width.
     pub kernel: usize,

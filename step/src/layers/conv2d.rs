@@ -13,6 +13,7 @@ use systole_core::gather::ConvGeom;
 
 /// A convolution with `out_ch` filters of `in_ch x kernel x kernel`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Conv2d {
     /// Output channels.
     pub out_ch: usize,
@@ -63,12 +64,12 @@ impl Kind for Conv2d {
     }
 
     fn params(&self, x: &[Shape]) -> Vec<ParamShape> {
-        let kk = self.kernel * self.kernel;
+        let kk = self.kernel.saturating_mul(self.kernel);
         let mut p = vec![ParamShape {
             rows: self.out_ch,
-            cols: one(x).c * kk,
-            fan_in: one(x).c * kk,
-            fan_out: self.out_ch * kk,
+            cols: one(x).c.saturating_mul(kk),
+            fan_in: one(x).c.saturating_mul(kk),
+            fan_out: self.out_ch.saturating_mul(kk),
         }];
         if self.bias {
             p.push(ParamShape {
@@ -82,7 +83,9 @@ impl Kind for Conv2d {
     }
 
     fn macs(&self, x: &[Shape], y: Shape) -> u64 {
-        (y.features() * one(x).c * self.kernel * self.kernel) as u64
+        (y.features() as u64)
+            .saturating_mul(one(x).c as u64)
+            .saturating_mul((self.kernel * self.kernel) as u64)
     }
 
     fn keeps_inputs(&self) -> bool {

@@ -10,6 +10,7 @@ use alloc::vec::Vec;
 
 /// `y = x·W (+ b)`, `W` is `features x out`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Dense {
     /// Outputs.
     pub out: usize,
@@ -48,7 +49,7 @@ impl Kind for Dense {
     }
 
     fn macs(&self, x: &[Shape], _y: Shape) -> u64 {
-        (one(x).features() * self.out) as u64
+        (one(x).features() as u64).saturating_mul(self.out as u64)
     }
 
     fn keeps_inputs(&self) -> bool {

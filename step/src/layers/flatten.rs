@@ -9,6 +9,7 @@ use alloc::vec::Vec;
 
 /// Flattening of a feature map into a vector.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Flatten;
 
 impl Kind for Flatten {

@@ -11,6 +11,7 @@ use alloc::vec::Vec;
 
 /// The mean of each channel's map.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct GlobalAvgPool;
 
 fn geom(x: Shape) -> Result<PoolGeom, String> {

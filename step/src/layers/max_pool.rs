@@ -10,6 +10,7 @@ use alloc::vec::Vec;
 
 /// Max pooling over square windows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct MaxPool {
     /// Window height and width.
     pub kernel: usize,

@@ -151,6 +151,7 @@ macro_rules! kinds {
     ($($tag:literal $v:ident),* $(,)?) => {
         /// One node's layer.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
         pub enum Layer {
             $(
                 #[doc = concat!("See [`", stringify!($v), "`].")]

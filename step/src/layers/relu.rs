@@ -9,6 +9,7 @@ use alloc::vec::Vec;
 
 /// The rectifier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Relu;
 
 impl Kind for Relu {
