@@ -291,6 +291,7 @@ pub(crate) fn run(
         model: cfg
             .model
             .describe(data.channels, data.height, data.width, data.classes),
+        network: crate::run_options::network_lines(t.graph()),
         arithmetic: format!(
             "{}, the step on the board ({})",
             t.arith.describe(),

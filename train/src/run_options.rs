@@ -47,6 +47,8 @@ pub struct RunSummary {
     pub config: TrainConfig,
     /// Model description.
     pub model: String,
+    /// The network, a line a layer: kind, settings, inputs, output shape, parameters, MACs.
+    pub network: Vec<String>,
     /// Arithmetic description (format, rounding, device).
     pub arithmetic: String,
     /// Per-epoch results (including epochs before a resume).
@@ -86,4 +88,11 @@ mod tests {
         assert_eq!(due(2, 5), [2, 4, 5]);
         assert_eq!(due(10, 4), [4]);
     }
+}
+
+/// [`RunSummary::network`] of `g`.
+pub fn network_lines(g: &crate::model::Graph) -> Vec<String> {
+    g.describe()
+        .map(|d| d.lines().map(str::to_string).collect())
+        .unwrap_or_default()
 }
