@@ -310,7 +310,10 @@ pub fn pool_sums<E: Copy, S: Copy + Default + core::ops::Add<Output = S>>(
     let (in_cols, out_cols) = (g.in_cols(), g.out_cols());
     let mut out = vec![S::default(); rows * out_cols];
     for r in 0..rows {
-        let (xr, or) = (&x[r * in_cols..][..in_cols], &mut out[r * out_cols..][..out_cols]);
+        let (xr, or) = (
+            &x[r * in_cols..][..in_cols],
+            &mut out[r * out_cols..][..out_cols],
+        );
         g.each(|o, i| or[o] = or[o] + val(xr[i]));
     }
     out
@@ -327,7 +330,10 @@ pub fn pool_spread<E: Copy, S: Copy + Default + core::ops::Add<Output = S>>(
     let (in_cols, out_cols) = (g.in_cols(), g.out_cols());
     let mut out = vec![S::default(); rows * in_cols];
     for r in 0..rows {
-        let (dr, or) = (&dy[r * out_cols..][..out_cols], &mut out[r * in_cols..][..in_cols]);
+        let (dr, or) = (
+            &dy[r * out_cols..][..out_cols],
+            &mut out[r * in_cols..][..in_cols],
+        );
         g.each(|o, i| or[i] = or[i] + val(dr[o]));
     }
     out

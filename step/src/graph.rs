@@ -157,7 +157,7 @@ impl Graph {
             0 => Src::Input,
             n => Src::Node(n - 1),
         };
-        let name = format!("{}{}", layer.name().to_lowercase(), self.nodes.len() + 1);
+        let name = format!("{}{}", layer.name().to_ascii_lowercase(), self.nodes.len() + 1);
         self.push(&name, layer, &[src])
     }
 
@@ -167,7 +167,11 @@ impl Graph {
         if n.inputs.len() != n.layer.arity() {
             return Err(GraphError::at(
                 n,
-                format!("takes {} input(s), given {}", n.layer.arity(), n.inputs.len()),
+                format!(
+                    "takes {} input(s), given {}",
+                    n.layer.arity(),
+                    n.inputs.len()
+                ),
             ));
         }
         let mut x = Vec::with_capacity(n.inputs.len());
@@ -195,11 +199,16 @@ impl Graph {
         if y.features() == 0 || y.features() > MAX_TENSOR_WORDS {
             return Err(GraphError::at(
                 n,
-                format!("gives {y} values per image; systole takes at most {MAX_TENSOR_WORDS} (2^26)"),
+                format!(
+                    "gives {y} values per image; systole takes at most {MAX_TENSOR_WORDS} (2^26)"
+                ),
             ));
         }
         for p in n.layer.params(&x) {
-            if p.rows.checked_mul(p.cols).is_none_or(|w| w > MAX_TENSOR_WORDS) {
+            if p.rows
+                .checked_mul(p.cols)
+                .is_none_or(|w| w > MAX_TENSOR_WORDS)
+            {
                 return Err(GraphError::at(
                     n,
                     format!("needs a {} x {} parameter; systole allocates at most {MAX_TENSOR_WORDS} (2^26) words per tensor", p.rows, p.cols),
@@ -256,7 +265,10 @@ impl Graph {
         let shapes = self.shapes()?;
         for (k, n) in self.nodes.iter().enumerate() {
             if self.nodes[..k].iter().any(|m| m.name == n.name) {
-                return Err(GraphError::at(n, "has the name of an earlier layer: names must be unique".into()));
+                return Err(GraphError::at(
+                    n,
+                    "has the name of an earlier layer: names must be unique".into(),
+                ));
             }
             let used = self.nodes[k + 1..]
                 .iter()
@@ -309,7 +321,11 @@ impl Graph {
     pub fn macs(&self) -> Result<Vec<u64>, GraphError> {
         let shapes = self.shapes()?;
         Ok((0..self.nodes.len())
-            .map(|k| self.nodes[k].layer.macs(&self.in_shapes(k, &shapes), shapes[k]))
+            .map(|k| {
+                self.nodes[k]
+                    .layer
+                    .macs(&self.in_shapes(k, &shapes), shapes[k])
+            })
             .collect())
     }
 
@@ -325,7 +341,14 @@ impl Graph {
         );
         s += &format!(
             "{:<4} {:<12} {:<13} {:<30} {:<14} {:>10} {:>10} {:>12}\n",
-            "", "input", "", "", "", self.input.to_string(), "", ""
+            "",
+            "input",
+            "",
+            "",
+            "",
+            self.input.to_string(),
+            "",
+            ""
         );
         for (k, n) in self.nodes.iter().enumerate() {
             let inputs: Vec<String> = n
@@ -378,7 +401,10 @@ impl Graph {
 }
 
 fn join(x: &[Shape]) -> String {
-    x.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" and ")
+    x.iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()
+        .join(" and ")
 }
 
 #[cfg(test)]

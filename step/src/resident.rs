@@ -126,7 +126,11 @@ impl StateError {
 pub fn param_shapes(graph: &Graph) -> Vec<(usize, usize)> {
     graph
         .params()
-        .map(|p| p.into_iter().map(|p| (p.shape.rows, p.shape.cols)).collect())
+        .map(|p| {
+            p.into_iter()
+                .map(|p| (p.shape.rows, p.shape.cols))
+                .collect()
+        })
         .unwrap_or_default()
 }
 

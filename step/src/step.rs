@@ -3,9 +3,9 @@
 //! order and with the operation names (and so the op seeds) the trainer has always used.
 
 use crate::arith::Arith;
-use crate::loss::{softmax_xent, softmax_xent_scaled};
 use crate::graph::run::{self, Span};
 use crate::graph::Graph;
+use crate::loss::{softmax_xent, softmax_xent_scaled};
 use crate::profile::{section, Section};
 use crate::StepError;
 use alloc::format;
@@ -46,13 +46,7 @@ pub fn loss_and_grads<A: Arith>(
     let rows = batch.rows();
     let features = batch.images.len() / rows.max(1);
     let x = a.import("input", rows, features, batch.images)?;
-    grads_from(
-        a,
-        batch.graph,
-        params,
-        (x, batch.labels),
-        (denom, step),
-    )
+    grads_from(a, batch.graph, params, (x, batch.labels), (denom, step))
 }
 
 /// [`loss_and_grads`] from the imported input `x` of the images labelled `labels`.
@@ -110,7 +104,15 @@ pub fn train_step<A: Arith>(
     let _step = section(Section::Step);
     a.begin_step(step);
     let (loss, ok, grads) = loss_and_grads(a, batch, params, batch.rows(), step)?;
-    update(a, &param_names(batch.graph)?, params, velocity, &grads, lr, momentum)?;
+    update(
+        a,
+        &param_names(batch.graph)?,
+        params,
+        velocity,
+        &grads,
+        lr,
+        momentum,
+    )?;
     Ok((loss, ok))
 }
 
@@ -130,7 +132,15 @@ pub fn train_step_owned<A: Arith>(
     let x = a.import("input", rows, images.len() / rows.max(1), &images)?;
     drop(images);
     let (loss, ok, grads) = grads_from(a, graph, params, (x, &labels), (rows, step))?;
-    update(a, &param_names(graph)?, params, velocity, &grads, lr, momentum)?;
+    update(
+        a,
+        &param_names(graph)?,
+        params,
+        velocity,
+        &grads,
+        lr,
+        momentum,
+    )?;
     Ok((loss, ok))
 }
 

@@ -131,7 +131,12 @@ fn first_difference(host: &TrainState, board: &TrainState) -> Option<String> {
             .collect::<Vec<_>>()
     };
     let names = systole_step::step::param_names(&host.graph).unwrap_or_default();
-    let param_name = |i: usize| names.get(i).cloned().unwrap_or_else(|| format!("parameter {}", i + 1));
+    let param_name = |i: usize| {
+        names
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| format!("parameter {}", i + 1))
+    };
     for (i, (h, b)) in tensors(host).iter().zip(&tensors(board)).enumerate() {
         let n = host.params.len();
         let name = if i < n {

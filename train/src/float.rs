@@ -493,13 +493,24 @@ impl Arith for FloatArith {
 
     fn avg_pool(&mut self, _op: &str, x: &FMat, g: &PoolGeom) -> Result<FMat, TrainError> {
         let n = g.window() as f32;
-        let d = pool_sums(&x.data, x.rows, g, |v| v).into_iter().map(|s| s / n).collect();
+        let d = pool_sums(&x.data, x.rows, g, |v| v)
+            .into_iter()
+            .map(|s| s / n)
+            .collect();
         Ok(self.store(x.rows, g.out_cols(), d))
     }
 
-    fn avg_pool_backward(&mut self, _op: &str, dy: &FMat, g: &PoolGeom) -> Result<FMat, TrainError> {
+    fn avg_pool_backward(
+        &mut self,
+        _op: &str,
+        dy: &FMat,
+        g: &PoolGeom,
+    ) -> Result<FMat, TrainError> {
         let n = g.window() as f32;
-        let d = pool_spread(&dy.data, dy.rows, g, |v| v).into_iter().map(|s| s / n).collect();
+        let d = pool_spread(&dy.data, dy.rows, g, |v| v)
+            .into_iter()
+            .map(|s| s / n)
+            .collect();
         Ok(self.store(dy.rows, g.in_cols(), d))
     }
 

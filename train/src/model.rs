@@ -41,7 +41,11 @@ impl ModelSpec {
 
     /// The network `--model` names: a built-in one (`mlp` and `cnn` take `hidden` and
     /// `channels`) or a network file (`.json`: a [`Graph`] as serde writes it).
-    pub fn parse(model: &str, hidden: &[usize], channels: &[usize]) -> Result<ModelSpec, TrainError> {
+    pub fn parse(
+        model: &str,
+        hidden: &[usize],
+        channels: &[usize],
+    ) -> Result<ModelSpec, TrainError> {
         Ok(match model {
             "mlp" => ModelSpec::Mlp {
                 hidden: hidden.to_vec(),
@@ -103,7 +107,9 @@ pub fn build(
     let g = match spec {
         ModelSpec::Mlp { hidden } => {
             if hidden.contains(&0) {
-                return Err(TrainError::Config("hidden layer widths must be positive".into()));
+                return Err(TrainError::Config(
+                    "hidden layer widths must be positive".into(),
+                ));
             }
             builtin::mlp(input, hidden, classes)
         }
@@ -134,10 +140,13 @@ pub fn read_graph(path: &std::path::Path) -> Result<Graph, TrainError> {
         .map_err(|e| bad(format!("{e}")))?
         .len();
     if len > MAX_GRAPH_FILE {
-        return Err(bad(format!("{len} bytes; a network file has at most {MAX_GRAPH_FILE}")));
+        return Err(bad(format!(
+            "{len} bytes; a network file has at most {MAX_GRAPH_FILE}"
+        )));
     }
     let text = std::fs::read_to_string(path).map_err(|e| bad(format!("{e}")))?;
-    let g: Graph = serde_json::from_str(&text).map_err(|e| bad(format!("not a network description: {e}")))?;
+    let g: Graph =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not a network description: {e}")))?;
     g.check().map_err(|e| bad(e.to_string()))?;
     Ok(g)
 }
@@ -225,10 +234,7 @@ pub fn check_sizes(g: &Graph, rows: usize) -> Result<(), TrainError> {
 pub fn init_params(g: &Graph, seed: u64) -> Result<Vec<(usize, usize, Vec<f32>)>, TrainError> {
     let mut rng = SplitMix64::new(super::rng::mix64(seed ^ 0x1417));
     let mut out = Vec::new();
-    for p in g
-        .params()
-        .map_err(|e| TrainError::Config(e.to_string()))?
-    {
+    for p in g.params().map_err(|e| TrainError::Config(e.to_string()))? {
         let (rows, cols) = (p.shape.rows, p.shape.cols);
         if p.shape.fan_in == 0 {
             out.push((rows, cols, vec![0.0; rows * cols]));
@@ -298,7 +304,10 @@ mod tests {
         check_sizes(&cnn(vec![8, 16]).unwrap(), 256).unwrap();
         // 64 x 10^8 weights: 25.6 GB as f32, refused when the graph is built.
         let e = mlp(vec![100_000_000]).unwrap_err();
-        assert!(e.to_string().contains("gives 100000000 values per image"), "{e}");
+        assert!(
+            e.to_string().contains("gives 100000000 values per image"),
+            "{e}"
+        );
         // Each weight matrix fits, the activations of a batch do not.
         let e = check_sizes(&mlp(vec![1 << 20]).unwrap(), 256).unwrap_err();
         assert!(e.to_string().contains("batch of 256 images"), "{e}");

@@ -63,6 +63,13 @@ pub struct RunSummary {
     pub params: Vec<TensorState>,
 }
 
+/// [`RunSummary::network`] of `g`.
+pub fn network_lines(g: &crate::model::Graph) -> Vec<String> {
+    g.describe()
+        .map(|d| d.lines().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,11 +95,4 @@ mod tests {
         assert_eq!(due(2, 5), [2, 4, 5]);
         assert_eq!(due(10, 4), [4]);
     }
-}
-
-/// [`RunSummary::network`] of `g`.
-pub fn network_lines(g: &crate::model::Graph) -> Vec<String> {
-    g.describe()
-        .map(|d| d.lines().map(str::to_string).collect())
-        .unwrap_or_default()
 }

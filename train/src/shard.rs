@@ -91,7 +91,12 @@ pub fn check_microbatches(micro: usize, shards: usize, batch: usize) -> Result<(
 
 /// Names of the offloaded operations whose `frac` is remembered per unit.
 pub(crate) fn offloaded_ops(graph: &Graph) -> Vec<String> {
-    let layers = graph.params().map_or(0, |p| p.iter().map(|p| p.node).collect::<std::collections::BTreeSet<_>>().len());
+    let layers = graph.params().map_or(0, |p| {
+        p.iter()
+            .map(|p| p.node)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+    });
     (1..=layers)
         .flat_map(|n| ["forward", "backward dW", "backward dX"].map(|o| format!("layer {n} {o}")))
         .collect()

@@ -192,10 +192,14 @@ fn a_network_file_trains_as_the_built_in_it_describes() {
     assert_eq!(bits(hist(spec)), bits(hist(ModelSpec::Lenet5)));
     // A file that does not type-check names the file and the layer.
     std::fs::write(&file, graph_json(&g).replace("\"out\": 120", "\"out\": 0")).unwrap();
-    let e = ModelSpec::parse(file.to_str().unwrap(), &[], &[]).unwrap_err().to_string();
+    let e = ModelSpec::parse(file.to_str().unwrap(), &[], &[])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("lenet5.json") && e.contains("dense"), "{e}");
     std::fs::write(&file, "{\"input\": 3").unwrap();
-    let e = ModelSpec::parse(file.to_str().unwrap(), &[], &[]).unwrap_err().to_string();
+    let e = ModelSpec::parse(file.to_str().unwrap(), &[], &[])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("not a network description"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -219,8 +223,20 @@ fn each_kind_alone_matches_finite_differences() {
     for (first, mid) in [
         (conv(1), None),
         (conv(2), Some(Layer::Relu(Relu))),
-        (conv(1), Some(Layer::MaxPool(MaxPool { kernel: 3, stride: 2 }))),
-        (conv(1), Some(Layer::AvgPool(AvgPool { kernel: 3, stride: 2 }))),
+        (
+            conv(1),
+            Some(Layer::MaxPool(MaxPool {
+                kernel: 3,
+                stride: 2,
+            })),
+        ),
+        (
+            conv(1),
+            Some(Layer::AvgPool(AvgPool {
+                kernel: 3,
+                stride: 2,
+            })),
+        ),
         (conv(1), Some(Layer::GlobalAvgPool(GlobalAvgPool))),
         (conv(1), Some(Layer::Flatten(Flatten))),
     ] {

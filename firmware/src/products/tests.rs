@@ -13,9 +13,9 @@ use systole_golden as golden;
 use systole_step::fixed::Fixed;
 use systole_step::graph::{Graph, Shape};
 use systole_step::layers::{Conv2d, Dense, MaxPool, Relu};
-use systole_step::Layer;
 use systole_step::step::{train_step, Batch};
 use systole_step::Arith;
+use systole_step::Layer;
 
 /// The golden model's products at tile `tile`: what every backend must equal.
 struct Golden {

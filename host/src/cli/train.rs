@@ -181,7 +181,8 @@ fn print_model(a: &TrainArgs) -> anyhow::Result<()> {
     } else {
         outln!(
             "{} on {} ({}, {} classes)",
-            cfg.model.describe(data.channels, data.height, data.width, data.classes),
+            cfg.model
+                .describe(data.channels, data.height, data.width, data.classes),
             data.name,
             graph.input,
             graph.classes

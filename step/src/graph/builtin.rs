@@ -2,9 +2,7 @@
 //! operation names and so the same bits as they always had), LeNet-5 and ResNet-8.
 
 use super::{Graph, GraphError, Shape, Src};
-use crate::layers::{
-    Add, AvgPool, Conv2d, Dense, GlobalAvgPool, Layer, MaxPool, Relu,
-};
+use crate::layers::{Add, AvgPool, Conv2d, Dense, GlobalAvgPool, Layer, MaxPool, Relu};
 use alloc::format;
 
 fn dense(out: usize) -> Layer {
@@ -65,8 +63,20 @@ pub fn cnn(input: Shape, channels: &[usize], classes: usize) -> Result<Graph, Gr
 /// its size), pool, 16 filters of 5x5, pool, then dense 120, 84 and the classes.
 pub fn lenet5(input: Shape, classes: usize) -> Result<Graph, GraphError> {
     let mut g = Graph::new(input, classes);
-    let pool = || Layer::MaxPool(MaxPool { kernel: 2, stride: 2 });
-    for l in [conv(6, 5, 1, 2), relu(), pool(), conv(16, 5, 1, 0), relu(), pool()] {
+    let pool = || {
+        Layer::MaxPool(MaxPool {
+            kernel: 2,
+            stride: 2,
+        })
+    };
+    for l in [
+        conv(6, 5, 1, 2),
+        relu(),
+        pool(),
+        conv(16, 5, 1, 0),
+        relu(),
+        pool(),
+    ] {
         g.then(l)?;
     }
     for l in [dense(120), relu(), dense(84), relu(), dense(classes)] {
@@ -94,7 +104,11 @@ pub fn resnet8(input: Shape, classes: usize) -> Result<Graph, GraphError> {
         } else {
             Src::Node(g.push(&format!("s{s}_short"), conv(ch, 1, stride, 0), &[x])?)
         };
-        let sum = g.push(&format!("s{s}_add"), Layer::Add(Add), &[Src::Node(b), short])?;
+        let sum = g.push(
+            &format!("s{s}_add"),
+            Layer::Add(Add),
+            &[Src::Node(b), short],
+        )?;
         x = Src::Node(g.push(&format!("s{s}_relu2"), relu(), &[Src::Node(sum)])?);
     }
     let p = g.push("pool", Layer::GlobalAvgPool(GlobalAvgPool), &[x])?;
@@ -109,13 +123,38 @@ pub fn every_kind(input: Shape, classes: usize) -> Result<Graph, GraphError> {
     let mut g = Graph::new(input, classes);
     let c = g.push("conv", conv(4, 3, 1, 1), &[Src::Input])?;
     let r = g.push("relu", relu(), &[Src::Node(c)])?;
-    let m = g.push("max", Layer::MaxPool(MaxPool { kernel: 2, stride: 2 }), &[Src::Node(r)])?;
-    let a = g.push("avg", Layer::AvgPool(AvgPool { kernel: 2, stride: 2 }), &[Src::Node(r)])?;
+    let m = g.push(
+        "max",
+        Layer::MaxPool(MaxPool {
+            kernel: 2,
+            stride: 2,
+        }),
+        &[Src::Node(r)],
+    )?;
+    let a = g.push(
+        "avg",
+        Layer::AvgPool(AvgPool {
+            kernel: 2,
+            stride: 2,
+        }),
+        &[Src::Node(r)],
+    )?;
     let s = g.push("sum", Layer::Add(Add), &[Src::Node(m), Src::Node(a)])?;
     let gp = g.push("gap", Layer::GlobalAvgPool(GlobalAvgPool), &[Src::Node(s)])?;
-    let f = g.push("flat", Layer::Flatten(crate::layers::Flatten), &[Src::Node(s)])?;
+    let f = g.push(
+        "flat",
+        Layer::Flatten(crate::layers::Flatten),
+        &[Src::Node(s)],
+    )?;
     let d1 = g.push("fc_map", dense(classes), &[Src::Node(f)])?;
-    let d2 = g.push("fc_gap", Layer::Dense(Dense { out: classes, bias: false }), &[Src::Node(gp)])?;
+    let d2 = g.push(
+        "fc_gap",
+        Layer::Dense(Dense {
+            out: classes,
+            bias: false,
+        }),
+        &[Src::Node(gp)],
+    )?;
     g.push("logits", Layer::Add(Add), &[Src::Node(d1), Src::Node(d2)])?;
     g.check()?;
     Ok(g)

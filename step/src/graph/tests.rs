@@ -27,14 +27,24 @@ fn builtin_shapes_params_and_macs() {
     assert!(e.to_string().contains("even image size"), "{e}");
 
     let g = lenet5(img(1, 28, 28), 10).unwrap();
-    let total: usize = g.params().unwrap().iter().map(|p| p.shape.rows * p.shape.cols).sum();
+    let total: usize = g
+        .params()
+        .unwrap()
+        .iter()
+        .map(|p| p.shape.rows * p.shape.cols)
+        .sum();
     // 156 + 2,416 + 48,120 + 10,164 + 850.
     assert_eq!(total, 61_706);
     let s = g.shapes().unwrap();
     assert_eq!((s[2], s[5]), (img(6, 14, 14), img(16, 5, 5)));
 
     let g = resnet8(img(1, 28, 28), 10).unwrap();
-    let total: usize = g.params().unwrap().iter().map(|p| p.shape.rows * p.shape.cols).sum();
+    let total: usize = g
+        .params()
+        .unwrap()
+        .iter()
+        .map(|p| p.shape.rows * p.shape.cols)
+        .sum();
     assert!((70_000..80_000).contains(&total), "{total}");
     assert_eq!(g.shapes().unwrap()[g.nodes.len() - 3], img(64, 7, 7));
     assert!(g.describe().unwrap().contains("s2_add"));
@@ -45,41 +55,110 @@ fn graphs_that_do_not_type_check_say_where() {
     let mut g = Graph::new(img(1, 8, 8), 10);
     // A dangling input.
     let e = g
-        .push("d", Layer::Dense(Dense { out: 10, bias: true }), &[Src::Node(3)])
+        .push(
+            "d",
+            Layer::Dense(Dense {
+                out: 10,
+                bias: true,
+            }),
+            &[Src::Node(3)],
+        )
         .unwrap_err();
-    assert!(e.to_string().contains("layer 'd'") && e.to_string().contains("does not exist"), "{e}");
+    assert!(
+        e.to_string().contains("layer 'd'") && e.to_string().contains("does not exist"),
+        "{e}"
+    );
     assert!(g.nodes.is_empty(), "a refused node is not kept");
     // A kernel larger than the padded input.
-    let big = Conv2d { out_ch: 2, kernel: 11, stride: 1, pad: 1, bias: true };
+    let big = Conv2d {
+        out_ch: 2,
+        kernel: 11,
+        stride: 1,
+        pad: 1,
+        bias: true,
+    };
     let e = g.push("c", Layer::Conv2d(big), &[Src::Input]).unwrap_err();
     assert!(e.to_string().contains("Conv2d"), "{e}");
     // Adding tensors of two shapes.
-    let a = g.then(Layer::Conv2d(Conv2d { out_ch: 2, kernel: 3, stride: 1, pad: 1, bias: true })).unwrap();
-    let b = g.then(Layer::MaxPool(MaxPool { kernel: 2, stride: 2 })).unwrap();
-    let e = g.push("sum", Layer::Add(Add), &[Src::Node(a), Src::Node(b)]).unwrap_err();
-    assert!(e.to_string().contains("2x8x8") && e.to_string().contains("2x4x4"), "{e}");
+    let a = g
+        .then(Layer::Conv2d(Conv2d {
+            out_ch: 2,
+            kernel: 3,
+            stride: 1,
+            pad: 1,
+            bias: true,
+        }))
+        .unwrap();
+    let b = g
+        .then(Layer::MaxPool(MaxPool {
+            kernel: 2,
+            stride: 2,
+        }))
+        .unwrap();
+    let e = g
+        .push("sum", Layer::Add(Add), &[Src::Node(a), Src::Node(b)])
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("2x8x8") && e.to_string().contains("2x4x4"),
+        "{e}"
+    );
     let e = g.push("sum", Layer::Add(Add), &[Src::Node(a)]).unwrap_err();
     assert!(e.to_string().contains("takes 2 input(s), given 1"), "{e}");
     // A cycle: a node reading a later one (built by hand, as a file could).
     let mut c = g.clone();
-    c.nodes.push(Node { name: "x".into(), layer: Layer::Relu(Relu), inputs: vec![Src::Node(3)] });
-    c.nodes.push(Node { name: "y".into(), layer: Layer::Relu(Relu), inputs: vec![Src::Node(2)] });
+    c.nodes.push(Node {
+        name: "x".into(),
+        layer: Layer::Relu(Relu),
+        inputs: vec![Src::Node(3)],
+    });
+    c.nodes.push(Node {
+        name: "y".into(),
+        layer: Layer::Relu(Relu),
+        inputs: vec![Src::Node(2)],
+    });
     let e = c.check().unwrap_err();
     assert!(e.to_string().contains("comes later"), "{e}");
     // The wrong number of logits, an unused layer, a repeated name, no layers.
     g.then(Layer::Dense(Dense { out: 7, bias: true })).unwrap();
     let e = g.check().unwrap_err();
-    assert!(e.to_string().contains("one logit per class (10 classes)"), "{e}");
+    assert!(
+        e.to_string().contains("one logit per class (10 classes)"),
+        "{e}"
+    );
     let mut u = Graph::new(img(1, 8, 8), 10);
     u.then(Layer::Relu(Relu)).unwrap();
-    u.push("fc", Layer::Dense(Dense { out: 10, bias: true }), &[Src::Input]).unwrap();
+    u.push(
+        "fc",
+        Layer::Dense(Dense {
+            out: 10,
+            bias: true,
+        }),
+        &[Src::Input],
+    )
+    .unwrap();
     let e = u.check().unwrap_err();
     assert!(e.to_string().contains("used by no later layer"), "{e}");
     let mut d = Graph::new(img(1, 8, 8), 10);
     d.push("a", Layer::Relu(Relu), &[Src::Input]).unwrap();
-    d.push("a", Layer::Dense(Dense { out: 10, bias: true }), &[Src::Node(0)]).unwrap();
-    assert!(d.check().unwrap_err().to_string().contains("names must be unique"));
-    assert!(Graph::new(img(1, 8, 8), 10).check().unwrap_err().to_string().contains("no layers"));
+    d.push(
+        "a",
+        Layer::Dense(Dense {
+            out: 10,
+            bias: true,
+        }),
+        &[Src::Node(0)],
+    )
+    .unwrap();
+    assert!(d
+        .check()
+        .unwrap_err()
+        .to_string()
+        .contains("names must be unique"));
+    assert!(Graph::new(img(1, 8, 8), 10)
+        .check()
+        .unwrap_err()
+        .to_string()
+        .contains("no layers"));
 }
 
 #[test]

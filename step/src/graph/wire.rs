@@ -49,7 +49,13 @@ impl Graph {
     /// Appends the wire form to `out`.
     pub fn encode_to(&self, out: &mut Vec<u8>) {
         let u16s = |out: &mut Vec<u8>, v: usize| out.extend_from_slice(&(v as u16).to_le_bytes());
-        for v in [self.input.c, self.input.h, self.input.w, self.classes, self.nodes.len()] {
+        for v in [
+            self.input.c,
+            self.input.h,
+            self.input.w,
+            self.classes,
+            self.nodes.len(),
+        ] {
             u16s(out, v);
         }
         for n in &self.nodes {
@@ -58,13 +64,16 @@ impl Graph {
             out.extend_from_slice(n.name.as_bytes());
             out.push(tag);
             for v in f {
-                u16s(out, v as usize);
+                u16s(out, v);
             }
             for s in &n.inputs {
-                u16s(out, match *s {
-                    Src::Input => 0,
-                    Src::Node(j) => j + 1,
-                });
+                u16s(
+                    out,
+                    match *s {
+                        Src::Input => 0,
+                        Src::Node(j) => j + 1,
+                    },
+                );
             }
         }
     }
@@ -72,26 +81,24 @@ impl Graph {
     /// Reads a wire form from the front of `bytes`; returns the graph and the bytes it took.
     pub fn decode_from(bytes: &[u8]) -> Result<(Graph, usize), WireError> {
         let mut at = 0usize;
-        let mut u16 = || -> Result<usize, WireError> {
-            let b = bytes.get(at..at + 2).ok_or(WireError::Truncated)?;
-            at += 2;
-            Ok(u16::from_le_bytes([b[0], b[1]]).into())
-        };
+        let head = bytes.get(..10).ok_or(WireError::Truncated)?;
+        let f = |i: usize| usize::from(u16::from_le_bytes([head[2 * i], head[2 * i + 1]]));
         let input = Shape {
-            c: u16()?,
-            h: u16()?,
-            w: u16()?,
+            c: f(0),
+            h: f(1),
+            w: f(2),
         };
-        let classes = u16()?;
-        let count = u16()?;
+        let (classes, count) = (f(3), f(4));
         if count > MAX_NODES {
             return Err(WireError::Field("layer count"));
         }
-        drop(u16);
+        at += 10;
         let mut g = Graph::new(input, classes);
         for _ in 0..count {
             let len = usize::from(*bytes.get(at).ok_or(WireError::Truncated)?);
-            let name = bytes.get(at + 1..at + 1 + len).ok_or(WireError::Truncated)?;
+            let name = bytes
+                .get(at + 1..at + 1 + len)
+                .ok_or(WireError::Truncated)?;
             let name = core::str::from_utf8(name).map_err(|_| WireError::Field("layer name"))?;
             at += 1 + len;
             let tag = *bytes.get(at).ok_or(WireError::Truncated)?;
@@ -100,7 +107,9 @@ impl Graph {
             let mut read = |n: usize| -> Result<Vec<u16>, WireError> {
                 let b = bytes.get(at..at + 2 * n).ok_or(WireError::Truncated)?;
                 at += 2 * n;
-                Ok(b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect())
+                Ok(b.chunks_exact(2)
+                    .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                    .collect())
             };
             let fields = read(nf)?;
             let layer = Layer::from_wire(tag, &fields).ok_or(WireError::Field("layer settings"))?;
@@ -111,8 +120,7 @@ impl Graph {
                     j => Src::Node(usize::from(j) - 1),
                 })
                 .collect::<Vec<_>>();
-            g.push(name, layer, &inputs)
-                .map_err(WireError::Check)?;
+            g.push(name, layer, &inputs).map_err(WireError::Check)?;
         }
         g.check().map_err(WireError::Check)?;
         Ok((g, at))

@@ -104,7 +104,13 @@ impl Kind for Conv2d {
     }
 
     fn wire(&self) -> Vec<usize> {
-        vec![self.out_ch, self.kernel, self.stride, self.pad, self.bias as usize]
+        vec![
+            self.out_ch,
+            self.kernel,
+            self.stride,
+            self.pad,
+            self.bias as usize,
+        ]
     }
 
     fn from_wire(f: &[u16]) -> Option<Self> {

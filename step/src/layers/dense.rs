@@ -57,7 +57,11 @@ impl Kind for Dense {
     }
 
     fn detail(&self) -> String {
-        alloc::format!("{} outputs{}", self.out, if self.bias { "" } else { ", no bias" })
+        alloc::format!(
+            "{} outputs{}",
+            self.out,
+            if self.bias { "" } else { ", no bias" }
+        )
     }
 
     fn wire(&self) -> Vec<usize> {

@@ -50,7 +50,8 @@ impl Kind for MaxPool {
         _n: OpNames<'_>,
         f: Fwd<'_, A::T>,
     ) -> Result<(A::T, Vec<u32>), A::Error> {
-        let g = pool_geom(f.in_shapes[0], self.kernel, self.stride).map_err(|e| shape("max pooling", e))?;
+        let g = pool_geom(f.in_shapes[0], self.kernel, self.stride)
+            .map_err(|e| shape("max pooling", e))?;
         Ok(a.max_pool(f.x[0], &g))
     }
 

@@ -9,19 +9,19 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 mod add;
+mod avg_pool;
 mod conv2d;
 mod dense;
 mod flatten;
-mod avg_pool;
 mod global_avg_pool;
 mod max_pool;
 mod relu;
 
 pub use add::Add;
+pub use avg_pool::AvgPool;
 pub use conv2d::Conv2d;
 pub use dense::Dense;
 pub use flatten::Flatten;
-pub use avg_pool::AvgPool;
 pub use global_avg_pool::GlobalAvgPool;
 pub use max_pool::MaxPool;
 pub use relu::Relu;

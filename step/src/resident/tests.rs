@@ -2,9 +2,9 @@
 //! resident data equal to the same steps run the host's way.
 
 use super::*;
-use crate::step::{train_step, Batch};
 use crate::graph::builtin::mlp;
 use crate::graph::Shape;
+use crate::step::{train_step, Batch};
 use crate::tests::Exact;
 use alloc::vec;
 
@@ -40,7 +40,9 @@ fn wire_form_byte_by_byte() {
     want.extend_from_slice(&3u64.to_le_bytes());
     want.extend_from_slice(&0.5f32.to_bits().to_le_bytes());
     want.extend_from_slice(&[1, 0, 2, b'a', b'b', 12]);
-    want.extend_from_slice(&[2, 0, 0, 0, 2, 0, 0, 0, 14, 1, 0, 0xFE, 0xFF, 3, 0, 0xFC, 0xFF]);
+    want.extend_from_slice(&[
+        2, 0, 0, 0, 2, 0, 0, 0, 14, 1, 0, 0xFE, 0xFF, 3, 0, 0xFC, 0xFF,
+    ]);
     want.extend_from_slice(&[1, 0, 0, 0, 2, 0, 0, 0, 15, 0x04, 0x03, 5, 0]);
     want.extend_from_slice(&[2, 0, 0, 0, 2, 0, 0, 0, 15, 0, 0, 0, 0, 0, 0, 0, 0]);
     want.extend_from_slice(&[1, 0, 0, 0, 2, 0, 0, 0, 15, 0, 0, 0, 0]);

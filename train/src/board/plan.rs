@@ -156,9 +156,18 @@ pub(crate) fn step_estimate(t: &Trainer<FixedArith>, batch: usize, features: usi
     // Each parameter layer's output: a dense layer's outputs, a convolution's maps.
     let g = t.graph();
     let shapes = g.shapes().unwrap_or_default();
-    let mut layers: Vec<usize> = g.params().unwrap_or_default().iter().map(|p| p.node).collect();
+    let mut layers: Vec<usize> = g
+        .params()
+        .unwrap_or_default()
+        .iter()
+        .map(|p| p.node)
+        .collect();
     layers.dedup();
-    let widest: usize = layers.iter().filter_map(|&k| shapes.get(k)).map(|s| s.features()).sum();
+    let widest: usize = layers
+        .iter()
+        .filter_map(|&k| shapes.get(k))
+        .map(|s| s.features())
+        .sum();
     let params: usize = t.params.iter().map(|p| p.data.len()).sum();
     batch * features * 6 + batch * widest * 2 * 6 + params * 2 * 3 + 16 * 1024
 }

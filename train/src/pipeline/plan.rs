@@ -171,7 +171,12 @@ impl StagePlan {
 
     /// The stage that holds parameter `i`.
     pub fn stage_of_param(&self, i: usize) -> usize {
-        let l = self.layers.param_starts.iter().rposition(|&p| p <= i).unwrap_or(0);
+        let l = self
+            .layers
+            .param_starts
+            .iter()
+            .rposition(|&p| p <= i)
+            .unwrap_or(0);
         self.stage_of(l.min(self.layers.len().saturating_sub(1)))
     }
 

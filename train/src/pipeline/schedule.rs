@@ -172,7 +172,8 @@ impl Trainer<FixedArith> {
         (loss, correct): (i64, i64),
     ) -> Result<(i64, i64), TrainError> {
         let plan = &place.plan;
-        let mine_in_replica0 = |i: usize| place.replica == 0 && plan.stage_of_param(i) == place.stage;
+        let mine_in_replica0 =
+            |i: usize| place.replica == 0 && plan.stage_of_param(i) == place.stage;
         let mut buf = Vec::new();
         for i in 0..self.params.len() {
             for t in [&self.params[i], &self.velocity[i]] {

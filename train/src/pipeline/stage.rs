@@ -76,7 +76,14 @@ impl Trainer<FixedArith> {
             lo: lr.start,
             hi: lr.end,
         };
-        let (h, tape) = model::forward(&mut self.arith, &self.graph, span, &self.params[pr], x, rows)?;
+        let (h, tape) = model::forward(
+            &mut self.arith,
+            &self.graph,
+            span,
+            &self.params[pr],
+            x,
+            rows,
+        )?;
         let mut pending = Pending {
             unit: u.unit,
             rows,
@@ -93,8 +100,12 @@ impl Trainer<FixedArith> {
         }
         // The last stage: the loss, as `systole_step::step::loss_and_grads` computes it.
         let labels: Vec<u8> = u.part.iter().map(|&i| data.train.labels[i]).collect();
-        let (loss, ok, grad) =
-            softmax_xent_scaled(&self.arith.to_host(&h), &labels, self.graph.classes, u.global);
+        let (loss, ok, grad) = softmax_xent_scaled(
+            &self.arith.to_host(&h),
+            &labels,
+            self.graph.classes,
+            u.global,
+        );
         if !loss.is_finite() {
             return Err(StepError::Diverged {
                 step: self.step,

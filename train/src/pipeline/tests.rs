@@ -47,9 +47,15 @@ fn residual_connections_are_not_cut() {
     // After the stem, after each stage's last ReLU, before the dense layer.
     assert_eq!(cuts, [0, 1, 3, 6, 9]);
     let e = StagePlan::new(&g, 2, Some(&[2])).unwrap_err().to_string();
-    assert!(e.contains("residual connection crosses the cut after layer 2"), "{e}");
+    assert!(
+        e.contains("residual connection crosses the cut after layer 2"),
+        "{e}"
+    );
     let p = StagePlan::new(&g, 3, None).unwrap();
-    assert!(p.cut_text().split(',').all(|c| cuts.contains(&c.parse().unwrap())));
+    assert!(p
+        .cut_text()
+        .split(',')
+        .all(|c| cuts.contains(&c.parse().unwrap())));
     // Each stage's nodes start where its first layer's do.
     assert_eq!(p.nodes(0).start, 0);
     assert_eq!(p.nodes(2).end, g.nodes.len());
