@@ -535,39 +535,3 @@ assign wr_row = 16'h0;
     );
     v
 }
-
-#[cfg(test)]
-#[path = "verilog_old.rs"]
-mod old;
-
-#[cfg(test)]
-#[test]
-fn split_engine_text_is_the_old_one() {
-    for n in [1, 2, 3, 4, 5, 8] {
-        for (row_words, fm_words) in [(2, 64), (4, 512), (8, 1024), (16, 4096), (1 << 4, 1 << 12)] {
-            for word_bits in [8, 12, 16] {
-                for enabled in [true, false] {
-                    let shape = EngineShape {
-                        n,
-                        row_words,
-                        fm_words,
-                        enabled,
-                        word_bits,
-                    };
-                    let old = old::engine_verilog(&old::EngineShape {
-                        n,
-                        row_words,
-                        fm_words,
-                        enabled,
-                        word_bits,
-                    });
-                    assert_eq!(
-                        engine_verilog(&shape),
-                        old,
-                        "n {n} row {row_words} fm {fm_words} w {word_bits}"
-                    );
-                }
-            }
-        }
-    }
-}
