@@ -111,6 +111,17 @@ pub(super) fn accelerator(
     acc_instance(nl, n, &a, acc_ports)
 }
 
+/// The ports of a block that writes registers on the data bus and resets with the CPU.
+fn writer_ports(n: &Nets) -> [(&'static str, Src); 5] {
+    [
+        ("clock", n.clock.into()),
+        ("rst", n.rst.into()),
+        ("addr", n.addr.into()),
+        ("wr", n.wr.into()),
+        ("wdata", n.wdata.into()),
+    ]
+}
+
 fn row_seq(nl: &mut Netlist, n: &Nets, a: &AccNets) -> Result<(), HdlError> {
     let mut params = vec![("CMD_ADDR", Value::Word(ROW_CMD))];
     params.extend(cmd_fields());
@@ -126,24 +137,23 @@ fn row_seq(nl: &mut Netlist, n: &Nets, a: &AccNets) -> Result<(), HdlError> {
         "row_seq",
         &params,
         &[
-            ("clock", n.clock.into()),
-            ("rst", n.rst.into()),
-            ("addr", n.addr.into()),
-            ("wr", n.wr.into()),
-            ("wdata", n.wdata.into()),
-            ("dma_cmd", a.dma_cmd.into()),
-            ("dma_row", a.dma_row.into()),
-            ("dma_bank", a.dma_bank.into()),
-            ("dma_kind", a.dma_kind.into()),
-            ("hold", n.row_hold.into()),
-            ("idle", a.row_idle.into()),
-            ("capture", a.capture.into()),
-            ("cmd_row", a.cmd_row.into()),
-            ("cmd_bank", a.cmd_bank.into()),
-            ("a_wr_en", a.a_wr_en.into()),
-            ("b_wr_en", a.b_wr_en.into()),
-            ("fm_wr_en", a.fm_wr_en.into()),
-        ],
+            &writer_ports(n)[..],
+            &[
+                ("dma_cmd", a.dma_cmd.into()),
+                ("dma_row", a.dma_row.into()),
+                ("dma_bank", a.dma_bank.into()),
+                ("dma_kind", a.dma_kind.into()),
+                ("hold", n.row_hold.into()),
+                ("idle", a.row_idle.into()),
+                ("capture", a.capture.into()),
+                ("cmd_row", a.cmd_row.into()),
+                ("cmd_bank", a.cmd_bank.into()),
+                ("a_wr_en", a.a_wr_en.into()),
+                ("b_wr_en", a.b_wr_en.into()),
+                ("fm_wr_en", a.fm_wr_en.into()),
+            ],
+        ]
+        .concat(),
     )
 }
 
@@ -168,31 +178,30 @@ fn dma(nl: &mut Netlist, p: &Plan, n: &Nets, a: &AccNets) -> Result<(), HdlError
         "dma",
         &params,
         &[
-            ("clock", n.clock.into()),
-            ("rst", n.rst.into()),
-            ("addr", n.addr.into()),
-            ("wr", n.wr.into()),
-            ("wdata", n.wdata.into()),
-            ("rdata", n.dma_rdata.into()),
-            ("hold", n.dma_hold.into()),
-            ("ram_busy", n.dma_busy.into()),
-            ("ram_addr", n.dma_ram_addr.into()),
-            ("ram_we", n.dma_ram_we.into()),
-            ("ram_wdata", n.dma_ram_wdata.into()),
-            ("ram_q", n.ram_q.into()),
-            ("row_idle", a.row_idle.into()),
-            ("stage_load", a.stage_load.into()),
-            ("row_cmd", a.dma_cmd.into()),
-            ("cmd_row", a.dma_row.into()),
-            ("cmd_bank", a.dma_bank.into()),
-            ("cmd_kind", a.dma_kind.into()),
-            ("lane_we", a.lane_we.into()),
-            ("lane_idx", a.lane_idx.into()),
-            ("lane_data", a.lane_data.into()),
-            ("lanes_clear", a.lanes_clear.into()),
-            ("c_lane", a.c_lane.into()),
-            ("c_word", a.c_word.into()),
-        ],
+            &writer_ports(n)[..],
+            &[
+                ("rdata", n.dma_rdata.into()),
+                ("hold", n.dma_hold.into()),
+                ("ram_busy", n.dma_busy.into()),
+                ("ram_addr", n.dma_ram_addr.into()),
+                ("ram_we", n.dma_ram_we.into()),
+                ("ram_wdata", n.dma_ram_wdata.into()),
+                ("ram_q", n.ram_q.into()),
+                ("row_idle", a.row_idle.into()),
+                ("stage_load", a.stage_load.into()),
+                ("row_cmd", a.dma_cmd.into()),
+                ("cmd_row", a.dma_row.into()),
+                ("cmd_bank", a.dma_bank.into()),
+                ("cmd_kind", a.dma_kind.into()),
+                ("lane_we", a.lane_we.into()),
+                ("lane_idx", a.lane_idx.into()),
+                ("lane_data", a.lane_data.into()),
+                ("lanes_clear", a.lanes_clear.into()),
+                ("c_lane", a.c_lane.into()),
+                ("c_word", a.c_word.into()),
+            ],
+        ]
+        .concat(),
     )
 }
 
