@@ -17,9 +17,9 @@
 //! when the dropped bits `acc & mask` exceed half, or equal it and the quotient is odd;
 //! finally saturation to 16 bits.
 //!
-//! `converter.v` computes the same function at the widths it needs (a 49-bit sum, one shift
-//! giving the quotient and the nearest-even guard bit, the sticky bits, mask and 16-bit range
-//! test from one thermometer code of the shift), for every 6-bit shift and rounding code, not
+//! `hdl/verilog/converter.v` computes the same function at the widths it needs (a 49-bit sum at
+//! `W = 16`, one shift giving the quotient and the nearest-even guard bit, the sticky bits, mask
+//! and `W`-bit range test from one thermometer code of the shift), for every 6-bit shift and rounding code, not
 //! only the contract's: about 450 instead of 1,040 LUTs a column on 7-series (Yosys 0.23), the
 //! largest cut of the SoC's logic.
 //!
@@ -119,7 +119,7 @@ impl ColumnConverter {
     /// driving `wr_data` sign-extended.
     pub fn at(column: usize, rows: usize, word_bits: u32) -> Result<Self, HdlError> {
         // The Verilog is checked here, once, so `hdl` cannot fail.
-        crate::converter_width::converter_in_ports(word_bits)?;
+        crate::converter_width::converter_verilog(word_bits)?;
         if !(MIN_SIZE..=MAX_SIZE).contains(&rows) || column >= rows {
             return Err(HdlError::Block(format!(
                 "converter for column {column} of a {rows}-row array: rows must be {MIN_SIZE}..={MAX_SIZE} and column < rows"
@@ -192,9 +192,8 @@ impl Logic for ColumnConverter {
     /// The hand-written Verilog (see the module docs); rust-hdl still emits the register
     /// submodules, which nothing instantiates: `generate_verilog` drops them.
     fn hdl(&self) -> Verilog {
-        // `at` checked the width, so the fallback is never taken.
-        let code = crate::converter_width::converter_in_ports(self._word_bits)
-            .unwrap_or_else(|_| crate::converter_width::CONVERTER_16.into());
+        let code = crate::converter_width::converter_verilog(self._word_bits)
+            .expect("`at` checked the width");
         Verilog::Wrapper(Wrapper {
             code,
             cores: String::new(),
@@ -211,7 +210,7 @@ impl crate::differential::Model for ColumnConverter {
 
 /// The converter's logic as rust-hdl simulates it. `#[hdl_gen]` derives `connect` (used above)
 /// and a `hdl` of its own: the model's Verilog, which the differential test
-/// (`crate::differential`) simulates beside `converter.v`.
+/// (`crate::differential`) simulates beside `hdl/verilog/converter.v`.
 impl ColumnConverter {
     #[hdl_gen]
     fn kernel(&mut self) {

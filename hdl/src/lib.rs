@@ -32,6 +32,7 @@ pub mod regfile;
 pub mod soc;
 pub mod top;
 pub mod uart;
+mod vfile;
 pub mod walker;
 
 mod verilog;

@@ -10,7 +10,7 @@
 //! form an upward shift chain: with `shift_en` each takes the value of the PE below
 //! (`res_in`), delivering row 0 first to the column's converter.
 //!
-//! The Verilog of the PE is written by hand (`pe_verilog`) rather than generated from
+//! The Verilog of the PE is written by hand (`hdl/verilog/pe.v`) rather than generated from
 //! `update`: rust-hdl makes every register a submodule whose `d` input is computed by
 //! combinational logic, so Verilator evaluated each PE's multiply-add after every clock edge
 //! into a stored `d` and copied it into `q` at the next one. With the registers assigned in
@@ -81,7 +81,7 @@ impl Pe {
         Self::default()
     }
 
-    /// A processing element whose Verilog computes with `W`-bit words ([`pe_in_ports`]); its
+    /// A processing element whose Verilog computes with `W`-bit words ([`pe_verilog`]); its
     /// ports and its rust-hdl model (`kernel`) stay at 16 and 48 bits.
     pub fn at(word_bits: u32) -> Self {
         Pe {
@@ -91,128 +91,16 @@ impl Pe {
     }
 }
 
-/// The PE's Verilog body for `W`-bit words (ports as rust-hdl declares them, outputs as
-/// `wire`s): a signed `W x W -> 2W`-bit multiply, the real hardware width, sign extended into
-/// the contract's `acc_bits(W) = 2W + 16`-bit accumulator, as in `update` (which is the
-/// `W = 16` PE the array instantiates today; the narrower bodies are checked on their own,
-/// `pe_width_tests`). For Verilator's sake: the `valid`, `first` and `last` flags share one
-/// register `ctl_q` (bits 0, 1, 2), which it then passes to the next PE in one operation
-/// instead of three (about 15% of the 8x8 simulation); and `acc` is assigned after its last
-/// read, so it needs no copy of the old value.
+/// The PE's hand-written Verilog (`hdl/verilog/pe.v`, module `systole_pe` with parameters `W`
+/// and `ACC`).
+pub(crate) const PE_V: &str = include_str!("../verilog/pe.v");
+
+/// The PE's Verilog body for `W`-bit words inside the ports rust-hdl declares for the array's
+/// PE (16-bit words, a 48-bit `res`): `pe.v`'s body at `W` and `acc_bits(W)` (see the file).
 pub fn pe_verilog(word_bits: u32) -> String {
-    pe_body(word_bits, "a_in", "b_in", "res_in")
+    let acc = systole_core::numeric::acc_bits(word_bits);
+    crate::vfile::body_at(PE_V, &[("W", word_bits), ("ACC", acc)])
 }
-
-/// The PE's Verilog for `W`-bit words inside the ports rust-hdl declares for the array's PE (16-bit
-/// words, a 48-bit `res`): [`pe_verilog`]`(16)` itself at 16 bits; below, the body at `W` reads
-/// the low `W` (and `2W + 16`) bits of its inputs, which hold sign-extended values, and its
-/// signed registers drive the wider outputs sign-extended (Verilog extends a signed right-hand
-/// side). Synthesis then builds a `W x W` multiplier, and the word bits above `W` of the
-/// buffers and skew lines, which nothing reads, are removed.
-pub fn pe_in_ports(word_bits: u32) -> String {
-    let w = word_bits;
-    if w == systole_core::numeric::WORD_BITS {
-        return pe_verilog(w);
-    }
-    let a = systole_core::numeric::acc_bits(w);
-    format!(
-        "\
-wire signed [{wm}:0] a_w = a_in[{wm}:0];
-wire signed [{wm}:0] b_w = b_in[{wm}:0];
-wire signed [{am}:0] res_w = res_in[{am}:0];
-// The sign-extension bits above, which carry nothing.
-wire unused_high_bits = &{{1'b0, a_in[{top}:{w}], b_in[{top}:{w}], res_in[{atop}:{a}]}};
-{}",
-        pe_body(w, "a_w", "b_w", "res_w"),
-        wm = w - 1,
-        am = a - 1,
-        top = systole_core::numeric::MAX_WORD_BITS - 1,
-        atop = systole_core::numeric::acc_bits(systole_core::numeric::MAX_WORD_BITS) - 1,
-    )
-}
-
-/// [`pe_verilog`] reading its word and `res` inputs from the signals named `a_in`, `b_in`, `res_in`.
-fn pe_body(word_bits: u32, a_in: &str, b_in: &str, res_in: &str) -> String {
-    let w = word_bits;
-    let p = 2 * w;
-    let a = systole_core::numeric::acc_bits(w);
-    let ext = a - p;
-    format!(
-        "\
-reg signed [{wm}:0] a_q;
-reg signed [{wm}:0] b_q;
-reg [2:0] ctl_q;
-reg signed [{am}:0] acc;
-reg signed [{am}:0] res_q;
-reg cap_q;
-wire signed [{pm}:0] prod = {a_in} * {b_in};
-initial begin
-    a_q = {w}'h0;
-    b_q = {w}'h0;
-    ctl_q = 3'h0;
-    acc = {a}'h0;
-    res_q = {a}'h0;
-    cap_q = 1'b0;
-end
-always @(posedge clock) begin
-    a_q <= {a_in};
-    b_q <= {b_in};
-    ctl_q <= {{last_in, first_in, valid_in}} & {{3{{~reset}}}};
-    cap_q <= valid_in & last_in & ~reset;
-    if (valid_in & last_in) res_q <= (first_in ? {a}'sh0 : acc) + {{{{{ext}{{prod[{pm}]}}}}, prod}};
-    else if (shift_en) res_q <= {res_in};
-        if (valid_in) acc <= (first_in ? {a}'sh0 : acc) + {{{{{ext}{{prod[{pm}]}}}}, prod}};
-end
-assign a_out = a_q;
-assign b_out = b_q;
-assign valid_out = ctl_q[0];
-assign first_out = ctl_q[1];
-assign last_out = ctl_q[2];
-assign res = res_q;
-assign captured = cap_q;
-",
-        wm = w - 1,
-        pm = p - 1,
-        am = a - 1,
-    )
-}
-
-/// The body of the 16-bit PE the array instantiates, as it was written before `W` became a
-/// parameter (the test below holds [`pe_verilog`]`(16)` to it, so the array is unchanged).
-#[cfg(test)]
-const PE_VERILOG_16: &str = "\
-reg signed [15:0] a_q;
-reg signed [15:0] b_q;
-reg [2:0] ctl_q;
-reg signed [47:0] acc;
-reg signed [47:0] res_q;
-reg cap_q;
-wire signed [31:0] prod = a_in * b_in;
-initial begin
-    a_q = 16'h0;
-    b_q = 16'h0;
-    ctl_q = 3'h0;
-    acc = 48'h0;
-    res_q = 48'h0;
-    cap_q = 1'b0;
-end
-always @(posedge clock) begin
-    a_q <= a_in;
-    b_q <= b_in;
-    ctl_q <= {last_in, first_in, valid_in} & {3{~reset}};
-    cap_q <= valid_in & last_in & ~reset;
-    if (valid_in & last_in) res_q <= (first_in ? 48'sh0 : acc) + {{16{prod[31]}}, prod};
-    else if (shift_en) res_q <= res_in;
-        if (valid_in) acc <= (first_in ? 48'sh0 : acc) + {{16{prod[31]}}, prod};
-end
-assign a_out = a_q;
-assign b_out = b_q;
-assign valid_out = ctl_q[0];
-assign first_out = ctl_q[1];
-assign last_out = ctl_q[2];
-assign res = res_q;
-assign captured = cap_q;
-";
 
 impl Logic for Pe {
     fn update(&mut self) {
@@ -231,7 +119,7 @@ impl Logic for Pe {
             w => w,
         };
         Verilog::Wrapper(Wrapper {
-            code: pe_in_ports(w),
+            code: pe_verilog(w),
             cores: String::new(),
         })
     }
@@ -291,9 +179,12 @@ mod width_tests;
 mod tests {
     use super::*;
 
+    /// `pe.v`'s ports are the ones rust-hdl declares for `Pe` (the body goes inside them).
     #[test]
-    fn the_16_bit_body_is_the_arrays() {
-        assert_eq!(pe_verilog(16), PE_VERILOG_16);
+    fn the_file_declares_the_ports_of_the_block() {
+        let mut pe = Pe::new();
+        pe.connect_all();
+        crate::vfile::assert_same_ports(PE_V, &generate_verilog_unchecked(&pe));
     }
 
     /// One K step as (a, b, valid, first, last).

@@ -16,14 +16,14 @@
 //! combinational path grows by the packed factor's `(W + 1)`-bit decrement in front of the
 //! multiplier and the high product's 2W-bit correction behind it.
 //!
-//! As for the PE, the Verilog is hand-written ([`pe_pair_verilog`]) and `kernel` is its
+//! As for the PE, the Verilog is hand-written (`hdl/verilog/pe_pair.v`) and `kernel` is its
 //! rust-hdl model, which computes the two products separately as two PEs would: the
 //! differential test below proves the packed multiply equal to them under Icarus.
 
 use rust_hdl_core::prelude::*;
 use rust_hdl_widgets::prelude::*;
 use systole_core::dsp_pack::pack_shift;
-use systole_core::numeric::{acc_bits, MAX_WORD_BITS};
+use systole_core::numeric::acc_bits;
 
 /// Two PEs of one column, rows `2p` (`u_*`) and `2p + 1` (`l_*`); ports as two `Pe`s' with
 /// the B word and the shadow chain passing between them inside.
@@ -112,6 +112,10 @@ impl PePair {
     }
 }
 
+/// The pair's hand-written Verilog (`hdl/verilog/pe_pair.v`, module `systole_pe_pair` with
+/// parameters `W`, `K` and `ACC`).
+pub(crate) const PE_PAIR_V: &str = include_str!("../verilog/pe_pair.v");
+
 /// The pair's Verilog for `W`-bit words inside its 16-bit word and 48-bit `res` ports (which
 /// carry sign-extended values): both products from one `W x (3W + 1)` multiply.
 pub fn pe_pair_verilog(word_bits: u32) -> String {
@@ -120,89 +124,7 @@ pub fn pe_pair_verilog(word_bits: u32) -> String {
 
 /// [`pe_pair_verilog`] with the high factor at `2^k` (the tests show `k = 2W - 1` wrong).
 fn pair_body(w: u32, k: u32) -> String {
-    let acc = acc_bits(w);
-    format!(
-        "\
-wire signed [{wm}:0] ua = u_a_in[{wm}:0];
-wire signed [{wm}:0] la = l_a_in[{wm}:0];
-wire signed [{wm}:0] bw = b_in[{wm}:0];
-wire signed [{am}:0] rin = res_in[{am}:0];
-// The sign-extension bits above, which carry nothing.
-wire unused_high_bits = &{{1'b0, u_a_in[{top}:{w}], l_a_in[{top}:{w}], b_in[{top}:{w}], res_in[{atop}:{acc}]}};
-reg signed [{wm}:0] ua_q;
-reg signed [{wm}:0] la_q;
-reg signed [{wm}:0] ub_q;
-reg signed [{wm}:0] lb_q;
-reg [2:0] uctl_q;
-reg [2:0] lctl_q;
-reg signed [{am}:0] u_acc;
-reg signed [{am}:0] l_acc;
-reg signed [{am}:0] u_res_q;
-reg signed [{am}:0] l_res_q;
-reg cap_q;
-// The packed factor la * 2^{k} + ua_q, {fbits} bits (ua_q: the upper's A word of the last
-// clock), written as its bits: the low {k} are ua_q sign-extended, the top {w1} la minus its sign.
-wire signed [{w}:0] factor_high = la - $signed({{1'b0, ua_q[{wm}]}});
-wire signed [{fm}:0] factor = {{factor_high, {{{kw}{{ua_q[{wm}]}}}}, ua_q}};
-// One multiply (a DSP48E1's 25 x 18) for both PEs: the shared B word times the packed factor.
-wire signed [{pm}:0] p = ub_q * factor;
-wire signed [{km}:0] lo = p[{km}:0];
-wire signed [{km}:0] hi = p[{pm}:{k}] + {{{kz}'h0, p[{km}]}};
-initial begin
-    ua_q = {w}'h0;
-    la_q = {w}'h0;
-    ub_q = {w}'h0;
-    lb_q = {w}'h0;
-    uctl_q = 3'h0;
-    lctl_q = 3'h0;
-    u_acc = {acc}'h0;
-    l_acc = {acc}'h0;
-    u_res_q = {acc}'h0;
-    l_res_q = {acc}'h0;
-    cap_q = 1'b0;
-end
-always @(posedge clock) begin
-    ua_q <= ua;
-    la_q <= la;
-    ub_q <= bw;
-    lb_q <= ub_q;
-    uctl_q <= {{u_last_in, u_first_in, u_valid_in}} & {{3{{~reset}}}};
-    lctl_q <= {{l_last_in, l_first_in, l_valid_in}} & {{3{{~reset}}}};
-    cap_q <= l_valid_in & l_last_in & ~reset;
-    if (l_valid_in & l_last_in) u_res_q <= (l_first_in ? {acc}'sh0 : u_acc) + {{{{{ext}{{lo[{km}]}}}}, lo}};
-    else if (shift_en) u_res_q <= l_res_q;
-    if (l_valid_in & l_last_in) l_res_q <= (l_first_in ? {acc}'sh0 : l_acc) + {{{{{ext}{{hi[{km}]}}}}, hi}};
-    else if (shift_en) l_res_q <= rin;
-    if (l_valid_in) begin
-        u_acc <= (l_first_in ? {acc}'sh0 : u_acc) + {{{{{ext}{{lo[{km}]}}}}, lo}};
-        l_acc <= (l_first_in ? {acc}'sh0 : l_acc) + {{{{{ext}{{hi[{km}]}}}}, hi}};
-    end
-end
-assign u_a_out = ua_q;
-assign l_a_out = la_q;
-assign b_out = lb_q;
-assign u_valid_out = uctl_q[0];
-assign u_first_out = uctl_q[1];
-assign u_last_out = uctl_q[2];
-assign l_valid_out = lctl_q[0];
-assign l_first_out = lctl_q[1];
-assign l_last_out = lctl_q[2];
-assign res = u_res_q;
-assign captured = cap_q;
-",
-        wm = w - 1,
-        w1 = w + 1,
-        am = acc - 1,
-        top = MAX_WORD_BITS - 1,
-        atop = acc_bits(MAX_WORD_BITS) - 1,
-        kw = k - w,
-        fbits = k + w + 1,
-        fm = k + w,
-        pm = k + 2 * w - 1,
-        km = k - 1,
-        kz = k - 1,
-        ext = acc - k,
-    )
+    crate::vfile::body_at(PE_PAIR_V, &[("W", w), ("K", k), ("ACC", acc_bits(w))])
 }
 
 impl Logic for PePair {

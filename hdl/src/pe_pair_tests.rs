@@ -94,12 +94,12 @@ fn misaligned_or_narrow_packing_is_caught() {
     let mutations = [
         (
             "alignment register removed",
-            ("{8{ua_q[7]}}, ua_q}", "{8{ua[7]}}, ua}"),
+            ("{(K-W){ua_q[W-1]}}, ua_q}", "{(K-W){ua[W-1]}}, ua}"),
         ),
         ("k one too small", (body.as_str(), narrow.as_str())),
         (
             "no borrow correction",
-            ("p[31:16] + {15'h0, p[15]}", "p[31:16]"),
+            ("p[K+2*W-1:K] + {{(K-1){1'b0}}, p[K-1]}", "p[K+2*W-1:K]"),
         ),
     ];
     for (name, m) in mutations {
@@ -114,14 +114,19 @@ fn misaligned_or_narrow_packing_is_caught() {
 #[ignore = "heavy: 2^24 evaluations under Icarus"]
 fn packed_arithmetic_is_exact_for_every_triple_of_8_bit_words() {
     let body = pe_pair_verilog(W);
-    let start = body.find("wire signed [8:0] factor_high").unwrap();
+    let start = body.find("wire signed [W:0] factor_high").unwrap();
     let end = body[start..].find("initial begin").unwrap() + start;
+    let params: String = body
+        .lines()
+        .filter(|l| l.starts_with("localparam "))
+        .map(|l| format!("{l}\n"))
+        .collect();
     let tb = format!(
         "module exhaustive;
 reg signed [7:0] ua_q;
 reg signed [7:0] la;
 reg signed [7:0] ub_q;
-{}
+{params}{}
 integer s, x, y, wrong;
 initial begin
     wrong = 0;
@@ -144,4 +149,13 @@ endmodule
         .unwrap()
         .stdout;
     assert!(out.contains("WRONG 0\n"), "{out}");
+}
+
+/// `pe_pair.v`'s ports are the ones rust-hdl declares for `PePair`.
+#[test]
+fn the_file_declares_the_ports_of_the_block() {
+    let mut pair = PePair::at(W);
+    pair.connect_all();
+    let model = generate_verilog_unchecked(&pair);
+    crate::vfile::assert_same_ports(super::PE_PAIR_V, &model);
 }

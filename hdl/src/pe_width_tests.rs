@@ -1,15 +1,20 @@
-//! The PE's body at `W` = 8, 12 and 16 ([`super::pe_verilog`]) under Icarus against plain
-//! `i64` arithmetic: every output, every cycle, with extreme words so the `2W`-bit product
-//! and its sign extension into the `2W + 16`-bit accumulator are exercised.
+//! The PE (`hdl/verilog/pe.v`) at `W` = 8, 12 and 16 under Icarus against plain `i64`
+//! arithmetic: every output, every cycle, with extreme words so the `2W`-bit product and its
+//! sign extension into the `2W + 16`-bit accumulator are exercised.
 
-use super::pe_verilog;
+use super::PE_V;
 use crate::icarus;
 use std::fmt::Write as _;
 use systole_core::numeric::{acc_bits, word_max, word_min};
 
-/// The PE as a module with its ports at `W` (the array's PEs get theirs from rust-hdl).
-fn pe_module(w: u32) -> String {
+/// `pe.v` at `W` inside a module with its ports at `W` (the array's PEs sit in 16- and 48-bit
+/// ports): inputs sign-extended into the PE's, outputs their low bits.
+fn pe_module(w: u32, pe_v: &str) -> String {
     let (wm, am) = (w - 1, acc_bits(w) - 1);
+    let ext = |name: &str, from: u32, to: u32| match to - from {
+        0 => name.to_string(),
+        e => format!("{{{{{e}{{{name}[{}]}}}}, {name}}}", from - 1),
+    };
     format!(
         "module pe(input wire clock, input wire reset,
     input wire signed [{wm}:0] a_in, input wire signed [{wm}:0] b_in,
@@ -18,9 +23,21 @@ fn pe_module(w: u32) -> String {
     output wire signed [{wm}:0] a_out, output wire signed [{wm}:0] b_out,
     output wire valid_out, output wire first_out, output wire last_out,
     output wire signed [{am}:0] res, output wire captured);
-{}endmodule
-",
-        pe_verilog(w)
+wire signed [15:0] a16, b16;
+wire signed [47:0] res48;
+systole_pe #(.W({w}), .ACC({a})) u(.clock(clock), .reset(reset), .a_in({ea}), .b_in({eb}),
+    .valid_in(valid_in), .first_in(first_in), .last_in(last_in), .res_in({er}),
+    .shift_en(shift_en), .a_out(a16), .b_out(b16), .valid_out(valid_out),
+    .first_out(first_out), .last_out(last_out), .res(res48), .captured(captured));
+assign a_out = a16[{wm}:0];
+assign b_out = b16[{wm}:0];
+assign res = res48[{am}:0];
+endmodule
+{pe_v}",
+        a = acc_bits(w),
+        ea = ext("a_in", w, 16),
+        eb = ext("b_in", w, 16),
+        er = ext("res_in", acc_bits(w), 48),
     )
 }
 
@@ -126,7 +143,7 @@ fn run(w: u32, body_edit: impl Fn(String) -> String) -> String {
         std::process::id(),
         std::thread::current().id()
     ));
-    let module = body_edit(pe_module(w));
+    let module = body_edit(pe_module(w, PE_V));
     let tb = testbench(w, 600, 0x5EED ^ u64::from(w));
     let out = icarus::run(&dir, "top", &[("pe.v", &module), ("tb.v", &tb)], &[], &[])
         .unwrap_or_else(|e| panic!("Icarus at W = {w}: {e}"));
@@ -134,7 +151,7 @@ fn run(w: u32, body_edit: impl Fn(String) -> String) -> String {
 }
 
 #[test]
-fn pe_body_at_8_12_and_16_bits_equals_i64() {
+fn pe_at_8_12_and_16_bits_equals_i64() {
     for w in [8, 12, 16] {
         let out = run(w, |m| m);
         assert!(
@@ -149,28 +166,19 @@ fn pe_body_at_8_12_and_16_bits_equals_i64() {
 #[test]
 fn pe_width_test_catches_narrow_products_and_bad_extension() {
     for w in [8, 12] {
-        let pm = 2 * w - 1;
         let narrow = run(w, |m| {
             m.replace(
-                &format!("wire signed [{pm}:0] prod = a_in * b_in;"),
-                &format!(
-                    "wire signed [{pm}:0] prod0 = a_in * b_in;\n\
-                     wire signed [{pm}:0] prod = {{prod0[{}], prod0[{}:0]}};",
-                    pm - 1,
-                    pm - 1
-                ),
+                "wire signed [2*W-1:0] prod = a_w * b_w;",
+                "wire signed [2*W-1:0] prod0 = a_w * b_w;\n\
+                 wire signed [2*W-1:0] prod = {prod0[2*W-2], prod0[2*W-2:0]};",
             )
         });
         assert!(
             narrow.contains("MISMATCH"),
             "W = {w}: narrow product not caught"
         );
-        let ext = acc_bits(w) - 2 * w;
         let zero_ext = run(w, |m| {
-            m.replace(
-                &format!("{{{ext}{{prod[{pm}]}}}}"),
-                &format!("{{{ext}{{1'b0}}}}"),
-            )
+            m.replace("{(ACC-2*W){prod[2*W-1]}}", "{(ACC-2*W){1'b0}}")
         });
         assert!(
             zero_ext.contains("MISMATCH"),
@@ -203,7 +211,7 @@ fn pe_resources_per_width() {
     println!("| W | acc bits | LUT | FF | DSP48E1 | MACs per DSP48E1 | iCE40 SB_LUT4 | SB_DFF* | SB_MAC16 |");
     for w in [8, 12, 16] {
         let v = dir.join(format!("pe{w}.v"));
-        std::fs::write(&v, pe_module(w)).unwrap();
+        std::fs::write(&v, pe_module(w, PE_V)).unwrap();
         let yosys = |script: String| {
             let out = std::process::Command::new("yosys")
                 .args(["-q", "-p", &script])

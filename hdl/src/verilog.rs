@@ -291,10 +291,11 @@ mod tests {
                 assert_eq!(port.width, w, "{}", port.name);
             }
             let v = generate_verilog(&cfg).unwrap();
-            let product = format!("wire signed [{}:0] prod = a_w * b_w;", 2 * w - 1);
-            assert_eq!(v.matches(&product).count(), 16, "W = {w}");
-            let saturate = format!("convert = s[{}] ?", crate::converter_width::sum_bits(w) - 1);
-            assert_eq!(v.matches(&saturate).count(), 4, "W = {w}");
+            // 16 PEs and 4 converters at W; the converters' sums at their width.
+            assert_eq!(v.matches("prod = a_w * b_w;").count(), 16, "W = {w}");
+            assert_eq!(v.matches(&format!("localparam W = {w};")).count(), 20);
+            let sum = format!("localparam SUM = {};", crate::converter_width::sum_bits(w));
+            assert_eq!(v.matches(&sum).count(), 4, "W = {w}");
             let fm_copies = format!("reg [{}:0] fm_0 [0:16383], fm_1 [0:16383];", 2 * w - 1);
             assert_eq!(v.matches(&fm_copies).count(), 2, "W = {w}");
             if let Some((ok, text)) = lint(&format!("sa4_w{w}"), &v) {
@@ -312,10 +313,8 @@ mod tests {
     fn packed_top_lints_clean_with_a_multiply_per_pair() {
         let cfg = ArrayConfig::square(4).with_word_bits(8).with_dsp_pack(true);
         let v = generate_verilog(&cfg).unwrap();
-        assert_eq!(
-            v.matches("wire signed [31:0] p = ub_q * factor;").count(),
-            8
-        );
+        assert_eq!(v.matches("p = ub_q * factor;").count(), 8);
+        assert_eq!(v.matches("localparam K = 16;").count(), 8);
         assert_eq!(v.matches("prod = a_w * b_w;").count(), 0);
         if let Some((ok, text)) = lint("sa4_w8_pack", &v) {
             assert!(ok, "verilator lint of the packed 4x4 top failed:\n{text}");

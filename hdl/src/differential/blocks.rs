@@ -383,9 +383,9 @@ fn mutations_of_the_hand_written_verilog_are_caught() {
     // bit, the range test and the quotient at shift 63.
     for (from, to) in [
         ("r & below[31:0]", "r & below[32:1]"),
-        ("a & below[48:1]", "a & below[47:0]"),
+        ("a & below[ACC:1]", "a & below[ACC-1:0]"),
         ("w[0] & (sticky | q[0])", "w[1] & (sticky | q[0])"),
-        ("& ~below[32:0]", "& ~below[33:1]"),
+        ("& ~below[SUM-W-1:0]", "& ~below[SUM-W:1]"),
         ("(sh == 6'h3f)", "(sh == 6'h3e)"),
         ("(sh == 6'h3f) ?", "(sh != sh) ?"),
     ] {

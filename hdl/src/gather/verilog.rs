@@ -49,28 +49,71 @@ pub(super) struct EngineShape {
     pub word_bits: u32,
 }
 
+/// The sizes the engine's text is written for, derived from an [`EngineShape`].
+struct Geometry {
+    n: usize,
+    /// `W`, and whether it is below the ports' 16 bits.
+    w: usize,
+    narrow: bool,
+    row_words: usize,
+    row_bits: usize,
+    addr_bits: usize,
+    /// Words of a memory entry (half a row), bits picking a word in it, entries per copy.
+    half: usize,
+    sel_bits: usize,
+    entries: usize,
+    copies: usize,
+}
+
+impl Geometry {
+    fn new(shape: &EngineShape) -> Self {
+        let (n, row_words, fm_words) = (shape.n, shape.row_words, shape.fm_words);
+        let w = shape.word_bits as usize;
+        let rows = fm_words / row_words;
+        let row_bits = rows.trailing_zeros() as usize;
+        let half = row_words / 2;
+        Geometry {
+            n,
+            w,
+            narrow: w < systole_core::numeric::MAX_WORD_BITS as usize,
+            row_words,
+            row_bits,
+            addr_bits: row_bits + row_words.trailing_zeros() as usize,
+            half,
+            sel_bits: half.trailing_zeros() as usize,
+            entries: fm_words / half,
+            copies: n.div_ceil(2),
+        }
+    }
+
+    /// `f` of every lane, concatenated.
+    fn lanes(&self, f: &dyn Fn(usize) -> String) -> String {
+        (0..self.n).map(f).collect()
+    }
+}
+
 /// The body of the engine's module (ports and `localparam`s as rust-hdl declares them) of
 /// `shape`. At `W` < 16 the map's entries hold `W`-bit words (the low bits of the 16-bit
 /// words written) and each lane's word goes out sign-extended to 16 bits; at 16 bits the text
 /// is the one the engine has always had.
 pub(super) fn engine_verilog(shape: &EngineShape) -> String {
-    let (n, row_words, fm_words) = (shape.n, shape.row_words, shape.fm_words);
     if !shape.enabled {
-        return absent_engine(n, row_words);
+        return absent_engine(shape.n, shape.row_words);
     }
-    let w = shape.word_bits as usize;
-    let narrow = w < systole_core::numeric::MAX_WORD_BITS as usize;
-    let rows = fm_words / row_words;
-    let row_bits = rows.trailing_zeros() as usize;
-    let addr_bits = row_bits + row_words.trailing_zeros() as usize;
-    // Words of a memory entry (half a row), bits picking a word in it, entries per copy.
-    let half = row_words / 2;
-    let sel_bits = half.trailing_zeros() as usize;
-    let entries = fm_words / half;
-    let copies = n.div_ceil(2);
-    let lanes = |f: &dyn Fn(usize) -> String| (0..n).map(f).collect::<String>();
+    let g = Geometry::new(shape);
+    let mut v = declarations(&g);
+    v.push_str(&entries(&g));
+    v.push_str(&run_and_setup(&g));
+    v.push_str(&commands_and_writes(&g));
+    v.push_str(&outputs(&g));
+    v
+}
+
+/// Declarations and power-up values: configuration words, control, feature map, walkers,
+/// lanes.
+fn declarations(g: &Geometry) -> String {
+    let (n, w, half, sel_bits) = (g.n, g.w, g.half, g.sel_bits);
     let mut v = String::new();
-    // Declarations: configuration words, control, feature map, walkers, lanes.
     v.push_str(
         "\
 reg [1:0] state; // 0 idle, 1 start (walker loads), 2 setup (lane walk), 3 run (bank rows)
@@ -99,8 +142,8 @@ reg [15:0] row_d;
         v,
         "reg [{}:0] {};",
         half * w - 1,
-        (0..copies)
-            .map(|c| format!("fm_{c} [0:{}]", entries - 1))
+        (0..g.copies)
+            .map(|c| format!("fm_{c} [0:{}]", g.entries - 1))
             .collect::<Vec<_>>()
             .join(", ")
     );
@@ -111,7 +154,7 @@ reg [15:0] row_d;
              reg [3:0] {w}_ry, {w}_rx;\nreg [23:0] {w}_addr;"
         );
     }
-    v.push_str(&lanes(&|i| {
+    v.push_str(&g.lanes(&|i| {
         format!(
             "reg [15:0] l_qy_{i}, l_qx_{i};\nreg [3:0] l_ry_{i}, l_rx_{i};\nreg [23:0] l_addr_{i};\n\
              reg [{qm}:0] q_{i};\n{sel}reg in_{i};\n",
@@ -143,6 +186,13 @@ reg [15:0] row_d;
         }
     }
     v.push_str("end\n");
+    v
+}
+
+/// The command decode and each port's entry: the row's half while a row is written, else the
+/// lane's read (a port without a lane, the last of an odd count, only writes).
+fn entries(g: &Geometry) -> String {
+    let mut v = String::new();
     let _ = write!(
         v,
         "\
@@ -151,20 +201,28 @@ wire [16:0] new_klen = reg_wdata{klen};
 ",
         klen = sl(gcmd::KLEN)
     );
-    // Each port's entry: the row's half while a row is written, else the lane's read (a
-    // port without a lane, the last of an odd count, only writes).
-    for i in 0..2 * copies {
-        let (row_hi, bit) = (row_bits - 1, i % 2);
+    for i in 0..2 * g.copies {
+        let (row_hi, bit) = (g.row_bits - 1, i % 2);
         let write = format!("{{fm_row[{row_hi}:0], 1'b{bit}}}");
-        let entry = if i < n {
+        let entry = if i < g.n {
             let _ = writeln!(v, "wire [23:0] a_{i} = l_addr_{i} + kw_addr;");
-            format!("fm_we ? {write} : a_{i}[{}:{sel_bits}]", addr_bits - 1)
+            format!(
+                "fm_we ? {write} : a_{i}[{}:{}]",
+                g.addr_bits - 1,
+                g.sel_bits
+            )
         } else {
             write
         };
-        let _ = writeln!(v, "wire [{row_bits}:0] e_{i} = {entry};");
+        let _ = writeln!(v, "wire [{}:0] e_{i} = {entry};", g.row_bits);
     }
-    v.push_str(
+    v
+}
+
+/// The clocked block's start, and its run (3), setup (2) and start (1) states.
+fn run_and_setup(g: &Geometry) -> String {
+    let n = g.n;
+    let mut v = String::from(
         "\
 wire refused = (state != 2'h0) | we_d | (new_klen == 17'h0) | (new_klen > depth);
 always @(posedge clock) begin : engine
@@ -192,7 +250,8 @@ always @(posedge clock) begin : engine
         // every row while a feature-map row is written (the write takes the read ports).
 ",
     );
-    v.push_str(&lanes(&|i| {
+    let sel_bits = g.sel_bits;
+    v.push_str(&g.lanes(&|i| {
         format!(
             "        y = l_qy_{i} + kw_qy;
         x = l_qx_{i} + kw_qx;
@@ -247,6 +306,14 @@ always @(posedge clock) begin : engine
     end
 ",
     );
+    v
+}
+
+/// The clocked block's rest: the walkers, a command, the configuration's shift, the map's row
+/// writes and the reset.
+fn commands_and_writes(g: &Geometry) -> String {
+    let (w, half, narrow) = (g.w, g.half, g.narrow);
+    let mut v = String::new();
     let _ = writeln!(
         v,
         "    // Both walkers take the remainder modulus from word {w} of the lane walker.
@@ -294,7 +361,7 @@ always @(posedge clock) begin : engine
             .join(", ")
     };
     v.push_str("    /* verilator lint_off BLKSEQ */\n    if (fm_we) begin\n");
-    for c in 0..copies {
+    for c in 0..g.copies {
         let _ = writeln!(v, "        fm_{c}[e_{}] = {{{}}};", 2 * c, half_row(0));
         let _ = writeln!(v, "        fm_{c}[e_{}] = {{{}}};", 2 * c + 1, half_row(1));
     }
@@ -305,14 +372,24 @@ always @(posedge clock) begin : engine
         we_d <= 1'b0;
     end
 end
-assign busy = (state != 2'h0) | we_d;
+",
+    );
+    v
+}
+
+/// The outputs: status, the row written, each lane's word (sign-extended below 16 bits), and
+/// the bits nothing reads.
+fn outputs(g: &Geometry) -> String {
+    let (w, narrow, sel_bits, row_bits) = (g.w, g.narrow, g.sel_bits, g.row_bits);
+    let mut v = String::from(
+        "assign busy = (state != 2'h0) | we_d;
 assign cmd_error = cmd_write & refused;
 assign wr_en = we_d;
 assign wr_bank = bank;
 assign wr_row = row_d;
 ",
     );
-    v.push_str(&lanes(&|i| {
+    v.push_str(&g.lanes(&|i| {
         if !narrow {
             let word = if sel_bits > 0 {
                 format!("q_{i}[{{sel_{i}, 4'h0}} +: 16]")
@@ -341,10 +418,10 @@ assign wr_row = row_d;
         String::new()
     };
     // Address bits above the map's size (it wraps).
-    let high_addr: String = lanes(&|i| format!(", a_{i}[23:{addr_bits}]"));
+    let high_addr: String = g.lanes(&|i| format!(", a_{i}[23:{}]", g.addr_bits));
     // Word bits above `W`, which the map does not keep.
     let high_words: String = match narrow {
-        true => (0..row_words)
+        true => (0..g.row_words)
             .map(|i| format!(", fm_data${i}[15:{w}]"))
             .collect(),
         false => String::new(),

@@ -1,11 +1,11 @@
 //! The CPU: VexRiscv (RV32IMAC, Wishbone instruction and data buses) from PyPI's
 //! `pythondata-cpu-vexriscv`, which `./x` installs into the project-local `.venv`. Its Verilog
 //! is read from there and never copied into this repository; the SoC instantiates module
-//! `VexRiscv` and every tool is handed [`vexriscv_verilog`] beside the SoC's own file.
+//! `VexRiscv` (in `soc_cpu.v`) and every tool is handed [`vexriscv_verilog`] beside the SoC's
+//! own file.
 
 use crate::HdlError;
 use std::path::{Path, PathBuf};
-use systole_core::soc::RESET_VECTOR;
 
 /// The pinned PyPI package holding the CPU's Verilog (the same pin as `PIP_PACKAGES` in `x`).
 pub const VEXRISCV_PIP: &str = "pythondata-cpu-vexriscv==1.0.1.post407";
@@ -56,50 +56,6 @@ fn find_in_venv(venv: &Path) -> Option<PathBuf> {
                 .join(VEXRISCV_FILE)
         })
         .find(|f| f.is_file())
-}
-
-/// The CPU instance inside the SoC's top: reset to [`RESET_VECTOR`], no interrupts (the
-/// firmware polls), bus errors never signalled (every address acknowledges instead). The bus
-/// nets are declared here; outputs the SoC does not use are waived from the lint.
-pub(super) fn cpu_instance() -> String {
-    format!(
-        "\
-// CPU: VexRiscv RV32IMAC. Wishbone addresses are word addresses.
-wire i_cyc, i_stb;
-wire [29:0] i_adr;
-reg i_ack;
-reg [31:0] i_dat_r;
-wire d_cyc, d_stb, d_we;
-wire [29:0] d_adr;
-wire [31:0] d_dat_w;
-wire [3:0] d_sel;
-reg d_ack;
-wire [31:0] d_dat_r;
-/* verilator lint_off UNUSEDSIGNAL */
-// The instruction bus only reads; burst tags are not needed (every beat is acknowledged).
-wire i_we;
-wire [31:0] i_dat_w;
-wire [3:0] i_sel;
-wire [2:0] i_cti, d_cti;
-wire [1:0] i_bte, d_bte;
-/* verilator lint_on UNUSEDSIGNAL */
-VexRiscv cpu(
-    .externalResetVector(32'h{RESET_VECTOR:08x}),
-    .timerInterrupt(1'b0),
-    .softwareInterrupt(1'b0),
-    .externalInterruptArray(32'd0),
-    .iBusWishbone_CYC(i_cyc), .iBusWishbone_STB(i_stb), .iBusWishbone_ACK(i_ack),
-    .iBusWishbone_WE(i_we), .iBusWishbone_ADR(i_adr), .iBusWishbone_DAT_MISO(i_dat_r),
-    .iBusWishbone_DAT_MOSI(i_dat_w), .iBusWishbone_SEL(i_sel), .iBusWishbone_ERR(1'b0),
-    .iBusWishbone_CTI(i_cti), .iBusWishbone_BTE(i_bte),
-    .dBusWishbone_CYC(d_cyc), .dBusWishbone_STB(d_stb), .dBusWishbone_ACK(d_ack),
-    .dBusWishbone_WE(d_we), .dBusWishbone_ADR(d_adr), .dBusWishbone_DAT_MISO(d_dat_r),
-    .dBusWishbone_DAT_MOSI(d_dat_w), .dBusWishbone_SEL(d_sel), .dBusWishbone_ERR(1'b0),
-    .dBusWishbone_CTI(d_cti), .dBusWishbone_BTE(d_bte),
-    .clk(clock), .reset(rst)
-);
-"
-    )
 }
 
 #[cfg(test)]

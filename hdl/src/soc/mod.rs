@@ -3,12 +3,15 @@
 //! `Core` with its conv unit as the bridge board's) on the CPU's data bus, at the addresses of
 //! `systole_core::soc` (the one memory map the firmware reads too).
 //!
-//! The Verilog is written here from Rust ([`bus`]: resets, RAM, bus decode and acknowledge;
-//! [`periph`]: UART with a receive FIFO, timer, SYS; [`rows`]: accelerator registers, row stage,
-//! `ROW_CMD`, C stage; [`dma`]: the row DMA between the RAM and the buffers); the UART is the rust-hdl [`crate::uart`] blocks and the accelerator the
-//! Verilog of [`crate::generate_verilog`], under module names of their own (`soc_uart_rx`,
-//! `soc_uart_tx`, `systole_acc`). The CPU's module `VexRiscv` is not in the text: every tool
-//! also reads [`vexriscv_verilog`].
+//! The blocks are hand-written Verilog with parameters (`hdl/verilog/soc_*.v`: resets, CPU
+//! wrapper, bus, RAM, UART with a receive FIFO, timer, SYS, row sequencer, row DMA), listed with
+//! their ports in [`blocks`]; only the accelerator's stage, whose ports name every lane, is
+//! generated per array size ([`stage`]). The top wires them through a checked netlist
+//! ([`netlist`], [`wiring`]): every port connected once, to a net of its width, every net
+//! driven once. The UART's line blocks are the rust-hdl [`crate::uart`] blocks and the
+//! accelerator the Verilog of [`crate::generate_verilog`], under module names of their own
+//! (`soc_uart_rx`, `soc_uart_tx`, `systole_acc`). The CPU's module `VexRiscv` is not in the
+//! text: every tool also reads [`vexriscv_verilog`].
 //!
 //! The accelerator may have any word width `W` its `top` is built at: the CPU's row stage keeps
 //! 16-bit lanes (a `W`-bit word written sign-extended), the array's `W`-bit ports take each
@@ -21,11 +24,11 @@
 //! the button holds the CPU in reset). For a board the RAM starts from a `$readmemh` file
 //! ([`SocOptions::ram_init`]).
 
-mod bus;
+mod blocks;
 mod cpu;
-mod dma;
-mod periph;
-mod rows;
+pub(crate) mod netlist;
+mod stage;
+mod wiring;
 
 pub use cpu::{vexriscv_verilog, VEXRISCV_ENV, VEXRISCV_FILE, VEXRISCV_PIP};
 
@@ -76,12 +79,6 @@ pub(crate) struct Plan {
     backdoor: bool,
 }
 
-impl Plan {
-    fn ram_words(&self) -> usize {
-        self.ram_bytes as usize / 4
-    }
-}
-
 /// Verilog of the SoC (module `top` and everything it instantiates except `VexRiscv`, which
 /// is in [`vexriscv_verilog`]) for the accelerator `cfg` and the build `opts`.
 pub fn generate_soc_verilog(cfg: &ArrayConfig, opts: &SocOptions) -> Result<String, HdlError> {
@@ -125,7 +122,11 @@ pub fn generate_soc_verilog(cfg: &ArrayConfig, opts: &SocOptions) -> Result<Stri
         acc_cfg.name(),
         r
     );
-    out.push_str(&bus::top_module(&plan, &acc_ports));
+    out.push_str(&wiring::top_module(&plan, &acc_ports)?);
+    for block in blocks::ALL {
+        out.push_str(block.text);
+    }
+    out.push_str(&stage::module(&plan));
     out.push_str(&uart_modules(cpb)?);
     out.push_str(&crate::verilog::generate_verilog_named(
         &acc_cfg,
