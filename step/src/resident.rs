@@ -1,4 +1,4 @@
-//! A run that lives on the board (issue 17): the whole training state and the data set are
+//! A run that lives on the board: the whole training state and the data set are
 //! uploaded once and the board runs the steps. The state's wire form ([`TrainState::encode`] /
 //! [`TrainState::decode`]) is written here once and used by both sides: the host encodes what
 //! it uploads and decodes what it reads back, the firmware the reverse.

@@ -133,8 +133,8 @@ pub fn train_step_owned<A: Arith>(
 
 /// Images per evaluation batch: part of the step's definition (the cut decides each batch's
 /// seeds and the formats an evaluation remembers), the same on the host and on the board.
-/// 32 (256 before issue 17's evaluation on the board): a batch of 256 would take about 64 KiB
-/// of the training image's heap for its images alone.
+/// 32, as a batch of 256 would take about 64 KiB of the training image's heap for its images
+/// alone.
 pub const EVAL_BATCH: usize = 32;
 
 /// Step ids of evaluation batches live far above training steps so their seeds never collide.

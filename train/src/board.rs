@@ -1,4 +1,4 @@
-//! Training on a board that trains itself (issue 17): the whole step runs on the board's CPU
+//! Training on a board that trains itself: the whole step runs on the board's CPU
 //! (`systole_firmware`'s training session), the host uploads the state and the data set, asks
 //! for N steps at a time and reads the state back for evaluation, checkpoints and the end.
 //!
