@@ -1,4 +1,4 @@
-//! The board images as Yosys counts them at each word width `W` (issue 18): the measured table
+//! The board images as Yosys counts them at each word width `W`: the measured table
 //! `boards/data/yosys-w.json`, written by `systole boards --synthesize` (which runs Yosys
 //! through `systole explore`'s cached synthesis) and printed by `systole boards` from this file
 //! alone, with the resource model's estimate of the same design beside each row and whether the

@@ -1,4 +1,4 @@
-//! Resource truth of the whole array at the word width `W` (issue 18): the `top` of an 8x8
+//! Resource truth of the whole array at the word width `W`: the `top` of an 8x8
 //! array without the conv unit, built at `W` = 8, 12 and 16, through Yosys `synth_xilinx`
 //! (Arty A7-35T's family) and `synth_ice40 -dsp` (iCEBreaker's); and the same top with a
 //! 4096-word conv unit at each `W` on 7-series (no conv unit fits an iCE40's block RAM). Heavy

@@ -128,7 +128,7 @@ impl SimBoard {
         SimBoard::spawn_as(config, make_bus, drop_after, None)
     }
 
-    /// [`SimBoard::spawn`] of a board whose firmware trains itself (issue 17): a tensor store
+    /// [`SimBoard::spawn`] of a board whose firmware trains itself: a tensor store
     /// of the SoC's size and the training session (`FrameServer::with_training`) announcing a
     /// heap of `heap_bytes` (the memory is this process's: the host plans by the number). The
     /// training SoC image's firmware, run on the host.

@@ -1,4 +1,4 @@
-//! [`BoardTraining`]: a device whose board trains itself (issue 17), as the trainer uses it:
+//! [`BoardTraining`]: a device whose board trains itself, as the trainer uses it:
 //! the state and data set uploaded once, steps run on the board, the state read back. Every
 //! request's link traffic and the board's cycles go into the device's [`DeviceStats`], as an
 //! operation's do.

@@ -1,6 +1,6 @@
 //! [`BoardProducts`]: the training step's matrix products and convolutions
 //! ([`systole_step::Products`]) run by this crate's drivers on the board's own array, so the
-//! whole step can run on the board's CPU (issue 17). Feature `step` (it allocates: the step's
+//! whole step can run on the board's CPU. Feature `step` (it allocates: the step's
 //! tensors live on the heap).
 //!
 //! Each product is the driver's, bit-exact with the golden model at the array's size as the

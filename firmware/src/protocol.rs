@@ -59,7 +59,7 @@
 //! another shape, a word past a tensor's end), `Driver` (detail: [`DriverFailure`]). A refused
 //! `MATMUL` / `CONV` may leave `out` holding a partial result; it is never answered as one.
 //!
-//! **Training on the board** (`0x10`..`0x16` and `0x1A`, issue 17, [`train`]; on a board whose `PING`
+//! **Training on the board** (`0x10`..`0x16` and `0x1A`, [`train`]; on a board whose `PING`
 //! answer is 20 bytes with capability bit [`train::CAP_TRAIN`] and the heap's bytes u32 after
 //! the store's words; `0x14` with [`train::CAP_PACKED_DATA`] too, `0x15` with
 //! [`train::CAP_HEAP_USE`], `0x16` and `STATE_READ`'s part with [`train::CAP_STATE_PARTS`],

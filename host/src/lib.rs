@@ -8,7 +8,9 @@
 pub mod bench;
 pub mod bench_conv;
 pub mod bench_link;
+pub mod board_sim;
 pub mod cli;
+pub mod cli_docs;
 pub mod explore;
 pub mod guide;
 pub mod plot;

@@ -181,6 +181,40 @@ fn every_cli_line_of_the_readme_runs_as_written() {
     assert!(errors.is_empty(), "{}", errors.join("\n\n"));
 }
 
+/// The README is for a newcomer's first ten minutes; reference text belongs in docs/.
+const MAX_WORDS: usize = 2000;
+
+#[test]
+fn the_readme_stays_short() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .unwrap();
+    let words = readme.split_whitespace().count();
+    assert!(
+        words <= MAX_WORDS,
+        "README.md has {words} words, over {MAX_WORDS}: move reference text into docs/ and link it from \"Where next\""
+    );
+}
+
+/// Every relative link of the README (`](path)`) names a file of the repository.
+#[test]
+fn the_readmes_links_lead_to_files() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let missing: Vec<&str> = readme
+        .split("](")
+        .skip(1)
+        .filter_map(|rest| rest.split(')').next())
+        .filter(|target| !target.contains("://"))
+        .map(|target| target.split('#').next().unwrap_or(target))
+        .filter(|path| !path.is_empty() && !root.join(path).exists())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README.md links to missing files: {missing:?}"
+    );
+}
+
 #[test]
 fn lines_that_are_not_plain_commands_are_refused() {
     let block = |body: &str| format!("x\n{SECTION}\n\ntext\n```sh\n{body}\n```\n## Next\n");

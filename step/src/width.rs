@@ -1,4 +1,4 @@
-//! The word width W of a fixed-point run (issue 18): every tensor the step sends to the array or
+//! The word width W of a fixed-point run: every tensor the step sends to the array or
 //! gets back, every activation, gradient and data word is a signed W-bit word with at most
 //! `W - 1` fractional bits, `MIN_WORD_BITS <= W <= WORD_BITS` (8 to 16).
 //!

@@ -3,7 +3,7 @@
 //! its result to it (arithmetic inside an operation is f32), while the weights and their momentum
 //! are f32 *master* copies that the SGD update writes unrounded. A bf16 weight would lose every
 //! update smaller than half its ulp (2^-9 of its size, 2^-12 for f16): late in training most of
-//! them, which cost bf16 a point on Fashion-MNIST (README). Masters were chosen over stochastic
+//! them, which cost bf16 a point on Fashion-MNIST (docs/MEASUREMENTS.md). Masters were chosen over stochastic
 //! rounding of the update because they keep the runs deterministic with no extra state in the
 //! checkpoint, and cost only the rounding of each weight as an operand.
 

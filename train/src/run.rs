@@ -154,7 +154,7 @@ pub fn run_dist(
         Precision::Fixed16 => {
             let sharded = cfg.shards.is_some() || cfg.microbatches.is_some();
             let mut arith = fixed_arith(cfg, opts)?;
-            // A board that trains itself runs the whole step (issue 17), unless told not to
+            // A board that trains itself runs the whole step, unless told not to
             // or the run is split over shards or ranks (those steps are the host's).
             if !opts.host_step && !sharded && dist.size() == 1 && crate::board::trains(&mut arith) {
                 return crate::board::run(cfg, data, opts, obs, arith);

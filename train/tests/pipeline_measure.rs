@@ -1,4 +1,4 @@
-//! The pipeline's numbers for the README (`cargo test --release -p systole-train --test
+//! The pipeline's numbers in docs/MEASUREMENTS.md (`cargo test --release -p systole-train --test
 //! pipeline_measure -- --ignored --nocapture`; needs Fashion-MNIST and Verilator): the first
 //! training step (batch 32) of two Fashion-MNIST networks on the Verilated 8x8 array, the CNN
 //! 8-16 (small weights, large activations) and the MLP 784-512-512-10 (large weights, small
@@ -67,7 +67,7 @@ fn link_cells(cycles: u64, bytes: u64) -> String {
     )
 }
 
-/// Prints the README's table rows for `model`, then each stage's parameters.
+/// Prints the measurement table's rows for `model`, then each stage's parameters.
 fn print_rows(model: &ModelSpec) {
     println!("| strategy (2 boards unless said) | cycles per stage | step (makespan) | bubble (GPipe ideal) | bytes between stages / all-reduce per rank | step, 3 Mbaud | step, 1 GbE |");
     let (_, one) = measure(model, 1, 1, 1);

@@ -211,8 +211,8 @@ fn the_step_reproduces_the_trainer_it_replaced() {
     assert_eq!(ck.fracs, want);
     let r = &ck.history[0];
     let bits = [r.train_loss, r.train_acc, r.test_acc, r.test_loss].map(f32::to_bits);
-    // The test loss in evaluation batches of 32 (`EVAL_BATCH`, issue 17's evaluation on the
-    // board; 0x4000_dcfd in batches of 256, the same accuracy).
+    // The test loss in evaluation batches of 32 (`EVAL_BATCH`); batches of 256 would give
+    // 0x4000_dcfd, with the same accuracy.
     assert_eq!(bits, [0x400f_7773, 0x4161_0000, 0x4215_4dba, 0x4000_dd05]);
 }
 

@@ -1,4 +1,4 @@
-//! The whole step on a board that trains itself (issue 17), cheaply: the firmware's training
+//! The whole step on a board that trains itself, cheaply: the firmware's training
 //! session runs on the host behind a pty (`SimBoard::spawn_training`) with the Verilated 4x4
 //! array under it, and `systole train`'s run drives it over the serial link. The board path
 //! ends bit-identical to the host-driven path (`--host-step`) on the same kind of board, resumes
@@ -304,7 +304,7 @@ fn three_steps_at_8_bits_on_the_simulated_soc_equal_the_golden_model() {
 }
 
 /// Prints the board step's CPU cycles by section (`STEP_PROFILE`), per step, largest first:
-/// the ranking README's "Training on the board" quotes.
+/// the ranking docs/BOARD-TRAINING.md quotes.
 fn print_step_profile(profile: &[systole_step::profile::SectionCycles], steps: u64) {
     use systole_step::profile::Section;
     let mut rows: Vec<_> = Section::ALL.iter().zip(profile).skip(1).collect();

@@ -148,7 +148,7 @@ fn largest_conv_units_beside_the_cpu() {
     );
 }
 
-/// Yosys `synth_xilinx -flatten` of README's table: the bridge top (UART bridge) and the SoC
+/// Yosys `synth_xilinx -flatten` of the synthesis table in docs/SOC.md: the bridge top (UART bridge) and the SoC
 /// (the CPU, a one-instruction image) with a conv unit, each printed with its share of the
 /// part (minutes each; `SYSTOLE_SYNTH=arty-a7-35:8:4096:cpu,arty-a7-35:8:4096:alone,...`
 /// picks the rows). Designs the part cannot hold are still synthesised (on a copy of the board

@@ -1,4 +1,4 @@
-//! The requests that train on the board (protocol commands `0x10`..`0x13`, issue 17): the
+//! The requests that train on the board (protocol commands `0x10`..`0x13`): the
 //! whole training state and the data set are uploaded once (chunked), the board runs N steps
 //! on them, drawing each epoch's order itself, and the state is read back for checkpoints and
 //! the end. A board that has them says so in its `PING` answer ([`CAP_TRAIN`], then its heap

@@ -111,9 +111,9 @@ fn bad_options_are_refused_with_a_message() {
 
 /// Yosys synthesis for the Arty A7-35T's part family of the CPU alone and of the SoC with an
 /// 8x8 array, a 4096-word conv unit and 64 KiB of RAM. Heavy (minutes); the counts are
-/// printed for the README. Both fit the A7-35T (20,800 LUTs, 41,600 flip-flops, 90 DSP48E1,
-/// 100 RAMB18): the SoC's block RAM only since two lanes share a feature-map copy (before,
-/// 123 RAMB18).
+/// printed for docs/SOC.md. Both fit the A7-35T (20,800 LUTs, 41,600 flip-flops, 90 DSP48E1,
+/// 100 RAMB18): the SoC's block RAM because two lanes share a feature-map copy (a copy per
+/// lane would take 123 RAMB18).
 #[test]
 #[ignore = "Yosys synthesis of the SoC, minutes; run with --ignored --nocapture"]
 fn soc_8x8_with_a_4096_word_conv_unit_fits_the_arty_a7_35t() {

@@ -2,6 +2,8 @@
 //! bridge image opened through the bridge backend.
 #![allow(dead_code)]
 
+pub mod conformance;
+
 use systole_device::board_sim::SimBoard;
 use systole_device::serial::SerialDevice;
 use systole_device::{self as device, Device, DeviceError};

@@ -112,8 +112,8 @@ pub fn pixel_divisor(name: &str) -> u16 {
 }
 
 /// The learning rate and its per-epoch decay factor `systole train` uses on data set `name`
-/// unless `--lr` / `--lr-decay` say otherwise: measured per data set (README, "Training
-/// defaults"). The small digits set is still learning after 20 epochs and does best at a
+/// unless `--lr` / `--lr-decay` say otherwise: measured per data set (docs/MEASUREMENTS.md,
+/// "Learning rate"). The small digits set is still learning after 20 epochs and does best at a
 /// constant 0.05 (any decay costs about a point); Fashion-MNIST's 60,000 images do best with a
 /// lower rate that decays (f32 MLP 85.7% constant, 87.7% decaying).
 pub fn default_rate(name: &str) -> (f32, f32) {

@@ -1,7 +1,7 @@
 //! The pipelined step in one process: every stage and replica of every unit, in the GPipe
 //! order, on this process's one device. It computes what `S x D` ranks compute (a test of the
 //! stage code without MPI) and measures each stage's device cycles per unit and the bytes the
-//! stages would exchange (the pipeline's bubble and traffic, README).
+//! stages would exchange (the pipeline's bubble and traffic, docs/MEASUREMENTS.md).
 
 use super::{StagePlan, Timeline};
 use crate::data::Dataset;
