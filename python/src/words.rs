@@ -144,8 +144,11 @@ pub fn to_array<'py>(
     data.to_pyarray(py).reshape(IxDyn(shape))
 }
 
-/// An `int64` array of `shape` from a caller's accumulators (any integer dtype), or why not.
-pub fn accumulators(obj: &Bound<'_, PyAny>) -> PyResult<Result<(Vec<usize>, Vec<i64>), Failure>> {
+/// A matrix of accumulators: its shape and its values, row-major.
+pub type Accumulators = (Vec<usize>, Vec<i64>);
+
+/// A caller's accumulators (any integer dtype) as `i64`, or why not.
+pub fn accumulators(obj: &Bound<'_, PyAny>) -> PyResult<Result<Accumulators, Failure>> {
     let py = obj.py();
     let np = py.import("numpy")?;
     let arr = np.getattr("asarray")?.call1((obj,))?;

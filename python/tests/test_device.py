@@ -25,11 +25,13 @@ def test_matmul_equals_the_reference(device, rng, rounding):
 
 
 def test_matmul_defaults_are_shift_0_nearest_seed_0(device, rng):
-    a = rng.integers(-100, 100, size=(3, 5)).astype(np.int16)
-    b = rng.integers(-100, 100, size=(5, 2)).astype(np.int16)
-    np.testing.assert_array_equal(device.matmul(a, b), ref.matmul(a, b, 0, "nearest", 0, ARRAY, 16))
+    a = rng.integers(-100, 100, size=(9, 5)).astype(np.int16)
+    b = rng.integers(-100, 100, size=(5, 6)).astype(np.int16)
     # shift 0 is the exact product where it fits, as numpy computes it.
     np.testing.assert_array_equal(device.matmul(a, b), a.astype(np.int64) @ b)
+    # The default rounding is to nearest (ties to even): not truncation, not stochastic.
+    np.testing.assert_array_equal(device.matmul(a, b, shift=5), ref.matmul(a, b, 5, "nearest", 0, ARRAY, 16))
+    assert (device.matmul(a, b, shift=5) != ref.matmul(a, b, 5, "truncate", 0, ARRAY, 16)).any()
 
 
 def test_verilator_equals_golden_on_larger_products(rng):
