@@ -91,8 +91,10 @@ def test_convert_equals_the_reference(rng, rounding):
 def test_convert_tiled_equals_the_reference(rng, rounding, w):
     for n in (2, 4, 8):
         rows, cols = (int(v) for v in rng.integers(1, 3 * n, size=2))
-        acc = rng.integers(-(1 << 30), 1 << 30, size=(rows, cols), dtype=np.int64)
-        shift = int(rng.integers(10, 33))
+        # Sums whose words mostly fall inside W bits, so the random bits decide them.
+        shift = int(rng.integers(4, w + 12))
+        bound = 1 << (shift + w - 2)
+        acc = rng.integers(-bound, bound, size=(rows, cols), dtype=np.int64)
         seed = int(rng.integers(0, 1 << 32))
         got = contract.convert_tiled(acc, shift, rounding, seed, array=n, word_bits=w)
         assert got.dtype == np.int16 and got.shape == (rows, cols)
