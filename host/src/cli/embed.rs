@@ -120,7 +120,15 @@ mod tests {
         let e = train_args(&["--epochs".into(), "x".into()]).unwrap_err();
         let s = parse_error_sentence(&e);
         assert!(
-            s.starts_with("invalid value 'x' for '--epochs <EPOCHS>'"),
+            s.starts_with("invalid value 'x' for '--epochs <EPOCHS>'")
+                && s.ends_with("'x' is not a whole number from 0 to 18446744073709551615"),
+            "{s}"
+        );
+        assert!(!s.contains("Usage") && !s.contains("--help"), "{s}");
+        let e = train_args(&["--no-such-option".into()]).unwrap_err();
+        let s = parse_error_sentence(&e);
+        assert!(
+            s.starts_with("unexpected argument '--no-such-option' found"),
             "{s}"
         );
         assert!(!s.contains("Usage") && !s.contains('\n'), "{s}");
