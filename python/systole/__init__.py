@@ -121,7 +121,8 @@ def train(*, verbose: bool = True, **options: Any) -> TrainResult:
     The options are the command line's, as keyword arguments (``--lr-decay 0.9`` is
     ``lr_decay=0.9``, ``--check`` is ``check=True``, ``--hidden 64,32`` is ``hidden=[64, 32]``):
     ``device`` (``"golden"``, ``"verilator"``, ``"serial:PATH"``, ``"bridge:PATH"``), ``array``,
-    ``model`` (``"mlp"``, ``"cnn"``), ``hidden``, ``channels``, ``dataset`` (``"digits"``,
+    ``model`` (``"mlp"``, ``"cnn"``, ``"lenet5"``, ``"resnet8"`` or a network file ``.json``),
+    ``hidden``, ``channels``, ``dataset`` (``"digits"``,
     ``"fashion-mnist"``), ``limit``, ``epochs``, ``batch``, ``lr``, ``lr_decay``, ``momentum``,
     ``check``, ``word_bits``, ``master_bits``, ``precision`` (``"fixed16"``, ``"f32"``, ``"f16"``,
     ``"bf16"``), ``rounding``, ``seed``, ``out``, ``resume``, ``overwrite``, ``trace``,

@@ -73,6 +73,11 @@ pub enum Failure {
 pub fn train(a: &TrainArgs, obs: &mut dyn Observer) -> Result<RunSummary, Failure> {
     let cfg = cli_train::config(a).map_err(Failure::Options)?;
     check_trace(a, &cfg).map_err(Failure::Options)?;
+    if a.recipe.print_model {
+        return Err(Failure::Options(anyhow::anyhow!(
+            "--print-model prints the network and trains nothing: run systole train --print-model"
+        )));
+    }
     if a.stages.is_some_and(|s| s > 1) || a.cut.is_some() {
         return Err(Failure::Options(anyhow::anyhow!(
             "--stages and --cut split the layers over MPI ranks: run them with mpirun -np K systole train"
@@ -86,7 +91,7 @@ pub fn train(a: &TrainArgs, obs: &mut dyn Observer) -> Result<RunSummary, Failur
         // Held until the reports are written: a second run into the same folder stops here.
         let _lock = a.out.as_deref().map(claim_out_dir).transpose()?;
         let data = data::load(&cfg.dataset)?;
-        cfg.layers_that_fit(&data)?;
+        cfg.graph_that_fits(&data)?;
         let opts = cli_train::options(a, window.clone());
         let summary = run_dist(&cfg, &data, &opts, obs, &Single);
         let summary = super::trace::finish(&window, summary.map_err(Into::into))?;
@@ -140,7 +145,10 @@ mod tests {
         let a = train_args(&["--model".into(), "transformer".into()]).unwrap();
         match train(&a, &mut systole_train::Quiet) {
             Err(Failure::Options(e)) => {
-                assert_eq!(e.to_string(), "unknown model 'transformer': use mlp or cnn")
+                assert_eq!(
+                    e.to_string(),
+                    "unknown model 'transformer': use mlp, cnn, lenet5, resnet8 or a network file (.json)"
+                )
             }
             other => panic!("{other:?}"),
         }
