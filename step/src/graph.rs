@@ -157,7 +157,11 @@ impl Graph {
             0 => Src::Input,
             n => Src::Node(n - 1),
         };
-        let name = format!("{}{}", layer.name().to_ascii_lowercase(), self.nodes.len() + 1);
+        let name = format!(
+            "{}{}",
+            layer.name().to_ascii_lowercase(),
+            self.nodes.len() + 1
+        );
         self.push(&name, layer, &[src])
     }
 

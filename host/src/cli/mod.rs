@@ -11,6 +11,7 @@ macro_rules! outln {
 mod bench;
 mod boards;
 mod check;
+pub mod embed;
 mod explore;
 mod hardware;
 mod trace;

@@ -20,12 +20,7 @@ pub fn config(a: &TrainArgs) -> anyhow::Result<TrainConfig> {
             a.precision
         )
     })?;
-    let rounding = Rounding::parse(&a.rounding).with_context(|| {
-        format!(
-            "unknown rounding '{}': use truncate, nearest or stochastic",
-            a.rounding
-        )
-    })?;
+    let rounding = parse_rounding(&a.rounding)?;
     let cfg = TrainConfig {
         seed: a.seed,
         shards: a.shards,
@@ -34,6 +29,13 @@ pub fn config(a: &TrainArgs) -> anyhow::Result<TrainConfig> {
     };
     cfg.validate()?;
     Ok(cfg)
+}
+
+/// A `--rounding` value, refused with the sentence every caller shows (the CLI, the Python
+/// package's `rounding=` arguments).
+pub fn parse_rounding(name: &str) -> anyhow::Result<Rounding> {
+    Rounding::parse(name)
+        .with_context(|| format!("unknown rounding '{name}': use truncate, nearest or stochastic"))
 }
 
 /// The configuration of a run of `r` in one format, seed 1, unsharded.
@@ -101,27 +103,27 @@ impl Observer for Bars {
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
         }
-        let sat = if r.retries + r.saturated_words > 0 {
-            format!(
-                "  saturation: {} retries, {} words",
-                r.retries, r.saturated_words
-            )
-        } else {
-            String::new()
-        };
-        outln!(
-            "epoch {:>3}/{}  loss {:.4}  train {:6.2}%  test {:6.2}%  ({:.1} s){sat}",
-            r.epoch,
-            self.epochs,
-            r.train_loss,
-            r.train_acc,
-            r.test_acc,
-            r.seconds
-        );
+        outln!("{}", epoch_line(r, self.epochs));
     }
 }
 
-fn options(a: &TrainArgs, trace: Option<systole_device::TraceWindow>) -> RunOptions {
+/// The line an epoch's end prints (the CLI, the Python package's `train`).
+pub fn epoch_line(r: &EpochRecord, epochs: usize) -> String {
+    let sat = if r.retries + r.saturated_words > 0 {
+        format!(
+            "  saturation: {} retries, {} words",
+            r.retries, r.saturated_words
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "epoch {:>3}/{}  loss {:.4}  train {:6.2}%  test {:6.2}%  ({:.1} s){sat}",
+        r.epoch, epochs, r.train_loss, r.train_acc, r.test_acc, r.seconds
+    )
+}
+
+pub(super) fn options(a: &TrainArgs, trace: Option<systole_device::TraceWindow>) -> RunOptions {
     RunOptions {
         trace,
         device: a.recipe.device.device.clone(),
@@ -197,12 +199,7 @@ fn train_on(a: &TrainArgs, dist: &dyn systole_train::dist::Collective) -> anyhow
     if a.trace.trace.is_some() && dist.size() > 1 {
         bail!("--trace writes one model's waveform: run it without mpirun (one rank)");
     }
-    if a.trace.trace.is_some() && cfg.precision != Precision::Fixed16 {
-        bail!(
-            "--trace needs --precision fixed16: {} runs on the host, with no device to trace",
-            cfg.precision.name()
-        );
-    }
+    check_trace(a, &cfg)?;
     let stages = a.stages.filter(|&s| s > 1);
     if dist.size() > 1 && cfg.shards.is_none() {
         // Every rank a replica, or with stages the replicas the ranks make.
@@ -298,6 +295,28 @@ fn train_on(a: &TrainArgs, dist: &dyn systole_train::dist::Collective) -> anyhow
     finish(&summary, a, t0.elapsed().as_secs_f64(), dist.size())
 }
 
+/// `--trace` asks for a device to trace.
+pub(super) fn check_trace(a: &TrainArgs, cfg: &TrainConfig) -> anyhow::Result<()> {
+    if a.trace.trace.is_some() && cfg.precision != Precision::Fixed16 {
+        bail!(
+            "--trace needs --precision fixed16: {} runs on the host, with no device to trace",
+            cfg.precision.name()
+        );
+    }
+    Ok(())
+}
+
+/// Writes a run's folder: run.json, history.csv and loss.png (what the plot could write).
+pub(super) fn write_run_folder(s: &RunSummary, dir: &std::path::Path) -> anyhow::Result<PlotText> {
+    report::write_reports(s, dir)?;
+    let png = dir.join("loss.png");
+    Ok(plot::plot_history(
+        &s.history,
+        &format!("{} - {}", s.model, s.arithmetic),
+        &png,
+    )?)
+}
+
 fn finish(s: &RunSummary, a: &TrainArgs, secs: f64, ranks: usize) -> anyhow::Result<()> {
     if let Some(last) = s.history.last() {
         outln!(
@@ -320,10 +339,7 @@ fn finish(s: &RunSummary, a: &TrainArgs, secs: f64, ranks: usize) -> anyhow::Res
         println!("{line}");
     }
     if let Some(dir) = &a.out {
-        report::write_reports(s, dir)?;
-        let png = dir.join("loss.png");
-        let text =
-            plot::plot_history(&s.history, &format!("{} - {}", s.model, s.arithmetic), &png)?;
+        let text = write_run_folder(s, dir)?;
         outln!(
             "wrote {0}/run.json, {0}/history.csv, {0}/loss.png, {0}/checkpoint.json",
             dir.display()
@@ -439,12 +455,7 @@ pub fn compare(c: &CompareArgs) -> anyhow::Result<()> {
                 let run_dir = dir.join(format!("{name}-seed{}", cfg.seed));
                 std::fs::create_dir_all(&run_dir)
                     .with_context(|| format!("cannot create {}", run_dir.display()))?;
-                report::write_reports(&s, &run_dir)?;
-                plot::plot_history(
-                    &s.history,
-                    &format!("{} - {}", s.model, s.arithmetic),
-                    &run_dir.join("loss.png"),
-                )?;
+                write_run_folder(&s, &run_dir)?;
             }
             accs.push(acc);
         }
