@@ -11,5 +11,6 @@ pub mod bench_link;
 pub mod cli;
 pub mod explore;
 pub mod guide;
+pub mod onnx;
 pub mod plot;
 pub mod report;

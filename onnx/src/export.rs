@@ -57,6 +57,13 @@ impl Writer {
         )
     }
 
+    /// A weight tensor: its exact values as a float initializer, through a QDQ pair at its own
+    /// format (which also keeps a runtime from quantizing it its own way).
+    fn weight(&mut self, name: &str, dims: &[usize], q: &systole_core::tensor::QMatrix) -> String {
+        self.inits.push(tensor_f32(name, dims, &values(q)));
+        self.qdq(name, q.frac)
+    }
+
     fn flat(&mut self, x: &str, rank: u8) -> String {
         if rank == 2 {
             x.to_string()
@@ -118,25 +125,20 @@ pub fn export(
                         ..
                     } => {
                         let cin = wt.w.cols / (k * k);
-                        w.inits
-                            .push(tensor_f32(&wname, &[out_ch, cin, k, k], &values(&wt.w)));
+                        let wq = w.weight(&wname, &[out_ch, cin, k, k], &wt.w);
                         let p = p as i64;
                         let attrs = vec![
                             attr_ints("kernel_shape", &[k as i64; 2]),
                             attr_ints("strides", &[s as i64; 2]),
                             attr_ints("pads", &[p, p, p, p]),
                         ];
-                        (
-                            w.add("Conv", &[&a, &wname], &format!("{tag}_conv"), attrs),
-                            4,
-                        )
+                        (w.add("Conv", &[&a, &wq], &format!("{tag}_conv"), attrs), 4)
                     }
                     _ => {
-                        w.inits
-                            .push(tensor_f32(&wname, &[wt.w.rows, wt.w.cols], &values(&wt.w)));
+                        let wq = w.weight(&wname, &[wt.w.rows, wt.w.cols], &wt.w);
                         let f = w.flat(&a, rank);
                         (
-                            w.add("MatMul", &[&f, &wname], &format!("{tag}_matmul"), vec![]),
+                            w.add("MatMul", &[&f, &wq], &format!("{tag}_matmul"), vec![]),
                             2,
                         )
                     }
@@ -149,8 +151,8 @@ pub fn export(
                     } else {
                         vec![b.cols]
                     };
-                    w.inits.push(tensor_f32(&bname, &dims, &values(b)));
-                    let s = w.add("Add", &[&y, &bname], &format!("{tag}_bias"), vec![]);
+                    let bq = w.weight(&bname, &dims, b);
+                    let s = w.add("Add", &[&y, &bq], &format!("{tag}_bias"), vec![]);
                     y = w.qdq(&s, pts[1]);
                 }
                 (y, r)

@@ -236,9 +236,11 @@ fn the_input(
     let (shape, rank) = match dims.len() {
         4 => ([fixed(1)?, fixed(2)?, fixed(3)?], 4),
         2 => ([fixed(1)?, 1, 1], 2),
-        r => return Err(OnnxError::Model(format!(
+        r => {
+            return Err(OnnxError::Model(format!(
             "the input '{name}' has rank {r}; systole takes N x C x H x W images or N x F vectors"
-        ))),
+        )))
+        }
     };
     let words = shape[0]
         .checked_mul(shape[1])

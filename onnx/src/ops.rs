@@ -469,9 +469,6 @@ impl Builder<'_> {
         )
     }
 
-
-
-
     fn batch_norm(&mut self, n: &NodeProto, node: &str) -> Result<(), OnnxError> {
         self.known_attrs(
             n,
@@ -536,7 +533,4 @@ impl Builder<'_> {
         ));
         self.alias(n, node, a)
     }
-
-
-
 }

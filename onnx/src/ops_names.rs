@@ -200,11 +200,6 @@ impl Builder<'_> {
     pub(crate) fn qdq(&mut self, n: &NodeProto, node: &str) -> Result<(), OnnxError> {
         let quant = n.op_type == "QuantizeLinear";
         self.known_attrs(n, node, &["axis", "saturate"])?;
-        let name = n.input.first().cloned().unwrap_or_default();
-        let a = *self
-            .acts
-            .get(&name)
-            .ok_or_else(|| self.refuse(n, node, format!("input '{name}' is not an activation")))?;
         let scale = self
             .konst(n, node, 1)?
             .and_then(|c| c.floats().filter(|v| v.len() == 1).map(|v| v[0] as f64));
@@ -232,6 +227,17 @@ impl Builder<'_> {
                 "its zero point must be an INT16 zero (systole's export: 16-bit words)",
             ));
         }
+        let name = n.input.first().cloned().unwrap_or_default();
+        if let Some(c) = self.consts.get(&name).cloned() {
+            return self.qdq_const(n, node, c, f);
+        }
+        let a = *self.acts.get(&name).ok_or_else(|| {
+            self.refuse(
+                n,
+                node,
+                format!("input '{name}' is not computed before this node"),
+            )
+        })?;
         if quant {
             if a.q.is_some() {
                 return Err(self.refuse(n, node, "it quantizes an already quantized value"));
@@ -255,6 +261,28 @@ impl Builder<'_> {
             }
         }
         self.alias(n, node, Act { q: None, ..a })
+    }
+
+    /// A constant through QuantizeLinear (float -> its int16 words at `f`) or DequantizeLinear
+    /// (words -> their values): the export writes each weight tensor's format this way.
+    fn qdq_const(&mut self, n: &NodeProto, node: &str, c: Const, f: u32) -> Result<(), OnnxError> {
+        let values = match (n.op_type.as_str(), &c.values) {
+            ("QuantizeLinear", Values::F32(v)) => {
+                Values::I64(v.iter().map(|&x| crate::infer::quantize(x as f64, f) as i64).collect())
+            }
+            ("DequantizeLinear", Values::I64(v)) if v.iter().all(|&x| i16::try_from(x).is_ok()) => {
+                Values::F32(v.iter().map(|&x| x as f32 / (1u64 << f) as f32).collect())
+            }
+            _ => return Err(self.refuse(n, node, "its constant input has the wrong type (float for QuantizeLinear, int16 words for DequantizeLinear)")),
+        };
+        self.set_const(
+            n,
+            node,
+            Const {
+                dims: c.dims,
+                values,
+            },
+        )
     }
 }
 

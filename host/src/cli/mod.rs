@@ -13,6 +13,7 @@ mod boards;
 mod check;
 mod explore;
 mod hardware;
+mod onnx;
 mod trace;
 mod train;
 
@@ -64,6 +65,12 @@ pub enum Command {
     Bitstream(BitstreamArgs),
     /// Load a built bitstream onto a board with openFPGALoader.
     Program(ProgramArgs),
+    /// Evaluate a network (an ONNX file or a run folder) on a data set's test split on a
+    /// device, in frozen formats; writes eval.json and predictions.csv.
+    Eval(onnx::EvalArgs),
+    /// Write a run's trained network as ONNX (opset 21) that a float runtime runs as systole
+    /// does: QuantizeLinear/DequantizeLinear pairs where the array rounds.
+    Export(onnx::ExportArgs),
 }
 
 /// Options of `bitstream`.
@@ -508,6 +515,8 @@ pub fn error_text(e: &anyhow::Error) -> String {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Train(a) => train::train(&a),
+        Command::Eval(a) => onnx::eval(&a),
+        Command::Export(a) => onnx::export(&a),
         Command::Compare(a) => train::compare(&a),
         Command::Check(a) => check::check(&a),
         Command::Explore(a) => explore::explore(&a),
