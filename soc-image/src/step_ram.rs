@@ -6,7 +6,7 @@
 use object::elf::{SHF_ALLOC, SHT_NOBITS};
 use object::read::elf::{ElfFile32, FileHeader, SectionHeader};
 use object::Endianness;
-use systole_step::model::Layer;
+use systole_step::graph::{builtin, Graph, Shape};
 use systole_step::step::{train_step, Batch};
 use systole_step::{Arith, Conv2dGeom, Fixed, OutputSpec, Products, QMatrix, StepError};
 
@@ -30,6 +30,19 @@ pub fn code_bytes(elf: &[u8]) -> Result<u64, object::Error> {
     Ok(bytes)
 }
 
+/// A built-in network (systole-train's `ModelSpec` of the same name).
+#[derive(Clone, Copy, Debug)]
+pub enum Net {
+    /// Dense layers of these hidden widths.
+    Mlp(&'static [usize]),
+    /// Convolution blocks of these channels.
+    Cnn(&'static [usize]),
+    /// LeNet-5.
+    Lenet5,
+    /// ResNet-8.
+    Resnet8,
+}
+
 /// A model on a data set at a batch size.
 pub struct Case {
     /// e.g. `MLP 64-32-10`.
@@ -40,8 +53,8 @@ pub struct Case {
     pub batch: usize,
     /// Image shape `(channels, height, width)`.
     pub image: (usize, usize, usize),
-    /// The layers (the trainer's `model::build` of the model).
-    pub layers: &'static [Layer],
+    /// The network.
+    pub net: Net,
     /// Images in the training set.
     pub train_images: usize,
     /// Bits a pixel of the data set as the board keeps it (`systole_step::resident::bits_for`
@@ -49,44 +62,38 @@ pub struct Case {
     pub pixel_bits: u8,
 }
 
-const fn dense(inp: usize, out: usize, relu: bool) -> Layer {
-    Layer::Dense { inp, out, relu }
-}
-
-const fn conv(in_ch: usize, out_ch: usize, hw: usize) -> Layer {
-    Layer::ConvBlock {
-        in_ch,
-        out_ch,
-        h: hw,
-        w: hw,
-    }
-}
-
-const DIGITS_MLP: &[Layer] = &[dense(64, 32, true), dense(32, 10, false)];
-const DIGITS_CNN: &[Layer] = &[conv(1, 8, 8), conv(8, 16, 4), dense(16 * 2 * 2, 10, false)];
-const FASHION_MLP: &[Layer] = &[dense(784, 32, true), dense(32, 10, false)];
-const FASHION_CNN: &[Layer] = &[
-    conv(1, 8, 28),
-    conv(8, 16, 14),
-    dense(16 * 7 * 7, 10, false),
-];
-
 /// The models and data sets the trainer ships, at the default batch and a small one.
 pub const CASES: &[Case] = &[
-    case("MLP 64-32-10", "digits", 32, 8, DIGITS_MLP, 1_438),
-    case("MLP 64-32-10", "digits", 8, 8, DIGITS_MLP, 1_438),
-    case("CNN 8-16", "digits", 32, 8, DIGITS_CNN, 1_438),
-    case("CNN 8-16", "digits", 8, 8, DIGITS_CNN, 1_438),
+    case("MLP 64-32-10", "digits", 32, 8, Net::Mlp(&[32]), 1_438),
+    case("MLP 64-32-10", "digits", 8, 8, Net::Mlp(&[32]), 1_438),
+    case("CNN 8-16", "digits", 32, 8, Net::Cnn(&[8, 16]), 1_438),
+    case("CNN 8-16", "digits", 8, 8, Net::Cnn(&[8, 16]), 1_438),
     case(
         "MLP 784-32-10",
         "Fashion-MNIST",
         32,
         28,
-        FASHION_MLP,
+        Net::Mlp(&[32]),
         60_000,
     ),
-    case("MLP 784-32-10", "Fashion-MNIST", 8, 28, FASHION_MLP, 60_000),
-    case("CNN 8-16", "Fashion-MNIST", 8, 28, FASHION_CNN, 60_000),
+    case(
+        "MLP 784-32-10",
+        "Fashion-MNIST",
+        8,
+        28,
+        Net::Mlp(&[32]),
+        60_000,
+    ),
+    case(
+        "CNN 8-16",
+        "Fashion-MNIST",
+        8,
+        28,
+        Net::Cnn(&[8, 16]),
+        60_000,
+    ),
+    case("LeNet-5", "Fashion-MNIST", 8, 28, Net::Lenet5, 60_000),
+    case("ResNet-8", "Fashion-MNIST", 8, 28, Net::Resnet8, 60_000),
 ];
 
 const fn case(
@@ -94,7 +101,7 @@ const fn case(
     data: &'static str,
     batch: usize,
     hw: usize,
-    layers: &'static [Layer],
+    net: Net,
     train_images: usize,
 ) -> Case {
     Case {
@@ -102,7 +109,7 @@ const fn case(
         data,
         batch,
         image: (1, hw, hw),
-        layers,
+        net,
         train_images,
         // Digits' pixels are 0..=16, Fashion-MNIST's bytes.
         pixel_bits: if hw == 8 { 5 } else { 8 },
@@ -110,21 +117,28 @@ const fn case(
 }
 
 impl Case {
+    /// The network for the case's images and 10 classes.
+    pub fn graph(&self) -> Graph {
+        let (c, h, w) = self.image;
+        let x = Shape { c, h, w };
+        match self.net {
+            Net::Mlp(hidden) => builtin::mlp(x, hidden, 10),
+            Net::Cnn(channels) => builtin::cnn(x, channels, 10),
+            Net::Lenet5 => builtin::lenet5(x, 10),
+            Net::Resnet8 => builtin::resnet8(x, 10),
+        }
+        .expect("the built-in networks fit their data sets")
+    }
+
     /// Words of weights and biases.
     pub fn params(&self) -> usize {
-        shapes(self.layers).iter().map(|(r, c)| r * c).sum()
+        shapes(&self.graph()).iter().map(|(r, c)| r * c).sum()
     }
 }
 
-/// `(rows, cols)` of each parameter: `W` then `b` per layer.
-fn shapes(layers: &[Layer]) -> Vec<(usize, usize)> {
-    layers
-        .iter()
-        .flat_map(|l| match *l {
-            Layer::Dense { inp, out, .. } => [(inp, out), (1, out)],
-            Layer::ConvBlock { in_ch, out_ch, .. } => [(out_ch, in_ch * 9), (1, out_ch)],
-        })
-        .collect()
+/// `(rows, cols)` of each parameter, in order.
+fn shapes(g: &Graph) -> Vec<(usize, usize)> {
+    systole_step::resident::param_shapes(g)
 }
 
 /// Products of the right shapes (zeros): the heap a device's results take, without a device.
@@ -186,7 +200,8 @@ pub fn peak_step_heap(case: &Case) {
     let mut a = Fixed::new(Shapes, systole_core::Rounding::Stochastic, 1);
     let mut params = Vec::new();
     let mut velocity = Vec::new();
-    for (r, c) in shapes(case.layers) {
+    let graph = case.graph();
+    for (r, c) in shapes(&graph) {
         params.push(a.import("init", r, c, &vec![0.01; r * c]).expect("import"));
         velocity.push(a.zeros(r, c));
     }
@@ -194,8 +209,7 @@ pub fn peak_step_heap(case: &Case) {
     let images = vec![0.5f32; case.batch * c * h * w];
     let labels = vec![3u8; case.batch];
     let batch = Batch {
-        layers: case.layers,
-        classes: 10,
+        graph: &graph,
         images: &images,
         labels: &labels,
     };
@@ -221,5 +235,6 @@ mod tests {
         assert_eq!(CASES[0].params(), 2_410);
         // conv 1->8: 8·9 + 8; conv 8->16: 16·72 + 16; dense 64 -> 10: 640 + 10.
         assert_eq!(CASES[2].params(), 80 + 1_168 + 650);
+        assert_eq!(CASES[7].params(), 61_706);
     }
 }

@@ -16,7 +16,7 @@ extern crate alloc;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::hint::black_box;
-use systole_step::model::Layer;
+use systole_step::graph::{builtin, Shape};
 use systole_step::step::{train_step, Batch};
 use systole_step::{Arith, Conv2dGeom, Fixed, OutputSpec, Products, QMatrix, StepError};
 
@@ -80,18 +80,8 @@ pub extern "C" fn _start() -> ! {
         black_box(systole_core::Rounding::Stochastic),
         black_box(1),
     );
-    let layers: Vec<Layer> = black_box(alloc::vec![
-        Layer::Dense {
-            inp: 64,
-            out: 32,
-            relu: true
-        },
-        Layer::Dense {
-            inp: 32,
-            out: 10,
-            relu: false
-        },
-    ]);
+    // The graph as the board decodes it, so every layer kind's code is linked.
+    let graph = black_box(builtin::mlp(Shape::flat(64), &[32], 10).ok().unwrap());
     let mut params = Vec::new();
     let mut velocity = Vec::new();
     for &(r, c) in &[(64, 32), (1, 32), (32, 10), (1, 10)] {
@@ -105,8 +95,7 @@ pub extern "C" fn _start() -> ! {
     let images = black_box(alloc::vec![0.5f32; 32 * 64]);
     let labels = black_box(alloc::vec![3u8; 32]);
     let batch = Batch {
-        layers: &layers,
-        classes: 10,
+        graph: &graph,
         images: &images,
         labels: &labels,
     };

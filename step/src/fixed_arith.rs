@@ -3,7 +3,9 @@
 //! pooling and the SGD update are computed here, each result formed exactly and converted once
 //! with the rule of [`crate::fixed`]'s module docs.
 
-use crate::arith::{max_pool2_backward_slice, max_pool2_slice, Arith, TensorState};
+use crate::arith::{
+    max_pool_backward_slice, max_pool_slice, pool_spread, pool_sums, Arith, PoolGeom, TensorState,
+};
 use crate::exact;
 use crate::fixed::Fixed;
 use crate::offload::Product;
@@ -183,26 +185,64 @@ impl<P: Products> Arith for Fixed<P> {
         Ok(elementwise::relu_backward(dy, x).map_err(numeric("relu backward"))?)
     }
 
-    fn max_pool2(&self, x: &QMatrix, ch: usize, h: usize, w: usize) -> (QMatrix, Vec<u32>) {
-        let (d, win) = max_pool2_slice(&x.data, x.rows, ch, h, w);
-        (
-            QMatrix {
-                rows: x.rows,
-                cols: ch * (h / 2) * (w / 2),
-                frac: x.frac,
-                data: d,
-            },
-            win,
-        )
+    fn max_pool(&self, x: &QMatrix, g: &PoolGeom) -> (QMatrix, Vec<u32>) {
+        let (d, win) = max_pool_slice(&x.data, x.rows, g);
+        let q = QMatrix {
+            rows: x.rows,
+            cols: g.out_cols(),
+            frac: x.frac,
+            data: d,
+        };
+        (q, win)
     }
 
-    fn max_pool2_backward(&self, dy: &QMatrix, winners: &[u32], in_cols: usize) -> QMatrix {
-        QMatrix {
-            rows: dy.rows,
-            cols: in_cols,
-            frac: dy.frac,
-            data: max_pool2_backward_slice(&dy.data, winners, dy.rows, in_cols),
+    fn max_pool_backward(
+        &mut self,
+        op: &str,
+        dy: &QMatrix,
+        winners: &[u32],
+        g: &PoolGeom,
+    ) -> Result<QMatrix, P::Error> {
+        let sums = max_pool_backward_slice(&dy.data, winners, dy.rows, g.in_cols(), i64::from);
+        if !g.overlaps() {
+            // Each input takes at most one gradient: the words move unchanged.
+            let data = sums.into_iter().map(|v| v as i16).collect();
+            return Ok(QMatrix::from_vec(dy.rows, g.in_cols(), dy.frac, data).map_err(numeric(op))?);
         }
+        self.from_exact(op, dy.rows, g.in_cols(), &sums, dy.frac)
+    }
+
+    fn avg_pool(&mut self, op: &str, x: &QMatrix, g: &PoolGeom) -> Result<QMatrix, P::Error> {
+        let sums = pool_sums(&x.data, x.rows, g, i64::from);
+        let exact = divide_exact(sums, g.window());
+        self.from_exact(op, x.rows, g.out_cols(), &exact, x.frac + DIV_BITS)
+    }
+
+    fn avg_pool_backward(
+        &mut self,
+        op: &str,
+        dy: &QMatrix,
+        g: &PoolGeom,
+    ) -> Result<QMatrix, P::Error> {
+        let sums = pool_spread(&dy.data, dy.rows, g, i64::from);
+        let exact = divide_exact(sums, g.window());
+        self.from_exact(op, dy.rows, g.in_cols(), &exact, dy.frac + DIV_BITS)
+    }
+
+    fn add(&mut self, op: &str, a: &QMatrix, b: &QMatrix) -> Result<QMatrix, P::Error> {
+        if (a.rows, a.cols) != (b.rows, b.cols) {
+            return Err(StepError::Shape {
+                op: String::from(op),
+                msg: format!("adding {}x{} to {}x{}", b.rows, b.cols, a.rows, a.cols),
+            }
+            .into());
+        }
+        let f = a.frac.max(b.frac);
+        let (sa, sb) = (f - a.frac, f - b.frac);
+        let sums: Vec<i64> = (a.data.iter().zip(&b.data))
+            .map(|(&x, &y)| ((x as i64) << sa) + ((y as i64) << sb))
+            .collect();
+        self.from_exact(op, a.rows, a.cols, &sums, f)
     }
 
     fn sgd(
@@ -289,4 +329,16 @@ impl<P: Products> Arith for Fixed<P> {
     fn saturation(&self) -> BTreeMap<String, SaturationCount> {
         self.saturation.clone()
     }
+}
+
+/// Extra fractional bits an average carries into the conversion: `floor(sum · 2^16 / n)`.
+const DIV_BITS: u32 = 16;
+
+/// `floor(s · 2^DIV_BITS / n)` of each exact sum: a mean with [`DIV_BITS`] more fractional
+/// bits, truncated toward minus infinity, which the conversion then rounds.
+fn divide_exact(sums: Vec<i64>, n: usize) -> Vec<i64> {
+    let n = n.max(1) as i64;
+    sums.into_iter()
+        .map(|s| (s << DIV_BITS).div_euclid(n))
+        .collect()
 }

@@ -8,8 +8,9 @@
 //!   convolution to a [`products::Products`]: the host implements it with a `Device`
 //!   (`systole-train`); the firmware with its tile and conv drivers
 //!   (`systole_firmware::products::BoardProducts`).
-//! * [`model`] — the layers and the forward and backward passes, generic over `Arith` (the
-//!   host's float formats run the very same walk).
+//! * [`graph`] — the network as a graph of [`layers`] (each kind in its own file), type-checked,
+//!   walked forward and backward over `Arith` (`graph::run`: the host's float formats and the
+//!   board run the very same walk).
 //! * [`loss`] — softmax cross-entropy in f32 with `libm`'s double-precision `exp`/`log` rounded to f32.
 //! * [`step`] — one training step (forward, loss, backward, update) and an evaluation batch.
 //! * [`rng`] — the seeded streams and the epoch order (the host's and the board's shuffle).
@@ -29,8 +30,9 @@ mod exact;
 mod exp;
 pub mod fixed;
 mod fixed_arith;
+pub mod graph;
+pub mod layers;
 pub mod loss;
-pub mod model;
 mod offload;
 pub mod products;
 pub mod profile;
@@ -41,8 +43,10 @@ mod sgd_sums;
 pub mod step;
 pub mod width;
 
-pub use arith::{Arith, SaturationCount, TensorState};
+pub use arith::{Arith, PoolGeom, SaturationCount, TensorState};
 pub use fixed::Fixed;
+pub use graph::{Graph, GraphError, Shape, Src};
+pub use layers::Layer;
 pub use products::Products;
 pub use systole_core::conv2d::Conv2dGeom;
 pub use systole_core::tensor::{NumericError, OutputSpec, QMatrix};

@@ -1,19 +1,20 @@
-//! A run that lives on the board (issue 17): the whole training state and the data set are
+//! A run that lives on the board: the whole training state and the data set are
 //! uploaded once and the board runs the steps. The state's wire form ([`TrainState::encode`] /
 //! [`TrainState::decode`]) is written here once and used by both sides: the host encodes what
 //! it uploads and decodes what it reads back, the firmware the reverse.
 //!
-//! Wire form (little-endian): magic `STS1`; layer count u8, each layer kind u8 (0 dense: inp
-//! u16, out u16, relu u8; 1 conv block: in_ch, out_ch, h, w u16); classes u16; rounding u8
+//! Wire form (little-endian): magic `STS2`; the network (`Graph`'s wire form: input shape,
+//! classes, each node's kind, settings and inputs); rounding u8
 //! (`Rounding` code), W u8, master bits u8; run seed u64, step u64, momentum f32 bits; the
 //! remembered formats: count u16, each key length u8, key (UTF-8), frac u8; then the `2L`
-//! parameters and the `2L` momentum tensors, each rows u32, cols u32, frac u8, words i16.
-//! [`TrainState::decode`] checks everything (shapes against the layers, words against the
+//! parameters and as many momentum tensors, each rows u32, cols u32, frac u8, words i16.
+//! [`TrainState::decode`] checks everything (the network type-checks, shapes against its
+//! parameters, words against the
 //! master width, fracs against W) so a board never takes a state it cannot train. The
 //! parameters-only form ([`TrainState::encode_params`], magic `STP1`) leaves out the momentum
 //! tensors: what the host needs to evaluate between checkpoints.
 
-use crate::model::Layer;
+use crate::graph::Graph;
 use crate::width::{fits, Widths};
 use alloc::collections::BTreeMap;
 use alloc::string::String;
@@ -32,19 +33,17 @@ pub use dataset::{bits_for, image_bytes, DataError, DataSet};
 use wire::{Reader, Writer};
 
 /// The magic a state's wire form starts with.
-pub const MAGIC: [u8; 4] = *b"STS1";
+pub const MAGIC: [u8; 4] = *b"STS2";
 /// The magic of the parameters-only form ([`TrainState::encode_params`]: no momentum
 /// tensors), what an evaluation on the host needs.
-pub const PARAMS_MAGIC: [u8; 4] = *b"STP1";
+pub const PARAMS_MAGIC: [u8; 4] = *b"STP2";
 
 /// Everything a run needs to continue its steps: the model, the numeric choices, the counters
 /// and the tensors (what a checkpoint holds beside the history).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TrainState {
-    /// The layers.
-    pub layers: Vec<Layer>,
-    /// Classes (the last layer's outputs).
-    pub classes: usize,
+    /// The network.
+    pub graph: Graph,
     /// Rounding of every conversion.
     pub rounding: Rounding,
     /// Word and master widths.
@@ -55,7 +54,7 @@ pub struct TrainState {
     pub step: u64,
     /// SGD momentum.
     pub momentum: f32,
-    /// Parameters: for each layer `W` then `b`.
+    /// Parameters, in the graph's order.
     pub params: Vec<QMatrix>,
     /// Momentum tensors, shaped as `params`.
     pub velocity: Vec<QMatrix>,
@@ -79,7 +78,7 @@ pub enum StateError {
         /// The field.
         what: &'static str,
     },
-    /// A tensor's shape is not its layer's.
+    /// A tensor's shape is not its parameter's.
     #[error("tensor {index} of the training state has the wrong shape for its layer")]
     Shape {
         /// Index among params then velocity.
@@ -123,14 +122,16 @@ impl StateError {
     }
 }
 
-/// `(rows, cols)` of parameter `i` (W then b per layer) of `layers`.
-pub fn param_shape(layers: &[Layer], i: usize) -> Option<(usize, usize)> {
-    let l = layers.get(i / 2)?;
-    let (w, b) = match *l {
-        Layer::Dense { inp, out, .. } => ((inp, out), (1, out)),
-        Layer::ConvBlock { in_ch, out_ch, .. } => ((out_ch, in_ch * 9), (1, out_ch)),
-    };
-    Some(if i.is_multiple_of(2) { w } else { b })
+/// `(rows, cols)` of each parameter of `graph`, in order (empty if it does not type-check).
+pub fn param_shapes(graph: &Graph) -> Vec<(usize, usize)> {
+    graph
+        .params()
+        .map(|p| {
+            p.into_iter()
+                .map(|p| (p.shape.rows, p.shape.cols))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 impl TrainState {
@@ -153,14 +154,7 @@ impl TrainState {
 
     /// Bytes of the wire form (`with_velocity`) or of the parameters-only form.
     pub fn encoded_len(&self, with_velocity: bool) -> usize {
-        let layers: usize = self
-            .layers
-            .iter()
-            .map(|l| match l {
-                Layer::Dense { .. } => 6,
-                Layer::ConvBlock { .. } => 9,
-            })
-            .sum();
+        let layers = self.graph.encoded_len();
         let fracs: usize = self.fracs.keys().map(|k| k.len() + 2).sum();
         let tensors = self.params.len()
             + if with_velocity {
@@ -174,7 +168,7 @@ impl TrainState {
             } else {
                 0
             };
-        4 + 1 + layers + 2 + 3 + 8 + 8 + 4 + 2 + fracs + 9 * tensors + 2 * words
+        4 + layers + 3 + 8 + 8 + 4 + 2 + fracs + 9 * tensors + 2 * words
     }
 
     /// The wire form (`with_velocity`) or the parameters-only form, appended to `out`: given
@@ -184,29 +178,7 @@ impl TrainState {
         out.reserve(self.encoded_len(with_velocity));
         let mut w = Writer(out);
         w.bytes(if with_velocity { &MAGIC } else { &PARAMS_MAGIC });
-        w.u8(self.layers.len() as u8);
-        for l in &self.layers {
-            match *l {
-                Layer::Dense { inp, out, relu } => {
-                    w.u8(0);
-                    w.u16(inp as u16);
-                    w.u16(out as u16);
-                    w.u8(relu.into());
-                }
-                Layer::ConvBlock {
-                    in_ch,
-                    out_ch,
-                    h,
-                    w: ww,
-                } => {
-                    w.u8(1);
-                    for d in [in_ch, out_ch, h, ww] {
-                        w.u16(d as u16);
-                    }
-                }
-            }
-        }
-        w.u16(self.classes as u16);
+        self.graph.encode_to(&mut w.0);
         w.u8(self.rounding as u8);
         w.u8(self.widths.word() as u8);
         w.u8(self.widths.master() as u8);
@@ -233,22 +205,12 @@ impl TrainState {
     /// Checks that [`TrainState::encode`] can carry this state (field widths of the wire form):
     /// the host calls it before an upload.
     pub fn encodable(&self) -> bool {
-        self.layers.len() <= u8::MAX as usize
-            && self.classes <= u16::MAX as usize
+        self.graph.encodable()
             && self.fracs.len() <= u16::MAX as usize
             && self
                 .fracs
                 .iter()
                 .all(|(k, &f)| k.len() <= u8::MAX as usize && f <= u8::MAX as u32)
-            && self.layers.iter().all(|l| match *l {
-                Layer::Dense { inp, out, .. } => inp.max(out) <= u16::MAX as usize,
-                Layer::ConvBlock {
-                    in_ch,
-                    out_ch,
-                    h,
-                    w,
-                } => in_ch.max(out_ch).max(h).max(w) <= u16::MAX as usize,
-            })
     }
 
     /// Parses and checks a wire form.
@@ -269,32 +231,13 @@ impl TrainState {
             return Err(StateError::Magic);
         }
         let field = |what| StateError::Field { what };
-        let nl = usize::from(r.u8()?);
-        let mut layers = Vec::new();
-        for _ in 0..nl {
-            layers.push(match r.u8()? {
-                0 => Layer::Dense {
-                    inp: r.u16()?.into(),
-                    out: r.u16()?.into(),
-                    relu: match r.u8()? {
-                        0 => false,
-                        1 => true,
-                        _ => return Err(field("ReLU flag")),
-                    },
-                },
-                1 => Layer::ConvBlock {
-                    in_ch: r.u16()?.into(),
-                    out_ch: r.u16()?.into(),
-                    h: r.u16()?.into(),
-                    w: r.u16()?.into(),
-                },
-                _ => return Err(field("layer kind")),
-            });
-        }
-        let classes = usize::from(r.u16()?);
-        if !matches!(layers.last(), Some(Layer::Dense { out, .. }) if *out == classes) {
-            return Err(field("class count"));
-        }
+        let (graph, used) = Graph::decode_from(r.0).map_err(|e| match e {
+            crate::graph::WireError::Truncated => StateError::Truncated,
+            _ => field("network"),
+        })?;
+        r.take(used)?;
+        let shapes = param_shapes(&graph);
+        let np = shapes.len();
         let rounding = Rounding::from_code(r.u8()?.into()).ok_or(field("rounding"))?;
         let (word, master) = (u32::from(r.u8()?), u32::from(r.u8()?));
         let widths = Widths::new(word, master).map_err(|_| field("word widths"))?;
@@ -304,12 +247,12 @@ impl TrainState {
             return Err(field("momentum"));
         }
         let fracs = read_formats(&mut r, word)?;
-        let count = if with_velocity { 4 * nl } else { 2 * nl };
+        let count = if with_velocity { 2 * np } else { np };
         let mut tensors = Vec::with_capacity(count);
         for index in 0..count {
             let (rows, cols) = (r.u32()? as usize, r.u32()? as usize);
             let frac = u32::from(r.u8()?);
-            if param_shape(&layers, index % (2 * nl)) != Some((rows, cols)) {
+            if shapes.get(index % np.max(1)) != Some(&(rows, cols)) {
                 return Err(StateError::Shape { index });
             }
             let words = r.take(
@@ -332,12 +275,11 @@ impl TrainState {
             return Err(StateError::Trailing);
         }
         let velocity = match with_velocity {
-            true => tensors.split_off(2 * nl),
+            true => tensors.split_off(np),
             false => Vec::new(),
         };
         Ok(TrainState {
-            layers,
-            classes,
+            graph,
             rounding,
             widths,
             run_seed,

@@ -3,20 +3,20 @@
 //! order and with the operation names (and so the op seeds) the trainer has always used.
 
 use crate::arith::Arith;
+use crate::graph::run::{self, Span};
+use crate::graph::Graph;
 use crate::loss::{softmax_xent, softmax_xent_scaled};
-use crate::model::{self, Cache, Layer};
 use crate::profile::{section, Section};
 use crate::StepError;
 use alloc::format;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-/// The network and its batch: the layers, the images of a batch as host values (`rows x
+/// The network and its batch: the graph, the images of a batch as host values (`rows x
 /// features`, row-major) and their labels.
 pub struct Batch<'a> {
-    /// The model's layers.
-    pub layers: &'a [Layer],
-    /// Number of classes (the last layer's outputs).
-    pub classes: usize,
+    /// The network.
+    pub graph: &'a Graph,
     /// The images, row-major.
     pub images: &'a [f32],
     /// One label per image.
@@ -46,25 +46,20 @@ pub fn loss_and_grads<A: Arith>(
     let rows = batch.rows();
     let features = batch.images.len() / rows.max(1);
     let x = a.import("input", rows, features, batch.images)?;
-    grads_from(
-        a,
-        (batch.layers, batch.classes),
-        params,
-        (x, batch.labels),
-        (denom, step),
-    )
+    grads_from(a, batch.graph, params, (x, batch.labels), (denom, step))
 }
 
 /// [`loss_and_grads`] from the imported input `x` of the images labelled `labels`.
 fn grads_from<A: Arith>(
     a: &mut A,
-    (layers, classes): (&[Layer], usize),
+    graph: &Graph,
     params: &[A::T],
     (x, labels): (A::T, &[u8]),
     (denom, step): (usize, u64),
 ) -> Result<LossAndGrads<A::T>, A::Error> {
     let rows = labels.len();
-    let (logits, caches): (A::T, Vec<Cache<A::T>>) = model::forward(a, layers, params, x, rows)?;
+    let classes = graph.classes;
+    let (logits, tape) = run::forward(a, graph, Span::all(graph), params, x, rows)?;
     let logits = a.to_host(&logits);
     let (loss, ok, grad) = {
         let _softmax = section(Section::Softmax);
@@ -74,14 +69,15 @@ fn grads_from<A: Arith>(
         return Err(StepError::Diverged { step, loss }.into());
     }
     let dlogits = a.import("loss gradient", rows, classes, &grad)?;
-    let grads = model::backward(a, layers, params, caches, dlogits, rows)?;
+    let (grads, _) = run::backward(a, graph, params, tape, dlogits, (rows, false))?;
     Ok((loss, ok, grads))
 }
 
-/// The SGD update with momentum of every parameter `i` (operation `layer N W update`):
-/// `v = momentum·v + g`, `w = w - lr·v`.
+/// The SGD update with momentum of every parameter, named `names` (operation
+/// `layer N W update`): `v = momentum·v + g`, `w = w - lr·v`.
 pub fn update<A: Arith>(
     a: &mut A,
+    names: &[String],
     params: &mut [A::T],
     velocity: &mut [A::T],
     grads: &[A::T],
@@ -89,7 +85,8 @@ pub fn update<A: Arith>(
     momentum: f32,
 ) -> Result<(), A::Error> {
     for (i, ((w, v), g)) in params.iter_mut().zip(velocity).zip(grads).enumerate() {
-        let op = format!("{} update", model::param_name(i));
+        let name = names.get(i).map_or("parameter", String::as_str);
+        let op = format!("{name} update");
         a.sgd(&op, w, v, g, lr, momentum)?;
     }
     Ok(())
@@ -107,7 +104,15 @@ pub fn train_step<A: Arith>(
     let _step = section(Section::Step);
     a.begin_step(step);
     let (loss, ok, grads) = loss_and_grads(a, batch, params, batch.rows(), step)?;
-    update(a, params, velocity, &grads, lr, momentum)?;
+    update(
+        a,
+        &param_names(batch.graph)?,
+        params,
+        velocity,
+        &grads,
+        lr,
+        momentum,
+    )?;
     Ok((loss, ok))
 }
 
@@ -116,7 +121,7 @@ pub fn train_step<A: Arith>(
 /// operations in the same order, so the same bits.
 pub fn train_step_owned<A: Arith>(
     a: &mut A,
-    (layers, classes): (&[Layer], usize),
+    graph: &Graph,
     (images, labels): SplitBatch,
     (params, velocity): (&mut [A::T], &mut [A::T]),
     (step, lr, momentum): (u64, f32, f32),
@@ -126,15 +131,23 @@ pub fn train_step_owned<A: Arith>(
     let rows = labels.len();
     let x = a.import("input", rows, images.len() / rows.max(1), &images)?;
     drop(images);
-    let (loss, ok, grads) = grads_from(a, (layers, classes), params, (x, &labels), (rows, step))?;
-    update(a, params, velocity, &grads, lr, momentum)?;
+    let (loss, ok, grads) = grads_from(a, graph, params, (x, &labels), (rows, step))?;
+    update(
+        a,
+        &param_names(graph)?,
+        params,
+        velocity,
+        &grads,
+        lr,
+        momentum,
+    )?;
     Ok((loss, ok))
 }
 
 /// Images per evaluation batch: part of the step's definition (the cut decides each batch's
 /// seeds and the formats an evaluation remembers), the same on the host and on the board.
-/// 32 (256 before issue 17's evaluation on the board): a batch of 256 would take about 64 KiB
-/// of the training image's heap for its images alone.
+/// 32: a batch of 256 would take about 64 KiB of the training image's heap for its images
+/// alone.
 pub const EVAL_BATCH: usize = 32;
 
 /// Step ids of evaluation batches live far above training steps so their seeds never collide.
@@ -156,19 +169,19 @@ pub fn evaluate_batch<A: Arith>(
     let rows = batch.rows();
     let features = batch.images.len() / rows.max(1);
     let x = a.import("input", rows, features, batch.images)?;
-    forward_loss(a, (batch.layers, batch.classes), params, x, batch.labels)
+    forward_loss(a, batch.graph, params, x, batch.labels)
 }
 
 /// The forward pass from the imported input `x` and its loss and correct count.
 fn forward_loss<A: Arith>(
     a: &mut A,
-    (layers, classes): (&[Layer], usize),
+    graph: &Graph,
     params: &[A::T],
     x: A::T,
     labels: &[u8],
 ) -> Result<(f32, usize), A::Error> {
-    let (logits, _) = model::forward(a, layers, params, x, labels.len())?;
-    let (loss, ok, _) = softmax_xent(&a.to_host(&logits), labels, classes);
+    let (logits, _) = run::forward(a, graph, Span::all(graph), params, x, labels.len())?;
+    let (loss, ok, _) = softmax_xent(&a.to_host(&logits), labels, graph.classes);
     Ok((loss, ok))
 }
 
@@ -183,7 +196,7 @@ pub type SplitBatch = (Vec<f32>, Vec<u8>);
 /// the correct count. The remembered formats change as a batch's would.
 pub fn evaluate<A: Arith>(
     a: &mut A,
-    (layers, classes): (&[Layer], usize),
+    graph: &Graph,
     params: &[A::T],
     (epochs, n): (u64, usize),
     images: &mut dyn FnMut(core::ops::Range<usize>) -> SplitBatch,
@@ -197,9 +210,22 @@ pub fn evaluate<A: Arith>(
             let x = a.import("input", rows, values.len() / rows.max(1), &values)?;
             (x, labels)
         };
-        let (loss, ok) = forward_loss(a, (layers, classes), params, x, &labels)?;
+        let (loss, ok) = forward_loss(a, graph, params, x, &labels)?;
         loss_sum += loss as f64 * labels.len() as f64;
         correct += ok;
     }
     Ok(((loss_sum / n.max(1) as f64) as f32, correct))
+}
+
+/// The names of the graph's parameters (`layer N W`), in order.
+pub fn param_names(graph: &Graph) -> Result<Vec<String>, StepError> {
+    Ok(graph
+        .params()
+        .map_err(|e| StepError::Shape {
+            op: String::from("network"),
+            msg: e.to_string(),
+        })?
+        .into_iter()
+        .map(|p| p.name)
+        .collect())
 }

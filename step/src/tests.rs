@@ -178,14 +178,9 @@ fn product_fracs_by_hand() {
 /// 1 / (1 + e^-1) = 0.7310586, loss -ln p0 = 0.3132617 for label 0; dlogits = [p0 - 1, 1 - p0].
 #[test]
 fn a_dense_step_by_hand() {
-    use crate::model::Layer;
     use crate::step::{train_step, Batch};
     let mut a = Fixed::new(Exact::default(), Rounding::NearestEven, 1);
-    let layers = [Layer::Dense {
-        inp: 2,
-        out: 2,
-        relu: false,
-    }];
+    let graph = crate::graph::builtin::mlp(crate::Shape::flat(2), &[], 2).unwrap();
     a.begin_step(u64::MAX);
     let mut params = vec![
         a.import("w", 2, 2, &[0.5, -0.5, 0.25, 0.25]).unwrap(),
@@ -193,8 +188,7 @@ fn a_dense_step_by_hand() {
     ];
     let mut velocity = vec![a.zeros(2, 2), a.zeros(1, 2)];
     let batch = Batch {
-        layers: &layers,
-        classes: 2,
+        graph: &graph,
         images: &[1.0, 0.5],
         labels: &[0],
     };

@@ -1,4 +1,4 @@
-//! Training on a board that trains itself (issue 17): the whole step runs on the board's CPU
+//! Training on a board that trains itself: the whole step runs on the board's CPU
 //! (`systole_firmware`'s training session), the host uploads the state and the data set, asks
 //! for N steps at a time and reads the state back for evaluation, checkpoints and the end.
 //!
@@ -16,7 +16,6 @@ use crate::{checkpoint, EpochRecord, Observer, TrainConfig, TrainError, Trainer}
 use systole_device::board_train::BoardTraining;
 use systole_device::DeviceError;
 use systole_step::arith::Arith;
-use systole_step::model::param_name;
 use systole_step::resident::{DataSet, TrainState};
 
 pub(crate) mod plan;
@@ -36,8 +35,7 @@ pub(crate) fn dev_err(op: &str) -> impl Fn(DeviceError) -> TrainError + '_ {
 /// The host trainer's state as the board takes it.
 pub(crate) fn state_of(t: &Trainer<FixedArith>) -> TrainState {
     TrainState {
-        layers: t.layers.clone(),
-        classes: t.classes,
+        graph: t.graph.clone(),
         rounding: t.cfg.rounding,
         widths: t.arith.widths(),
         run_seed: t.cfg.seed,
@@ -92,7 +90,7 @@ fn link_words(
 /// Takes the board's parameters, formats and step counter into the host trainer (after
 /// checking they are this run's); the host's momentum stays as it was.
 pub(crate) fn take_params(t: &mut Trainer<FixedArith>, s: TrainState) -> Result<(), TrainError> {
-    if s.layers != t.layers || s.run_seed != t.cfg.seed || s.params.len() != t.params.len() {
+    if s.graph != t.graph || s.run_seed != t.cfg.seed || s.params.len() != t.params.len() {
         return Err(TrainError::Checkpoint(
             "the board's training state is not this run's".into(),
         ));
@@ -105,7 +103,7 @@ pub(crate) fn take_params(t: &mut Trainer<FixedArith>, s: TrainState) -> Result<
 
 /// Takes the board's state into the host trainer (after checking it is this run's).
 pub(crate) fn take_state(t: &mut Trainer<FixedArith>, s: TrainState) -> Result<(), TrainError> {
-    if s.layers != t.layers || s.run_seed != t.cfg.seed || s.params.len() != t.params.len() {
+    if s.graph != t.graph || s.run_seed != t.cfg.seed || s.params.len() != t.params.len() {
         return Err(TrainError::Checkpoint(
             "the board's training state is not this run's".into(),
         ));
@@ -131,6 +129,13 @@ fn first_difference(host: &TrainState, board: &TrainState) -> Option<String> {
             .chain(&s.velocity)
             .cloned()
             .collect::<Vec<_>>()
+    };
+    let names = systole_step::step::param_names(&host.graph).unwrap_or_default();
+    let param_name = |i: usize| {
+        names
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| format!("parameter {}", i + 1))
     };
     for (i, (h, b)) in tensors(host).iter().zip(&tensors(board)).enumerate() {
         let n = host.params.len();
@@ -291,6 +296,7 @@ pub(crate) fn run(
         model: cfg
             .model
             .describe(data.channels, data.height, data.width, data.classes),
+        network: crate::run_options::network_lines(t.graph()),
         arithmetic: format!(
             "{}, the step on the board ({})",
             t.arith.describe(),
@@ -512,17 +518,12 @@ mod tests {
     use super::*;
     use systole_core::Rounding;
     use systole_golden::tensor::QMatrix;
-    use systole_step::model::Layer;
-    use systole_step::Widths;
+    use systole_step::graph::builtin::mlp;
+    use systole_step::{Shape, Widths};
 
     fn state() -> TrainState {
         TrainState {
-            layers: vec![Layer::Dense {
-                inp: 2,
-                out: 3,
-                relu: false,
-            }],
-            classes: 3,
+            graph: mlp(Shape::flat(2), &[], 3).unwrap(),
             rounding: Rounding::Stochastic,
             widths: Widths::FULL,
             run_seed: 1,

@@ -1,7 +1,7 @@
 //! A run's configuration: [`TrainConfig`] (model, data, schedule, number format) and [`Precision`].
 
 use crate::data::Dataset;
-use crate::model::{self, Layer, ModelSpec};
+use crate::model::{self, Graph, ModelSpec};
 use crate::TrainError;
 use crate::{shard, EVAL_BATCH};
 use serde::{Deserialize, Serialize};
@@ -164,10 +164,10 @@ impl TrainConfig {
         Ok(systole_step::Widths::new(self.word_bits, self.master_bits)?)
     }
 
-    /// The model's layers for `data`, once every tensor a step or an evaluation batch allocates
+    /// The network for `data`, once every tensor a step or an evaluation batch allocates
     /// is known to be within [`systole_core::limits`] (see [`model::check_sizes`]).
-    pub fn layers_that_fit(&self, data: &Dataset) -> Result<Vec<Layer>, TrainError> {
-        let layers = model::build(
+    pub fn graph_that_fits(&self, data: &Dataset) -> Result<Graph, TrainError> {
+        let graph = model::build(
             &self.model,
             data.channels,
             data.height,
@@ -179,8 +179,8 @@ impl TrainConfig {
             .batch
             .min(train_rows)
             .max(EVAL_BATCH.min(data.test.len()));
-        model::check_sizes(&layers, rows)?;
-        Ok(layers)
+        model::check_sizes(&graph, rows)?;
+        Ok(graph)
     }
 }
 

@@ -7,7 +7,9 @@
 //! rounding of the update because they keep the runs deterministic with no extra state in the
 //! checkpoint, and cost only the rounding of each weight as an operand.
 
-use super::arith::{max_pool2_backward_slice, max_pool2_slice, Arith, TensorState};
+use super::arith::{
+    max_pool_backward_slice, max_pool_slice, pool_spread, pool_sums, Arith, PoolGeom, TensorState,
+};
 use super::TrainError;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -468,24 +470,59 @@ impl Arith for FloatArith {
         Ok(FMat { data, ..*dy })
     }
 
-    fn max_pool2(&self, x: &FMat, ch: usize, h: usize, w: usize) -> (FMat, Vec<u32>) {
-        let (d, win) = max_pool2_slice(&x.data, x.rows, ch, h, w);
-        (
-            FMat {
-                rows: x.rows,
-                cols: ch * (h / 2) * (w / 2),
-                data: d,
-            },
-            win,
-        )
+    fn max_pool(&self, x: &FMat, g: &PoolGeom) -> (FMat, Vec<u32>) {
+        let (d, win) = max_pool_slice(&x.data, x.rows, g);
+        let m = FMat {
+            rows: x.rows,
+            cols: g.out_cols(),
+            data: d,
+        };
+        (m, win)
     }
 
-    fn max_pool2_backward(&self, dy: &FMat, winners: &[u32], in_cols: usize) -> FMat {
-        FMat {
-            rows: dy.rows,
-            cols: in_cols,
-            data: max_pool2_backward_slice(&dy.data, winners, dy.rows, in_cols),
+    fn max_pool_backward(
+        &mut self,
+        _op: &str,
+        dy: &FMat,
+        winners: &[u32],
+        g: &PoolGeom,
+    ) -> Result<FMat, TrainError> {
+        let d = max_pool_backward_slice(&dy.data, winners, dy.rows, g.in_cols(), |v| v);
+        Ok(self.store(dy.rows, g.in_cols(), d))
+    }
+
+    fn avg_pool(&mut self, _op: &str, x: &FMat, g: &PoolGeom) -> Result<FMat, TrainError> {
+        let n = g.window() as f32;
+        let d = pool_sums(&x.data, x.rows, g, |v| v)
+            .into_iter()
+            .map(|s| s / n)
+            .collect();
+        Ok(self.store(x.rows, g.out_cols(), d))
+    }
+
+    fn avg_pool_backward(
+        &mut self,
+        _op: &str,
+        dy: &FMat,
+        g: &PoolGeom,
+    ) -> Result<FMat, TrainError> {
+        let n = g.window() as f32;
+        let d = pool_spread(&dy.data, dy.rows, g, |v| v)
+            .into_iter()
+            .map(|s| s / n)
+            .collect();
+        Ok(self.store(dy.rows, g.in_cols(), d))
+    }
+
+    fn add(&mut self, op: &str, a: &FMat, b: &FMat) -> Result<FMat, TrainError> {
+        if (a.rows, a.cols) != (b.rows, b.cols) {
+            return Err(shape_err(
+                op,
+                format!("adding {}x{} to {}x{}", b.rows, b.cols, a.rows, a.cols),
+            ));
         }
+        let d = a.data.iter().zip(&b.data).map(|(x, y)| x + y).collect();
+        Ok(self.store(a.rows, a.cols, d))
     }
 
     fn sgd(

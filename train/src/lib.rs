@@ -44,7 +44,7 @@ pub use error::TrainError;
 
 use crate::data::{Dataset, Split};
 use arith::{Arith, TensorState};
-use model::Layer;
+use model::Graph;
 use serde::{Deserialize, Serialize};
 use systole_device::DeviceStats;
 use systole_step::step;
@@ -102,9 +102,8 @@ pub struct Trainer<A: Arith> {
     pub cfg: TrainConfig,
     /// The arithmetic (and, for fixed point, the device).
     pub arith: A,
-    layers: Vec<Layer>,
-    classes: usize,
-    /// Parameters: for each layer `W` then `b`.
+    graph: Graph,
+    /// Parameters, in the graph's order (a layer's `W` then its `b`).
     pub params: Vec<A::T>,
     velocity: Vec<A::T>,
     /// Epochs completed.
@@ -119,24 +118,40 @@ pub use systole_step::step::EVAL_BATCH;
 
 impl<A: Arith<Error = TrainError>> Trainer<A> {
     /// A fresh run: builds the model for `data` and initialises it from the seed.
-    pub fn new(cfg: TrainConfig, data: &Dataset, mut arith: A) -> Result<Self, TrainError> {
+    pub fn new(cfg: TrainConfig, data: &Dataset, arith: A) -> Result<Self, TrainError> {
         cfg.validate()?;
-        let layers = cfg.layers_that_fit(data)?;
+        let graph = cfg.graph_that_fits(data)?;
+        let init = model::init_params(&graph, cfg.seed)?;
+        Self::with_params(cfg, graph, arith, init)
+    }
+
+    /// A fresh run of `graph` from the given initial parameters (host values, in the graph's
+    /// order: a model's pretrained weights).
+    pub fn with_params(
+        cfg: TrainConfig,
+        graph: Graph,
+        mut arith: A,
+        init: Vec<(usize, usize, Vec<f32>)>,
+    ) -> Result<Self, TrainError> {
+        let names = model::param_names(&graph)?;
+        if init.len() != names.len() {
+            return Err(TrainError::Config(format!(
+                "{} initial tensors for a network of {} parameters",
+                init.len(),
+                names.len()
+            )));
+        }
         let mut params = Vec::new();
         let mut velocity = Vec::new();
         arith.begin_step(u64::MAX);
-        for (i, (r, c, v)) in model::init_params(&layers, cfg.seed)
-            .into_iter()
-            .enumerate()
-        {
-            params.push(arith.import(&model::param_name(i), r, c, &v)?);
+        for (name, (r, c, v)) in names.iter().zip(init) {
+            params.push(arith.import(name, r, c, &v)?);
             velocity.push(arith.zeros(r, c));
         }
         Ok(Trainer {
             cfg,
             arith,
-            layers,
-            classes: data.classes,
+            graph,
             params,
             velocity,
             epoch: 0,
@@ -145,9 +160,9 @@ impl<A: Arith<Error = TrainError>> Trainer<A> {
         })
     }
 
-    /// The model's layers.
-    pub fn layers(&self) -> &[Layer] {
-        &self.layers
+    /// The network.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
     }
 
     /// The images `idx` of `split` as host values, row after row.
@@ -172,8 +187,7 @@ impl<A: Arith<Error = TrainError>> Trainer<A> {
         let images = Self::batch_images(&data.train, idx, data.features());
         let labels: Vec<u8> = idx.iter().map(|&i| data.train.labels[i]).collect();
         let batch = step::Batch {
-            layers: &self.layers,
-            classes: self.classes,
+            graph: &self.graph,
             images: &images,
             labels: &labels,
         };
@@ -269,8 +283,7 @@ impl<A: Arith<Error = TrainError>> Trainer<A> {
         let images = Self::batch_images(&data.train, idx, data.features());
         let labels: Vec<u8> = idx.iter().map(|&i| data.train.labels[i]).collect();
         let batch = step::Batch {
-            layers: &self.layers,
-            classes: self.classes,
+            graph: &self.graph,
             images: &images,
             labels: &labels,
         };
@@ -308,7 +321,7 @@ impl<A: Arith<Error = TrainError>> Trainer<A> {
     pub fn evaluate(&mut self, split: &Split, features: usize) -> Result<(f32, f32), TrainError> {
         let (loss, correct) = step::evaluate(
             &mut self.arith,
-            (&self.layers, self.classes),
+            &self.graph,
             &self.params,
             (self.epoch as u64, split.len()),
             &mut |range| {
@@ -355,12 +368,13 @@ impl<A: Arith<Error = TrainError>> Trainer<A> {
                 "wrong number of parameter tensors".into(),
             ));
         }
+        let names = model::param_names(&self.graph)?;
         for (i, s) in ck.params.iter().enumerate() {
             let t = self.arith.load(s)?;
             if self.arith.shape(&t) != self.arith.shape(&self.params[i]) {
                 return Err(TrainError::Checkpoint(format!(
                     "{} has the wrong shape",
-                    model::param_name(i)
+                    names[i]
                 )));
             }
             self.params[i] = t;

@@ -1,12 +1,13 @@
-//! The networks: an MLP and a small CNN (conv-ReLU-pool blocks, then one dense layer), written
-//! once over [`Arith`] so every precision runs the same model.
+//! The networks: the built-in ones by name (an MLP, a small CNN, LeNet-5, ResNet-8) or any
+//! graph (`systole_step::graph`), built for a data set's image shape, checked against the
+//! host's limits and initialised from the run's seed.
 
 use super::rng::SplitMix64;
 use super::TrainError;
 use serde::{Deserialize, Serialize};
-pub use systole_step::model::{
-    backward, backward_from, forward, forward_from, param_name, Cache, Forward, Layer,
-};
+pub use systole_step::graph::run::{backward, forward, Span, Tape};
+pub use systole_step::graph::{builtin, Graph, Shape, Src};
+pub use systole_step::Layer;
 
 /// Which network to train.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -21,9 +22,51 @@ pub enum ModelSpec {
         /// Output channels of each block, e.g. `[8, 16]`.
         channels: Vec<usize>,
     },
+    /// LeNet-5 with ReLU and max pooling (`builtin::lenet5`).
+    Lenet5,
+    /// ResNet-8: three residual stages (`builtin::resnet8`).
+    Resnet8,
+    /// Any graph, e.g. one imported from a file; `source` says where it came from.
+    Graph {
+        /// Where it came from (a file name), for descriptions.
+        source: String,
+        /// The network.
+        graph: Graph,
+    },
 }
 
 impl ModelSpec {
+    /// The built-in networks' names, as `--model` takes them.
+    pub const NAMES: [&'static str; 4] = ["mlp", "cnn", "lenet5", "resnet8"];
+
+    /// The network `--model` names: a built-in one (`mlp` and `cnn` take `hidden` and
+    /// `channels`) or a network file (`.json`: a [`Graph`] as serde writes it).
+    pub fn parse(
+        model: &str,
+        hidden: &[usize],
+        channels: &[usize],
+    ) -> Result<ModelSpec, TrainError> {
+        Ok(match model {
+            "mlp" => ModelSpec::Mlp {
+                hidden: hidden.to_vec(),
+            },
+            "cnn" => ModelSpec::Cnn {
+                channels: channels.to_vec(),
+            },
+            "lenet5" => ModelSpec::Lenet5,
+            "resnet8" => ModelSpec::Resnet8,
+            f if f.ends_with(".json") => ModelSpec::Graph {
+                source: f.to_string(),
+                graph: read_graph(std::path::Path::new(f))?,
+            },
+            m => {
+                return Err(TrainError::Config(format!(
+                    "unknown model '{m}': use mlp, cnn, lenet5, resnet8 or a network file (.json)"
+                )))
+            }
+        })
+    }
+
     /// Short description, e.g. `mlp 64-32-10` or `cnn 1x8x8 -> c8 -> c16 -> 10`.
     pub fn describe(&self, ch: usize, h: usize, w: usize, classes: usize) -> String {
         match self {
@@ -40,124 +83,142 @@ impl ModelSpec {
                     .collect();
                 format!("cnn {ch}x{h}x{w} -> {} -> dense {classes}", c.join(" -> "))
             }
+            ModelSpec::Lenet5 => format!("lenet5 {ch}x{h}x{w} -> {classes}"),
+            ModelSpec::Resnet8 => format!("resnet8 {ch}x{h}x{w} -> {classes}"),
+            ModelSpec::Graph { source, graph } => format!(
+                "{source}: {} layers, {} -> {}",
+                graph.nodes.len(),
+                graph.input,
+                graph.classes
+            ),
         }
     }
 }
 
-/// Builds the layer list for a data set's image shape; fails on shapes the model cannot take.
+/// Builds the network for a data set's image shape; fails on shapes the model cannot take.
 pub fn build(
     spec: &ModelSpec,
     ch: usize,
     h: usize,
     w: usize,
     classes: usize,
-) -> Result<Vec<Layer>, TrainError> {
-    let bad = |m: String| TrainError::Config(m);
-    let mut layers = Vec::new();
-    match spec {
+) -> Result<Graph, TrainError> {
+    let input = Shape { c: ch, h, w };
+    let g = match spec {
         ModelSpec::Mlp { hidden } => {
-            let mut inp = ch * h * w;
-            for &hdim in hidden {
-                if hdim == 0 {
-                    return Err(bad("hidden layer widths must be positive".into()));
-                }
-                layers.push(Layer::Dense {
-                    inp,
-                    out: hdim,
-                    relu: true,
-                });
-                inp = hdim;
+            if hidden.contains(&0) {
+                return Err(TrainError::Config(
+                    "hidden layer widths must be positive".into(),
+                ));
             }
-            layers.push(Layer::Dense {
-                inp,
-                out: classes,
-                relu: false,
-            });
+            builtin::mlp(input, hidden, classes)
         }
-        ModelSpec::Cnn { channels } => {
-            let (mut c, mut hh, mut ww) = (ch, h, w);
-            for &oc in channels {
-                if oc == 0 || hh < 2 || ww < 2 || hh % 2 != 0 || ww % 2 != 0 {
-                    return Err(bad(format!(
-                        "a convolution block needs positive channels and an even image size to pool; got {oc} channels on {hh}x{ww} (use fewer --channels)"
-                    )));
-                }
-                layers.push(Layer::ConvBlock {
-                    in_ch: c,
-                    out_ch: oc,
-                    h: hh,
-                    w: ww,
-                });
-                (c, hh, ww) = (oc, hh / 2, ww / 2);
+        ModelSpec::Cnn { channels } => builtin::cnn(input, channels, classes),
+        ModelSpec::Lenet5 => builtin::lenet5(input, classes),
+        ModelSpec::Resnet8 => builtin::resnet8(input, classes),
+        ModelSpec::Graph { source, graph } => {
+            if graph.input != input || graph.classes != classes {
+                return Err(TrainError::Config(format!(
+                    "{source} takes {} images in {} classes but the data set has {input} images in {classes} classes",
+                    graph.input, graph.classes
+                )));
             }
-            let inp = c
-                .checked_mul(hh)
-                .and_then(|x| x.checked_mul(ww))
-                .ok_or_else(|| bad(format!("{c} channels of {hh}x{ww} are too many to count")))?;
-            layers.push(Layer::Dense {
-                inp,
-                out: classes,
-                relu: false,
-            });
+            graph.check().map(|_| graph.clone())
         }
+    };
+    g.map_err(|e| TrainError::Config(format!("the network does not fit the data: {e}")))
+}
+
+/// The most bytes a network file may have.
+pub const MAX_GRAPH_FILE: u64 = 16 << 20;
+
+/// Reads a network file (a [`Graph`] as JSON), checked only for its form here: its shapes
+/// are checked against the data set when the run builds it.
+pub fn read_graph(path: &std::path::Path) -> Result<Graph, TrainError> {
+    let bad = |m: String| TrainError::Config(format!("network file {}: {m}", path.display()));
+    let len = std::fs::metadata(path)
+        .map_err(|e| bad(format!("{e}")))?
+        .len();
+    if len > MAX_GRAPH_FILE {
+        return Err(bad(format!(
+            "{len} bytes; a network file has at most {MAX_GRAPH_FILE}"
+        )));
     }
-    Ok(layers)
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("{e}")))?;
+    let g: Graph =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not a network description: {e}")))?;
+    g.check().map_err(|e| bad(e.to_string()))?;
+    Ok(g)
+}
+
+/// Writes `g` as a network file [`read_graph`] reads.
+pub fn graph_json(g: &Graph) -> String {
+    serde_json::to_string_pretty(g).unwrap_or_default()
+}
+
+/// The names of the graph's parameters (`layer 2 W`), in order.
+pub fn param_names(g: &Graph) -> Result<Vec<String>, TrainError> {
+    Ok(systole_step::step::param_names(g)?)
 }
 
 /// Checks, before anything is allocated, every tensor a training step or an evaluation batch of
-/// `rows` images allocates against [`systole_core::limits`]: each layer's weights, its input and
-/// output activations and (for convolutions) the lowered operands, and the parameter total.
+/// `rows` images allocates against [`systole_core::limits`]: each layer's weights, its output
+/// activations and (for convolutions) the lowered operands, and the parameter total.
 /// Products are checked, so no size wraps.
-pub fn check_sizes(layers: &[Layer], rows: usize) -> Result<(), TrainError> {
+pub fn check_sizes(g: &Graph, rows: usize) -> Result<(), TrainError> {
     use systole_core::limits::{MAX_MODEL_PARAMS, MAX_TENSOR_WORDS};
-    let fix = "use smaller --hidden, --channels or --batch";
+    let fix = "use smaller --hidden, --channels or --batch, or a smaller network";
+    let config = |e: systole_step::GraphError| TrainError::Config(e.to_string());
     let words = |v: Option<usize>| v.map_or("more than 2^64".to_string(), |w| w.to_string());
+    let shapes = g.check().map_err(config)?;
     let mut total = Some(0usize);
-    for (i, l) in layers.iter().enumerate() {
-        let (w_rows, w_cols, bias, acts) = match *l {
-            Layer::Dense { inp, out, .. } => (
-                Some(inp),
-                Some(out),
-                out,
-                vec![rows.checked_mul(inp), rows.checked_mul(out)],
-            ),
-            Layer::ConvBlock {
-                in_ch,
-                out_ch,
-                h,
-                w,
-            } => {
-                let pix = rows.checked_mul(h).and_then(|p| p.checked_mul(w));
-                let per = |c: usize| pix.and_then(|p| p.checked_mul(c));
-                let lowered = |c: usize| c.checked_mul(9).and_then(per);
-                (
-                    Some(out_ch),
-                    in_ch.checked_mul(9),
-                    out_ch,
-                    vec![per(in_ch), per(out_ch), lowered(in_ch), lowered(out_ch)],
-                )
+    for p in g.params().map_err(config)? {
+        let (r, c) = (p.shape.rows, p.shape.cols);
+        let n = r.checked_mul(c);
+        if n.is_none_or(|w| w > MAX_TENSOR_WORDS) {
+            return Err(TrainError::Config(format!(
+                "layer '{}': {} ({r} x {c}) needs {} words; systole allocates at most {MAX_TENSOR_WORDS} (2^26) words per tensor: {fix}",
+                g.nodes[p.node].name,
+                p.name,
+                words(n)
+            )));
+        }
+        total = total.zip(n).and_then(|(t, n)| t.checked_add(n));
+    }
+    let mut acts = vec![(g.input, "input".to_string())];
+    for (k, n) in g.nodes.iter().enumerate() {
+        acts.push((shapes[k], n.name.clone()));
+        if let Layer::Conv2d(c) = n.layer {
+            let x = g.in_shapes(k, &shapes)[0];
+            let kk = c.kernel.checked_mul(c.kernel);
+            // The lowered operands of the forward and input-gradient products.
+            let lowered = |pixels: usize, ch: usize| {
+                kk.and_then(|kk| kk.checked_mul(ch))
+                    .and_then(|v| v.checked_mul(pixels))
+                    .and_then(|v| v.checked_mul(rows))
+            };
+            for a in [
+                lowered(shapes[k].h * shapes[k].w, x.c),
+                lowered(x.h * x.w, c.out_ch),
+            ] {
+                if a.is_none_or(|a| a > MAX_TENSOR_WORDS) {
+                    return Err(TrainError::Config(format!(
+                        "layer '{}' needs {} words for one batch of {rows} images; systole allocates at most {MAX_TENSOR_WORDS} (2^26) words per tensor: {fix}",
+                        n.name,
+                        words(a)
+                    )));
+                }
             }
-        };
-        let weights = w_rows.zip(w_cols).and_then(|(r, c)| r.checked_mul(c));
-        if weights.is_none_or(|w| w > MAX_TENSOR_WORDS) {
+        }
+    }
+    for (s, name) in acts {
+        let a = rows.checked_mul(s.features());
+        if a.is_none_or(|a| a > MAX_TENSOR_WORDS) {
             return Err(TrainError::Config(format!(
-                "layer {}'s weights ({} x {}) need {} words; systole allocates at most {MAX_TENSOR_WORDS} (2^26) words per tensor: {fix}",
-                i + 1,
-                words(w_rows),
-                words(w_cols),
-                words(weights)
+                "layer '{name}' needs {} words for one batch of {rows} images; systole allocates at most {MAX_TENSOR_WORDS} (2^26) words per tensor: {fix}",
+                words(a)
             )));
         }
-        if let Some(a) = acts.iter().find(|a| a.is_none_or(|a| a > MAX_TENSOR_WORDS)) {
-            return Err(TrainError::Config(format!(
-                "layer {} needs {} words for one batch of {rows} images; systole allocates at most {MAX_TENSOR_WORDS} (2^26) words per tensor: {fix}",
-                i + 1,
-                words(*a)
-            )));
-        }
-        total = total
-            .zip(weights)
-            .and_then(|(t, w)| t.checked_add(w)?.checked_add(bias));
     }
     if total.is_none_or(|t| t > MAX_MODEL_PARAMS) {
         return Err(TrainError::Config(format!(
@@ -168,25 +229,24 @@ pub fn check_sizes(layers: &[Layer], rows: usize) -> Result<(), TrainError> {
     Ok(())
 }
 
-/// Initial parameters as host values: for each layer `W` (Glorot-uniform) then `b` (zeros).
-pub fn init_params(layers: &[Layer], seed: u64) -> Vec<(usize, usize, Vec<f32>)> {
+/// Initial parameters as host values, in the graph's order: weights Glorot-uniform from the
+/// seed, biases zero.
+pub fn init_params(g: &Graph, seed: u64) -> Result<Vec<(usize, usize, Vec<f32>)>, TrainError> {
     let mut rng = SplitMix64::new(super::rng::mix64(seed ^ 0x1417));
     let mut out = Vec::new();
-    for l in layers {
-        let (rows, cols, fan_in, fan_out, nb) = match *l {
-            Layer::Dense { inp, out, .. } => (inp, out, inp, out, out),
-            Layer::ConvBlock { in_ch, out_ch, .. } => {
-                (out_ch, in_ch * 9, in_ch * 9, out_ch * 9, out_ch)
-            }
-        };
-        let lim = (6.0 / (fan_in + fan_out) as f32).sqrt();
+    for p in g.params().map_err(|e| TrainError::Config(e.to_string()))? {
+        let (rows, cols) = (p.shape.rows, p.shape.cols);
+        if p.shape.fan_in == 0 {
+            out.push((rows, cols, vec![0.0; rows * cols]));
+            continue;
+        }
+        let lim = (6.0 / (p.shape.fan_in + p.shape.fan_out) as f32).sqrt();
         let w = (0..rows * cols)
             .map(|_| (rng.next_f32() * 2.0 - 1.0) * lim)
             .collect();
         out.push((rows, cols, w));
-        out.push((1, nb, vec![0.0; nb]));
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -196,21 +256,8 @@ mod tests {
     #[test]
     fn shapes_of_the_two_models() {
         let mlp = build(&ModelSpec::Mlp { hidden: vec![32] }, 1, 8, 8, 10).unwrap();
-        assert_eq!(
-            mlp,
-            vec![
-                Layer::Dense {
-                    inp: 64,
-                    out: 32,
-                    relu: true
-                },
-                Layer::Dense {
-                    inp: 32,
-                    out: 10,
-                    relu: false
-                }
-            ]
-        );
+        let kinds: Vec<&str> = mlp.nodes.iter().map(|n| n.layer.name()).collect();
+        assert_eq!(kinds, ["Dense", "ReLU", "Dense"]);
         let cnn = build(
             &ModelSpec::Cnn {
                 channels: vec![8, 16],
@@ -221,14 +268,8 @@ mod tests {
             10,
         )
         .unwrap();
-        assert_eq!(
-            cnn[2],
-            Layer::Dense {
-                inp: 16 * 2 * 2,
-                out: 10,
-                relu: false
-            }
-        );
+        let p = init_params(&cnn, 1).unwrap();
+        assert_eq!((p[4].0, p[4].1), (16 * 2 * 2, 10));
         let e = build(
             &ModelSpec::Cnn {
                 channels: vec![4, 4, 4, 4],
@@ -240,33 +281,44 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("even image size"), "{e}");
-        let p = init_params(&cnn, 1);
         assert_eq!((p[0].0, p[0].1), (8, 9));
         assert_eq!(p.len(), 6);
+        assert!(p[1].2.iter().all(|&b| b == 0.0), "biases start at zero");
+        let e = build(&ModelSpec::Mlp { hidden: vec![0] }, 1, 8, 8, 10).unwrap_err();
+        assert!(e.to_string().contains("must be positive"), "{e}");
+        // A graph for another image shape is refused, naming both.
+        let graph = builtin::lenet5(Shape { c: 1, h: 28, w: 28 }, 10).unwrap();
+        let spec = ModelSpec::Graph {
+            source: "net.onnx".into(),
+            graph,
+        };
+        let e = build(&spec, 1, 8, 8, 10).unwrap_err();
+        assert!(e.to_string().contains("net.onnx takes 1x28x28"), "{e}");
     }
 
     #[test]
     fn oversized_models_are_refused_before_allocating() {
-        let mlp = |hidden: Vec<usize>| build(&ModelSpec::Mlp { hidden }, 1, 8, 8, 10).unwrap();
+        let mlp = |hidden: Vec<usize>| build(&ModelSpec::Mlp { hidden }, 1, 8, 8, 10);
         let cnn = |channels: Vec<usize>| build(&ModelSpec::Cnn { channels }, 1, 8, 8, 10);
-        check_sizes(&mlp(vec![32]), 256).unwrap();
+        check_sizes(&mlp(vec![32]).unwrap(), 256).unwrap();
         check_sizes(&cnn(vec![8, 16]).unwrap(), 256).unwrap();
-        // 64 x 10^8 weights: 25.6 GB as f32.
-        let e = check_sizes(&mlp(vec![100_000_000]), 32).unwrap_err();
+        // 64 x 10^8 weights: 25.6 GB as f32, refused when the graph is built.
+        let e = mlp(vec![100_000_000]).unwrap_err();
         assert!(
-            e.to_string().contains("layer 1's weights (64 x 100000000)"),
+            e.to_string().contains("gives 100000000 values per image"),
             "{e}"
         );
         // Each weight matrix fits, the activations of a batch do not.
-        let e = check_sizes(&mlp(vec![1 << 20]), 256).unwrap_err();
+        let e = check_sizes(&mlp(vec![1 << 20]).unwrap(), 256).unwrap_err();
         assert!(e.to_string().contains("batch of 256 images"), "{e}");
         // The parameter total: many layers that each fit.
-        let e = check_sizes(&mlp(vec![4096; 8]), 1).unwrap_err();
+        let e = check_sizes(&mlp(vec![4096; 8]).unwrap(), 1).unwrap_err();
         assert!(e.to_string().contains("parameters"), "{e}");
-        // Products that overflow usize are refused, not wrapped.
-        let e = check_sizes(&cnn(vec![4, 1 << 62, 4]).unwrap(), 1).unwrap_err();
-        assert!(e.to_string().contains("more than 2^64"), "{e}");
-        let e = cnn(vec![1 << 62, 1 << 62]).unwrap_err();
-        assert!(e.to_string().contains("too many to count"), "{e}");
+        // A convolution's lowered operand.
+        let e = check_sizes(&cnn(vec![4096]).unwrap(), 256).unwrap_err();
+        assert!(e.to_string().contains("layer 'conv2d1' needs"), "{e}");
+        // Sizes that would overflow are refused, not wrapped.
+        let e = cnn(vec![4, 1 << 62, 4]).unwrap_err();
+        assert!(e.to_string().contains("at most"), "{e}");
     }
 }

@@ -38,14 +38,26 @@ impl TrainConfig {
             microbatches,
         } = self;
         let list = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+        let none = || NOT_SET.to_string();
         let (kind, hidden, channels) = match model {
-            ModelSpec::Mlp { hidden } => ("mlp", list(hidden), "none (mlp)".to_string()),
-            ModelSpec::Cnn { channels } => ("cnn", "none (cnn)".to_string(), list(channels)),
+            ModelSpec::Mlp { hidden } => ("mlp".into(), list(hidden), "none (mlp)".to_string()),
+            ModelSpec::Cnn { channels } => ("cnn".into(), "none (cnn)".to_string(), list(channels)),
+            ModelSpec::Lenet5 => ("lenet5".into(), none(), none()),
+            ModelSpec::Resnet8 => ("resnet8".into(), none(), none()),
+            ModelSpec::Graph { source, graph } => {
+                // The graph's own bytes, so a changed file is told from the one a run began with.
+                let mut wire = Vec::new();
+                graph.encode_to(&mut wire);
+                let fnv = wire.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+                    (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+                });
+                (format!("{source} (network {fnv:016x})"), none(), none())
+            }
         };
         let or_none = |v: &Option<usize>| v.map_or(NOT_SET.to_string(), |x| x.to_string());
         vec![
             ("--array", array.to_string()),
-            ("--model", kind.to_string()),
+            ("--model", kind),
             ("--hidden", hidden),
             ("--channels", channels),
             ("--dataset", dataset.clone()),

@@ -92,6 +92,7 @@ pub(crate) fn drive<A: Arith<Error = TrainError> + MaybeDevice>(
     Ok(RunSummary {
         config: cfg.clone(),
         model,
+        network: crate::run_options::network_lines(t.graph()),
         arithmetic: t.arith.describe(),
         history: t.history.clone(),
         device: t.arith.device_stats(),

@@ -47,6 +47,8 @@ pub struct RunSummary {
     pub config: TrainConfig,
     /// Model description.
     pub model: String,
+    /// The network, a line a layer: kind, settings, inputs, output shape, parameters, MACs.
+    pub network: Vec<String>,
     /// Arithmetic description (format, rounding, device).
     pub arithmetic: String,
     /// Per-epoch results (including epochs before a resume).
@@ -59,6 +61,13 @@ pub struct RunSummary {
     /// Final parameters.
     #[serde(skip)]
     pub params: Vec<TensorState>,
+}
+
+/// [`RunSummary::network`] of `g`.
+pub fn network_lines(g: &crate::model::Graph) -> Vec<String> {
+    g.describe()
+        .map(|d| d.lines().map(str::to_string).collect())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

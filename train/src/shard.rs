@@ -19,7 +19,7 @@
 
 use super::arith::Arith;
 use super::fixed::{add_exact_at, shard_key, FixedArith};
-use super::model::{self, Layer};
+use super::model::{self, Graph};
 use super::{rng, EpochRecord, Observer, TrainError, Trainer};
 use crate::data::Dataset;
 use crate::dist::Collective;
@@ -90,8 +90,14 @@ pub fn check_microbatches(micro: usize, shards: usize, batch: usize) -> Result<(
 }
 
 /// Names of the offloaded operations whose `frac` is remembered per unit.
-pub(crate) fn offloaded_ops(layers: &[Layer]) -> Vec<String> {
-    (1..=layers.len())
+pub(crate) fn offloaded_ops(graph: &Graph) -> Vec<String> {
+    let layers = graph.params().map_or(0, |p| {
+        p.iter()
+            .map(|p| p.node)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+    });
+    (1..=layers)
         .flat_map(|n| ["forward", "backward dW", "backward dX"].map(|o| format!("layer {n} {o}")))
         .collect()
 }
@@ -132,7 +138,7 @@ impl Trainer<FixedArith> {
     pub(crate) fn update_from_exact(&mut self, i: usize, sum: &[i64]) -> Result<(), TrainError> {
         let first = i as u32 * UPDATE_SEEDS;
         self.arith.continue_at(self.step, None, first);
-        let op = format!("{} update", model::param_name(i));
+        let op = format!("{} update", model::param_names(&self.graph)?[i]);
         let (r, cols) = (self.params[i].rows, self.params[i].cols);
         let g = self.arith.from_exact(&op, r, cols, sum, GRAD_FRAC)?;
         self.arith.sgd(
@@ -216,7 +222,7 @@ impl Trainer<FixedArith> {
     /// contributes its own), so a checkpoint holds the whole state whatever the rank count and
     /// a resumed run continues bit for bit.
     fn sync_fracs(&mut self, shards: usize, micro: usize, dist: &dyn Collective) {
-        let ops = offloaded_ops(&self.layers);
+        let ops = offloaded_ops(&self.graph);
         let units = shards * micro;
         let mut fracs = self.arith.state();
         let mut buf = vec![0i64; units * ops.len()];

@@ -51,7 +51,7 @@ fn measure(
     };
     let dev = systole_device::open("verilator", ArrayConfig::square(8)).unwrap();
     let mut t = Trainer::new(cfg.clone(), &d, on_device(dev, cfg.rounding, 1, false)).unwrap();
-    let plan = StagePlan::new(t.layers(), stages, None).unwrap();
+    let plan = StagePlan::new(t.graph(), stages, None).unwrap();
     let m = t.pipeline_epoch_local(&plan, &d, Some(1)).unwrap();
     (plan, m.into_iter().next().unwrap())
 }

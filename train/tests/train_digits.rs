@@ -403,3 +403,41 @@ fn accuracy_study_digits() {
         }
     }
 }
+
+/// The digits CNN through the layer graph equals the CNN before the graph (its conv blocks a
+/// layer kind of their own): one epoch of 8 steps of `--model cnn --channels 4,8 --limit 256`
+/// on golden, FNV-1a over every weight and momentum tensor's frac and words, the remembered
+/// formats' count and the history's bits, computed by the build before the graph.
+#[test]
+fn the_graph_reproduces_the_cnn_before_it() {
+    let c = TrainConfig {
+        model: ModelSpec::Cnn {
+            channels: vec![4, 8],
+        },
+        train_limit: Some(256),
+        ..cfg(Precision::Fixed16, Rounding::Stochastic, 1)
+    };
+    let ck = one_epoch(&c, &digits(), None);
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for t in ck.params.iter().chain(&ck.velocity) {
+        let TensorState::Fixed { frac, data, .. } = t else {
+            panic!("a fixed-point run holds fixed-point tensors");
+        };
+        for w in std::iter::once(*frac as u16).chain(data.iter().map(|&w| w as u16)) {
+            h = (h ^ u64::from(w)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    for (k, v) in &ck.fracs {
+        for b in k.bytes().chain([*v as u8]) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    let r = &ck.history[0];
+    let bits = [r.train_loss, r.train_acc, r.test_acc, r.test_loss].map(f32::to_bits);
+    assert_eq!((h, bits), (PIN_HASH, PIN_BITS));
+}
+
+/// The CNN's pin, from the build before the graph.
+const PIN_HASH: u64 = 0x0ce1_9190_6775_a190;
+/// Its history's loss and accuracy bits (train loss, train accuracy, test accuracy, test loss).
+const PIN_BITS: [u32; 4] = [0x4014_0b26, 0x4186_6000, 0x4170_ab24, 0x4010_482c];

@@ -11,9 +11,11 @@ use systole_core::gather::ConvGeom;
 use systole_core::Rounding;
 use systole_golden as golden;
 use systole_step::fixed::Fixed;
-use systole_step::model::Layer;
+use systole_step::graph::{Graph, Shape};
+use systole_step::layers::{Conv2d, Dense, MaxPool, Relu};
 use systole_step::step::{train_step, Batch};
 use systole_step::Arith;
+use systole_step::Layer;
 
 /// The golden model's products at tile `tile`: what every backend must equal.
 struct Golden {
@@ -167,24 +169,29 @@ fn every_product_equals_the_golden_model() {
 }
 
 /// A 1x4x4 image through a conv block (2 channels, pooled to 2x2), dense 8 -> 5 -> 3.
-const LAYERS: [Layer; 3] = [
-    Layer::ConvBlock {
-        in_ch: 1,
-        out_ch: 2,
-        h: 4,
-        w: 4,
-    },
-    Layer::Dense {
-        inp: 8,
-        out: 5,
-        relu: true,
-    },
-    Layer::Dense {
-        inp: 5,
-        out: 3,
-        relu: false,
-    },
-];
+fn network() -> Graph {
+    let mut g = Graph::new(Shape { c: 1, h: 4, w: 4 }, 3);
+    for l in [
+        Layer::Conv2d(Conv2d {
+            out_ch: 2,
+            kernel: 3,
+            stride: 1,
+            pad: 1,
+            bias: true,
+        }),
+        Layer::Relu(Relu),
+        Layer::MaxPool(MaxPool {
+            kernel: 2,
+            stride: 2,
+        }),
+        Layer::Dense(Dense { out: 5, bias: true }),
+        Layer::Relu(Relu),
+        Layer::Dense(Dense { out: 3, bias: true }),
+    ] {
+        g.then(l).unwrap();
+    }
+    g
+}
 
 /// Parameters, then two training steps; returns the losses, correct counts and final weights.
 fn train<P: Products>(arith: &mut Fixed<P>) -> (Vec<(u32, usize)>, Vec<QMatrix>)
@@ -206,9 +213,9 @@ where
         .map(|&(rows, cols)| arith.zeros(rows, cols))
         .collect();
     let images = r.values(5 * 16);
+    let graph = network();
     let batch = Batch {
-        layers: &LAYERS,
-        classes: 3,
+        graph: &graph,
         images: &images,
         labels: &[0, 2, 1, 1, 0],
     };
@@ -272,7 +279,13 @@ fn refusals_name_the_cause() {
         ..config()
     };
     let mut b = BoardProducts::new(MockArray::new(plain), plain);
-    let g = LAYERS[0].geom(2).unwrap();
+    let Layer::Conv2d(c) = network().nodes[0].layer else {
+        unreachable!("the network starts with its convolution")
+    };
+    let g = systole_step::Conv2dGeom {
+        batch: 2,
+        shape: c.geom(Shape { c: 1, h: 4, w: 4 }),
+    };
     let (x, w) = (r.q(2, 16, 8), r.q(2, 9, 8));
     let e = b
         .conv2d_forward("layer 1 forward", &x, &w, &g, &spec(8, 0))

@@ -106,7 +106,7 @@ pub fn explore(a: &ExploreArgs) -> anyhow::Result<()> {
     };
     // Every input is checked before the folder is made or locked.
     let data = systole_train::data::load(&base.dataset)?;
-    base.layers_that_fit(&data)?;
+    base.graph_that_fits(&data)?;
     let _lock = systole_train::run::claim_out_dir(&a.out)?;
     let jobs = a
         .jobs

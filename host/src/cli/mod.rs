@@ -251,7 +251,8 @@ pub struct RecipeArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub device: DeviceArgs,
-    /// Network: mlp or cnn.
+    /// Network: mlp, cnn, lenet5, resnet8, or a network file (.json, as --print-model --json
+    /// writes it).
     #[arg(long, default_value = "mlp")]
     pub model: String,
     /// MLP hidden widths, comma-separated.
@@ -266,6 +267,12 @@ pub struct RecipeArgs {
     /// Train on only the first N training images.
     #[arg(long, value_parser = whole)]
     pub limit: Option<usize>,
+    /// Print the network (layers, shapes, parameters, MACs) for the data set and exit.
+    #[arg(long)]
+    pub print_model: bool,
+    /// With --print-model: print it as a network file (JSON) that --model reads.
+    #[arg(long, requires = "print_model")]
+    pub json: bool,
     /// Epochs in total (a resumed run continues up to this many).
     #[arg(long, value_parser = whole, default_value_t = 20)]
     pub epochs: usize,
@@ -389,7 +396,7 @@ pub struct CompareArgs {
 #[derive(Debug, Clone, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct ExploreArgs {
-    /// Network: mlp or cnn.
+    /// Network: mlp, cnn, lenet5, resnet8, or a network file (.json).
     #[arg(long, default_value = "mlp")]
     pub model: String,
     /// MLP hidden widths, comma-separated.

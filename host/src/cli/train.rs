@@ -42,15 +42,7 @@ fn recipe_config(
     precision: Precision,
     rounding: Rounding,
 ) -> anyhow::Result<TrainConfig> {
-    let model = match r.model.as_str() {
-        "mlp" => ModelSpec::Mlp {
-            hidden: r.hidden.clone(),
-        },
-        "cnn" => ModelSpec::Cnn {
-            channels: r.channels.clone(),
-        },
-        m => bail!("unknown model '{m}': use mlp or cnn"),
-    };
+    let model = ModelSpec::parse(&r.model, &r.hidden, &r.channels)?;
     if r.epochs == 0 {
         bail!("--epochs must be at least 1");
     }
@@ -144,6 +136,9 @@ fn options(a: &TrainArgs, trace: Option<systole_device::TraceWindow>) -> RunOpti
 
 /// `systole train` (under `mpirun`, every rank runs this; see [`systole_train::dist`]).
 pub fn train(a: &TrainArgs) -> anyhow::Result<()> {
+    if a.recipe.print_model {
+        return print_model(a);
+    }
     let dist = systole_train::dist::init()?;
     if dist.size() == 1 {
         return train_on(a, &systole_train::dist::Single);
@@ -176,6 +171,27 @@ fn is_disagreement(e: &anyhow::Error) -> bool {
     )
 }
 
+/// `--print-model`: the network built for the data set, as a table or a network file.
+fn print_model(a: &TrainArgs) -> anyhow::Result<()> {
+    let cfg = config(a)?;
+    let data = data::load(&cfg.dataset)?;
+    let graph = cfg.graph_that_fits(&data)?;
+    if a.recipe.json {
+        outln!("{}", systole_train::model::graph_json(&graph));
+    } else {
+        outln!(
+            "{} on {} ({}, {} classes)",
+            cfg.model
+                .describe(data.channels, data.height, data.width, data.classes),
+            data.name,
+            graph.input,
+            graph.classes
+        );
+        outln!("{}", graph.describe()?.trim_end());
+    }
+    Ok(())
+}
+
 fn train_on(a: &TrainArgs, dist: &dyn systole_train::dist::Collective) -> anyhow::Result<()> {
     let mut cfg = config(a)?;
     if a.trace.trace.is_some() && dist.size() > 1 {
@@ -202,10 +218,10 @@ fn train_on(a: &TrainArgs, dist: &dyn systole_train::dist::Collective) -> anyhow
     };
     let data = data::load(&cfg.dataset)?;
     // Oversized options and impossible cuts fail before the run is announced.
-    let layers = cfg.layers_that_fit(&data)?;
+    let graph = cfg.graph_that_fits(&data)?;
     let plan = match stages {
         Some(s) => {
-            let plan = StagePlan::new(&layers, s, a.cut.as_deref())?;
+            let plan = StagePlan::new(&graph, s, a.cut.as_deref())?;
             // A job of the wrong size fails before the run is announced.
             let shards = cfg.shards.unwrap_or(1);
             Placement::of_rank(plan.clone(), shards, dist.rank(), dist.size())?;
@@ -392,7 +408,7 @@ pub fn compare(c: &CompareArgs) -> anyhow::Result<()> {
         None => None,
     };
     let data = data::load(&base.dataset)?;
-    base.layers_that_fit(&data)?;
+    base.graph_that_fits(&data)?;
     let opts = RunOptions {
         device: c.recipe.device.device.clone(),
         host_step: false,

@@ -84,8 +84,8 @@ pub enum ExploreError {
         /// The option.
         flag: &'static str,
     },
-    /// An unknown model name.
-    #[error("unknown model '{0}': use mlp or cnn")]
+    /// A model that cannot be read (unknown name, bad network file).
+    #[error("{0}")]
     Model(String),
     /// A board name not in the table.
     #[error("--board: {0}")]

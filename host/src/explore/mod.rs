@@ -278,15 +278,8 @@ impl Recipe {
     /// sweep sets these per run), checked by the trainer.
     pub fn config(&self) -> Result<systole_train::TrainConfig, ExploreError> {
         use systole_train::model::ModelSpec;
-        let model = match self.model.as_str() {
-            "mlp" => ModelSpec::Mlp {
-                hidden: self.hidden.clone(),
-            },
-            "cnn" => ModelSpec::Cnn {
-                channels: self.channels.clone(),
-            },
-            m => return Err(ExploreError::Model(m.to_string())),
-        };
+        let model = ModelSpec::parse(&self.model, &self.hidden, &self.channels)
+            .map_err(|e| ExploreError::Model(e.to_string()))?;
         if self.epochs == 0 {
             return Err(ExploreError::Zero { flag: "--epochs" });
         }

@@ -107,7 +107,7 @@ pub fn run_steps<P: Products>(
         };
         let (loss, correct) = train_step_owned(
             a,
-            (&state.layers, state.classes),
+            &state.graph,
             (images, labels),
             (&mut state.params, &mut state.velocity),
             (state.step, req.lr, state.momentum),
@@ -133,7 +133,7 @@ pub fn evaluate_resident<P: Products>(
     a.fracs = core::mem::take(&mut state.fracs);
     let result = crate::step::evaluate(
         a,
-        (&state.layers, state.classes),
+        &state.graph,
         &state.params,
         (epochs, data.len()),
         &mut |range| {

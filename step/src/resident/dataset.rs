@@ -10,7 +10,6 @@
 //! is a byte per pixel (the first protocol's records).
 
 use super::TrainState;
-use crate::model::Layer;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -282,11 +281,7 @@ impl DataSet {
 
     /// Checks the images are the model's input and the labels its classes.
     pub fn check_model(&self, state: &TrainState) -> Result<(), DataError> {
-        let inputs = match state.layers.first() {
-            Some(Layer::Dense { inp, .. }) => *inp,
-            Some(Layer::ConvBlock { in_ch, h, w, .. }) => in_ch * h * w,
-            None => 0,
-        };
+        let inputs = state.graph.input.features();
         if inputs != self.features {
             return Err(DataError::Model(format!(
                 "the data set's images have {} values, the model takes {inputs}",
@@ -296,11 +291,11 @@ impl DataSet {
         if let Some(i) = self
             .labels
             .iter()
-            .position(|&l| usize::from(l) >= state.classes)
+            .position(|&l| usize::from(l) >= state.graph.classes)
         {
             return Err(DataError::Model(format!(
                 "label {} of image {i} is not one of the model's {} classes",
-                self.labels[i], state.classes
+                self.labels[i], state.graph.classes
             )));
         }
         Ok(())

@@ -2,31 +2,28 @@
 //! resident data equal to the same steps run the host's way.
 
 use super::*;
+use crate::graph::builtin::mlp;
+use crate::graph::Shape;
 use crate::step::{train_step, Batch};
 use crate::tests::Exact;
 use alloc::vec;
 
-/// A 2-1 dense model: W 2x1, b 1x1.
+/// A 2-2 dense model: W 2x2, b 1x2.
 fn tiny() -> TrainState {
     let mut fracs = BTreeMap::new();
     fracs.insert(String::from("ab"), 12);
     TrainState {
-        layers: vec![Layer::Dense {
-            inp: 2,
-            out: 1,
-            relu: false,
-        }],
-        classes: 1,
+        graph: mlp(Shape::flat(2), &[], 2).unwrap(),
         rounding: Rounding::NearestEven,
         widths: Widths::FULL,
         run_seed: 0x0102,
         step: 3,
         momentum: 0.5,
         params: vec![
-            QMatrix::from_vec(2, 1, 14, vec![1, -2]).unwrap(),
-            QMatrix::from_vec(1, 1, 15, vec![0x0304]).unwrap(),
+            QMatrix::from_vec(2, 2, 14, vec![1, -2, 3, -4]).unwrap(),
+            QMatrix::from_vec(1, 2, 15, vec![0x0304, 5]).unwrap(),
         ],
-        velocity: vec![QMatrix::zeros(2, 1, 15), QMatrix::zeros(1, 1, 15)],
+        velocity: vec![QMatrix::zeros(2, 2, 15), QMatrix::zeros(1, 2, 15)],
         fracs,
     }
 }
@@ -34,15 +31,21 @@ fn tiny() -> TrainState {
 #[test]
 fn wire_form_byte_by_byte() {
     let b = tiny().encode();
-    let mut want = vec![b'S', b'T', b'S', b'1', 1, 0, 2, 0, 1, 0, 0, 1, 0, 1, 16, 16];
+    // The network: input 2x1x1, 2 classes, one node: Dense (tag 0) of 2 outputs with a bias,
+    // reading the input (0).
+    let mut want = vec![b'S', b'T', b'S', b'2', 2, 0, 1, 0, 1, 0, 2, 0, 1, 0];
+    want.extend_from_slice(&[6, b'd', b'e', b'n', b's', b'e', b'1', 0, 2, 0, 1, 0, 0, 0]);
+    want.extend_from_slice(&[1, 16, 16]);
     want.extend_from_slice(&0x0102u64.to_le_bytes());
     want.extend_from_slice(&3u64.to_le_bytes());
     want.extend_from_slice(&0.5f32.to_bits().to_le_bytes());
     want.extend_from_slice(&[1, 0, 2, b'a', b'b', 12]);
-    want.extend_from_slice(&[2, 0, 0, 0, 1, 0, 0, 0, 14, 1, 0, 0xFE, 0xFF]);
-    want.extend_from_slice(&[1, 0, 0, 0, 1, 0, 0, 0, 15, 0x04, 0x03]);
-    want.extend_from_slice(&[2, 0, 0, 0, 1, 0, 0, 0, 15, 0, 0, 0, 0]);
-    want.extend_from_slice(&[1, 0, 0, 0, 1, 0, 0, 0, 15, 0, 0]);
+    want.extend_from_slice(&[
+        2, 0, 0, 0, 2, 0, 0, 0, 14, 1, 0, 0xFE, 0xFF, 3, 0, 0xFC, 0xFF,
+    ]);
+    want.extend_from_slice(&[1, 0, 0, 0, 2, 0, 0, 0, 15, 0x04, 0x03, 5, 0]);
+    want.extend_from_slice(&[2, 0, 0, 0, 2, 0, 0, 0, 15, 0, 0, 0, 0, 0, 0, 0, 0]);
+    want.extend_from_slice(&[1, 0, 0, 0, 2, 0, 0, 0, 15, 0, 0, 0, 0]);
     assert_eq!(b, want);
     assert_eq!(TrainState::decode(&b), Ok(tiny()));
 }
@@ -55,9 +58,9 @@ fn params_form_and_formats_byte_by_byte() {
     assert_eq!(p.len(), tiny().encoded_len(false));
     let into = tiny().encode_to(true, Vec::with_capacity(full.len()));
     assert_eq!((into.capacity(), &into), (full.len(), &full));
-    // The same bytes under its own magic, less the two momentum tensors (13 + 11 bytes).
-    assert_eq!(&p[..4], b"STP1");
-    assert_eq!(p[4..], full[4..full.len() - 24]);
+    // The same bytes under its own magic, less the two momentum tensors (17 + 13 bytes).
+    assert_eq!(&p[..4], b"STP2");
+    assert_eq!(p[4..], full[4..full.len() - 30]);
     let back = TrainState::decode_params(&p).unwrap();
     assert_eq!(
         back,
@@ -100,14 +103,14 @@ fn every_cut_and_bad_field_is_refused() {
     magic[0] = b'X';
     assert_eq!(TrainState::decode(&magic), Err(StateError::Magic));
     let mut rounding = b.clone();
-    rounding[13] = 7;
+    rounding[28] = 7;
     assert!(matches!(
         TrainState::decode(&rounding),
         Err(StateError::Field { .. })
     ));
     // W's rows say 3: not the layer's 2.
     let mut shape = b.clone();
-    let at = b.len() - 13 - 11 - 11 - 13;
+    let at = b.len() - 13 - 17 - 13 - 17;
     shape[at] = 3;
     assert_eq!(
         TrainState::decode(&shape),
@@ -192,19 +195,7 @@ fn mlp_and_data() -> (TrainState, DataSet) {
     let w1: Vec<i16> = (0..12).map(|i| (i * 2731 % 4001) as i16 - 2000).collect();
     let w2: Vec<i16> = (0..6).map(|i| (i * 1777 % 3001) as i16 - 1500).collect();
     let state = TrainState {
-        layers: vec![
-            Layer::Dense {
-                inp: 4,
-                out: 3,
-                relu: true,
-            },
-            Layer::Dense {
-                inp: 3,
-                out: 2,
-                relu: false,
-            },
-        ],
-        classes: 2,
+        graph: mlp(Shape::flat(4), &[3], 2).unwrap(),
         rounding: Rounding::NearestEven,
         widths: Widths::FULL,
         run_seed: 9,
@@ -264,8 +255,7 @@ fn resident_steps_are_the_hosts_steps() {
         let images = data.images(idx);
         let labels: Vec<u8> = idx.iter().map(|&i| data.labels[i]).collect();
         let batch = Batch {
-            layers: &host0.layers,
-            classes: 2,
+            graph: &host0.graph,
             images: &images,
             labels: &labels,
         };

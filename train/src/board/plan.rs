@@ -153,13 +153,20 @@ impl Fit {
 /// each layer's outputs and gradients kept for the backward pass) and twice the parameters
 /// (gradients, the update's new tensors), plus 16 KiB.
 pub(crate) fn step_estimate(t: &Trainer<FixedArith>, batch: usize, features: usize) -> usize {
-    let widest: usize = t
-        .layers
+    // Each parameter layer's output: a dense layer's outputs, a convolution's maps.
+    let g = t.graph();
+    let shapes = g.shapes().unwrap_or_default();
+    let mut layers: Vec<usize> = g
+        .params()
+        .unwrap_or_default()
         .iter()
-        .map(|l| match *l {
-            systole_step::model::Layer::Dense { out, .. } => out,
-            systole_step::model::Layer::ConvBlock { out_ch, h, w, .. } => out_ch * h * w,
-        })
+        .map(|p| p.node)
+        .collect();
+    layers.dedup();
+    let widest: usize = layers
+        .iter()
+        .filter_map(|&k| shapes.get(k))
+        .map(|s| s.features())
         .sum();
     let params: usize = t.params.iter().map(|p| p.data.len()).sum();
     batch * features * 6 + batch * widest * 2 * 6 + params * 2 * 3 + 16 * 1024

@@ -27,7 +27,7 @@ mod timeline;
 
 pub use links::{Message, MessageError, StageLinks};
 pub use local::{pipeline_step_local, StepMeasure};
-pub use plan::{layer_macs, Placement, StagePlan};
+pub use plan::{Layers, Placement, StagePlan};
 pub use schedule::{placement_setting, run_pipelined};
 pub use timeline::{gpipe, Timeline};
 

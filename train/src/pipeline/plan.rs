@@ -1,20 +1,75 @@
 //! Where the layers go: the cut of a model into stages ([`StagePlan`]), balanced by MACs or
 //! given by `--cut`, and where a rank stands in the pipeline ([`Placement`]).
 
-use crate::model::Layer;
+use crate::model::{Graph, Src};
 use crate::TrainError;
 
-/// Multiply-accumulates of one image through `l`'s forward product (its backward products
-/// are about twice as many, in the same proportion between layers).
-pub fn layer_macs(l: &Layer) -> u64 {
-    match *l {
-        Layer::Dense { inp, out, .. } => (inp * out) as u64,
-        Layer::ConvBlock {
-            in_ch,
-            out_ch,
-            h,
-            w,
-        } => (in_ch * out_ch * 9 * h * w) as u64,
+/// The network's *layers* as the pipeline counts them: each node with parameters and the
+/// parameter-free nodes after it (a dense layer and its ReLU; a convolution, its ReLU and
+/// its pooling), the nodes before the first such node joining the first layer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layers {
+    /// First node of each layer, then the node count.
+    pub node_starts: Vec<usize>,
+    /// First parameter of each layer, then the parameter count.
+    pub param_starts: Vec<usize>,
+    /// Forward MACs of one image through each layer.
+    pub macs: Vec<u64>,
+    /// Whether a stage may start at each layer: only where one tensor crosses the cut.
+    pub cuttable: Vec<bool>,
+}
+
+impl Layers {
+    /// The layers of `g`.
+    pub fn of(g: &Graph) -> Result<Layers, TrainError> {
+        let config = |e: systole_step::GraphError| TrainError::Config(e.to_string());
+        let params = g.params().map_err(config)?;
+        let macs = g.macs().map_err(config)?;
+        let (mut node_starts, mut param_starts) = (Vec::new(), Vec::new());
+        for (i, p) in params.iter().enumerate() {
+            if i == 0 || p.node != params[i - 1].node {
+                node_starts.push(if node_starts.is_empty() { 0 } else { p.node });
+                param_starts.push(i);
+            }
+        }
+        if node_starts.is_empty() {
+            node_starts.push(0);
+            param_starts.push(0);
+        }
+        let n = node_starts.len();
+        node_starts.push(g.nodes.len());
+        param_starts.push(params.len());
+        let macs = (0..n)
+            .map(|l| macs[node_starts[l]..node_starts[l + 1]].iter().sum())
+            .collect();
+        let cuttable = (0..n)
+            .map(|l| {
+                let at = node_starts[l];
+                l == 0
+                    || g.nodes[at..].iter().all(|node| {
+                        node.inputs.iter().all(|s| match *s {
+                            Src::Input => false,
+                            Src::Node(j) => j + 1 >= at,
+                        })
+                    })
+            })
+            .collect();
+        Ok(Layers {
+            node_starts,
+            param_starts,
+            macs,
+            cuttable,
+        })
+    }
+
+    /// Number of layers.
+    pub fn len(&self) -> usize {
+        self.macs.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.macs.is_empty()
     }
 }
 
@@ -23,14 +78,16 @@ pub fn layer_macs(l: &Layer) -> u64 {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StagePlan {
     starts: Vec<usize>,
-    layers: usize,
+    layers: Layers,
 }
 
 impl StagePlan {
-    /// `stages` stages of `layers`: cut after the layers `cut` names (1-based: `--cut 1` puts
-    /// layer 1 on stage 1 and the rest on stage 2), or, without `cut`, the contiguous cut whose
-    /// largest stage has the fewest MACs (the first such cut).
-    pub fn new(layers: &[Layer], stages: usize, cut: Option<&[usize]>) -> Result<Self, TrainError> {
+    /// `stages` stages of `graph`'s layers: cut after the layers `cut` names (1-based: `--cut 1`
+    /// puts layer 1 on stage 1 and the rest on stage 2), or, without `cut`, the contiguous cut
+    /// whose largest stage has the fewest MACs (the first such cut). A cut must be where one
+    /// tensor crosses (not inside a residual block).
+    pub fn new(graph: &Graph, stages: usize, cut: Option<&[usize]>) -> Result<Self, TrainError> {
+        let layers = Layers::of(graph)?;
         let n = layers.len();
         let bad = |m: String| Err(TrainError::Config(m));
         if stages == 0 {
@@ -62,13 +119,27 @@ impl StagePlan {
                             n - 1
                         ));
                     }
+                    if !layers.cuttable[after] {
+                        return bad(format!(
+                            "--cut {after}: a residual connection crosses the cut after layer {after}; cut where one tensor crosses"
+                        ));
+                    }
                     starts.push(after);
                 }
                 starts
             }
-            None => balanced(&layers.iter().map(layer_macs).collect::<Vec<_>>(), stages),
+            None => {
+                let starts = balanced(&layers.macs, &layers.cuttable, stages);
+                if starts.len() != stages {
+                    return bad(format!(
+                        "--stages {stages}: the network has only {} places where one tensor crosses (residual connections cannot be cut): use fewer stages",
+                        layers.cuttable.iter().filter(|&&c| c).count()
+                    ));
+                }
+                starts
+            }
         };
-        Ok(StagePlan { starts, layers: n })
+        Ok(StagePlan { starts, layers })
     }
 
     /// Number of stages.
@@ -78,18 +149,35 @@ impl StagePlan {
 
     /// The layers (0-based) of stage `s`.
     pub fn layers(&self, s: usize) -> std::ops::Range<usize> {
-        self.starts[s]..self.starts.get(s + 1).copied().unwrap_or(self.layers)
+        self.starts[s]..self.starts.get(s + 1).copied().unwrap_or(self.layers.len())
     }
 
-    /// The parameters (`W`, `b` per layer, in model order) of stage `s`.
+    /// The graph's nodes of stage `s`.
+    pub fn nodes(&self, s: usize) -> std::ops::Range<usize> {
+        let l = self.layers(s);
+        self.layers.node_starts[l.start]..self.layers.node_starts[l.end]
+    }
+
+    /// The parameters (in model order) of stage `s`.
     pub fn params(&self, s: usize) -> std::ops::Range<usize> {
         let l = self.layers(s);
-        2 * l.start..2 * l.end
+        self.layers.param_starts[l.start]..self.layers.param_starts[l.end]
     }
 
     /// The stage that runs layer `l` (0-based).
     pub fn stage_of(&self, l: usize) -> usize {
         self.starts.iter().rposition(|&s| s <= l).unwrap_or(0)
+    }
+
+    /// The stage that holds parameter `i`.
+    pub fn stage_of_param(&self, i: usize) -> usize {
+        let l = self
+            .layers
+            .param_starts
+            .iter()
+            .rposition(|&p| p <= i)
+            .unwrap_or(0);
+        self.stage_of(l.min(self.layers.len().saturating_sub(1)))
     }
 
     /// The cut as `--cut` takes it, e.g. `1,2` (empty for one stage).
@@ -101,7 +189,7 @@ impl StagePlan {
 
 /// Stage starts of the contiguous cut of `costs` into `stages` parts whose largest part is
 /// smallest (dynamic programming; models have a handful of layers).
-fn balanced(costs: &[u64], stages: usize) -> Vec<usize> {
+fn balanced(costs: &[u64], cuttable: &[bool], stages: usize) -> Vec<usize> {
     let n = costs.len();
     let sum = |a: usize, b: usize| costs[a..b].iter().sum::<u64>();
     // best[s][i]: the smallest largest part of layers 0..i in s parts; from[s][i] its last start.
@@ -111,7 +199,7 @@ fn balanced(costs: &[u64], stages: usize) -> Vec<usize> {
     for s in 1..=stages {
         for i in s..=n {
             for j in (s - 1)..i {
-                if best[s - 1][j] == u64::MAX {
+                if best[s - 1][j] == u64::MAX || (j > 0 && !cuttable[j]) {
                     continue;
                 }
                 let c = best[s - 1][j].max(sum(j, i));
@@ -120,6 +208,9 @@ fn balanced(costs: &[u64], stages: usize) -> Vec<usize> {
                 }
             }
         }
+    }
+    if best[stages][n] == u64::MAX {
+        return Vec::new();
     }
     let mut starts = vec![0; stages];
     let mut i = n;

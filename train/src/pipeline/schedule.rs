@@ -39,8 +39,8 @@ pub fn run_pipelined(
             "only --precision fixed16 can be trained in pipeline stages".into(),
         ));
     }
-    let layers = cfg.layers_that_fit(data)?;
-    let plan = StagePlan::new(&layers, stages, cut)?;
+    let graph = cfg.graph_that_fits(data)?;
+    let plan = StagePlan::new(&graph, stages, cut)?;
     let place = Placement::of_rank(
         plan.clone(),
         cfg.shards.unwrap_or(1),
@@ -172,7 +172,8 @@ impl Trainer<FixedArith> {
         (loss, correct): (i64, i64),
     ) -> Result<(i64, i64), TrainError> {
         let plan = &place.plan;
-        let mine_in_replica0 = |i: usize| place.replica == 0 && plan.stage_of(i / 2) == place.stage;
+        let mine_in_replica0 =
+            |i: usize| place.replica == 0 && plan.stage_of_param(i) == place.stage;
         let mut buf = Vec::new();
         for i in 0..self.params.len() {
             for t in [&self.params[i], &self.velocity[i]] {
@@ -181,7 +182,7 @@ impl Trainer<FixedArith> {
                 buf.extend(t.data.iter().map(|&w| if own { w as i64 } else { 0 }));
             }
         }
-        let ops = offloaded_ops(&self.layers);
+        let ops = offloaded_ops(&self.graph);
         let units = place.replicas * micro;
         let mut fracs = self.arith.state();
         for u in 0..units {
@@ -211,7 +212,7 @@ impl Trainer<FixedArith> {
                     .collect();
                 let q = QMatrix::from_vec(rows, cols, frac, data).map_err(|source| {
                     TrainError::Numeric {
-                        op: format!("gathering {}", crate::model::param_name(i)),
+                        op: format!("gathering parameter {}", i + 1),
                         source,
                     }
                 })?;

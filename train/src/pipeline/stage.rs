@@ -5,7 +5,7 @@
 use super::{Message, StagePlan};
 use crate::data::Dataset;
 use crate::fixed::{add_exact_at, FixedArith};
-use crate::model::{self, Cache};
+use crate::model::{self, Span, Tape};
 use crate::shard::{loss_sum_q, GRAD_FRAC};
 use crate::{TrainError, Trainer};
 use systole_golden::tensor::QMatrix;
@@ -17,7 +17,7 @@ use systole_step::StepError;
 pub struct Pending {
     unit: u32,
     rows: usize,
-    caches: Vec<Cache<QMatrix>>,
+    tape: Tape<QMatrix>,
     /// The last stage's loss gradient and the op index after it.
     tail: Option<Message>,
 }
@@ -71,22 +71,26 @@ impl Trainer<FixedArith> {
                 m.tensor
             }
         };
-        let (lr, pr) = (plan.layers(s), plan.params(s));
-        let (h, caches) = model::forward_from(
+        let (lr, pr) = (plan.nodes(s), plan.params(s));
+        let span = Span {
+            lo: lr.start,
+            hi: lr.end,
+        };
+        let (h, tape) = model::forward(
             &mut self.arith,
-            &self.layers[lr.clone()],
+            &self.graph,
+            span,
             &self.params[pr],
             x,
             rows,
-            lr.start,
         )?;
         let mut pending = Pending {
             unit: u.unit,
             rows,
-            caches,
+            tape,
             tail: None,
         };
-        if lr.end < self.layers.len() {
+        if lr.end < self.graph.nodes.len() {
             let out = Message {
                 unit: u.unit,
                 op_index: self.arith.op_index(),
@@ -96,8 +100,12 @@ impl Trainer<FixedArith> {
         }
         // The last stage: the loss, as `systole_step::step::loss_and_grads` computes it.
         let labels: Vec<u8> = u.part.iter().map(|&i| data.train.labels[i]).collect();
-        let (loss, ok, grad) =
-            softmax_xent_scaled(&self.arith.to_host(&h), &labels, self.classes, u.global);
+        let (loss, ok, grad) = softmax_xent_scaled(
+            &self.arith.to_host(&h),
+            &labels,
+            self.graph.classes,
+            u.global,
+        );
         if !loss.is_finite() {
             return Err(StepError::Diverged {
                 step: self.step,
@@ -107,7 +115,7 @@ impl Trainer<FixedArith> {
         }
         let dl = self
             .arith
-            .import("loss gradient", rows, self.classes, &grad)?;
+            .import("loss gradient", rows, self.graph.classes, &grad)?;
         pending.tail = Some(Message {
             unit: u.unit,
             op_index: self.arith.op_index(),
@@ -143,15 +151,14 @@ impl Trainer<FixedArith> {
             }
         };
         self.arith.continue_at(self.step, Some(p.unit), g.op_index);
-        let (lr, pr) = (plan.layers(s), plan.params(s));
-        let (grads, dx) = model::backward_from(
+        let pr = plan.params(s);
+        let (grads, dx) = model::backward(
             &mut self.arith,
-            &self.layers[lr.clone()],
+            &self.graph,
             &self.params[pr],
-            p.caches,
+            p.tape,
             g.tensor,
-            p.rows,
-            lr.start,
+            (p.rows, true),
         )?;
         for (sum, g) in sums.iter_mut().zip(&grads) {
             add_exact_at(sum, g, GRAD_FRAC);

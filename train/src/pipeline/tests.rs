@@ -1,21 +1,13 @@
 use super::*;
 use crate::data::{self, Dataset};
 use crate::dist::Single;
-use crate::model::{Layer, ModelSpec};
+use crate::model::{builtin, ModelSpec, Shape};
 use crate::{fixed, Precision, Quiet, TrainConfig, Trainer};
 use systole_core::Rounding;
 
-fn dense(inp: usize, out: usize) -> Layer {
-    Layer::Dense {
-        inp,
-        out,
-        relu: true,
-    }
-}
-
 #[test]
 fn the_automatic_cut_balances_macs_and_bad_cuts_are_refused() {
-    let layers = [dense(64, 32), dense(32, 32), dense(32, 32), dense(32, 10)];
+    let layers = builtin::mlp(Shape::flat(64), &[32, 32, 32], 10).unwrap();
     // MACs 2048, 1024, 1024, 320: the best 2-stage cut is [1] [2, 3, 4].
     let p = StagePlan::new(&layers, 2, None).unwrap();
     assert_eq!((p.layers(0), p.layers(1)), (0..1, 1..4));
@@ -43,6 +35,30 @@ fn the_automatic_cut_balances_macs_and_bad_cuts_are_refused() {
     assert!(e.contains("more than the model's 4 layers"), "{e}");
     let e = Placement::of_rank(p, 2, 0, 3).unwrap_err().to_string();
     assert!(e.contains("needs 4 MPI ranks, but this job has 3"), "{e}");
+}
+
+#[test]
+fn residual_connections_are_not_cut() {
+    // ResNet-8's layers: stem, then conv1, conv2 (and short) of each stage, fc.
+    let g = builtin::resnet8(Shape { c: 1, h: 28, w: 28 }, 10).unwrap();
+    let l = Layers::of(&g).unwrap();
+    assert_eq!(l.len(), 10);
+    let cuts: Vec<usize> = (0..l.len()).filter(|&i| l.cuttable[i]).collect();
+    // After the stem, after each stage's last ReLU, before the dense layer.
+    assert_eq!(cuts, [0, 1, 3, 6, 9]);
+    let e = StagePlan::new(&g, 2, Some(&[2])).unwrap_err().to_string();
+    assert!(
+        e.contains("residual connection crosses the cut after layer 2"),
+        "{e}"
+    );
+    let p = StagePlan::new(&g, 3, None).unwrap();
+    assert!(p
+        .cut_text()
+        .split(',')
+        .all(|c| cuts.contains(&c.parse().unwrap())));
+    // Each stage's nodes start where its first layer's do.
+    assert_eq!(p.nodes(0).start, 0);
+    assert_eq!(p.nodes(2).end, g.nodes.len());
 }
 
 #[test]
@@ -119,8 +135,7 @@ fn stages_in_one_process_equal_the_unpipelined_run() {
         .any(|k| k.starts_with("shard 3: layer 3 backward dX")));
     for (stages, cut) in [(2, vec![1]), (2, vec![2]), (3, vec![1, 2])] {
         let mut t = trainer(&c, &d);
-        let layers = t.layers().to_vec();
-        let plan = StagePlan::new(&layers, stages, Some(&cut)).unwrap();
+        let plan = StagePlan::new(t.graph(), stages, Some(&cut)).unwrap();
         let steps = t.pipeline_epoch_local(&plan, &d, None).unwrap();
         assert_eq!(steps.len(), 3);
         assert!(steps[0].boundary_bytes.iter().all(|&b| b > 0));

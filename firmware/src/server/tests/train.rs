@@ -11,7 +11,7 @@ use std::boxed::Box;
 use std::vec;
 use systole_core::tensor::QMatrix;
 use systole_core::Rounding;
-use systole_step::model::Layer;
+use systole_step::graph::{builtin, Shape};
 use systole_step::resident::{run_steps, DataSet, RunSteps, TrainState};
 use systole_step::Widths;
 
@@ -21,19 +21,7 @@ fn state() -> TrainState {
     let w2: Vec<i16> = (0..6).map(|i| (i * 1777 % 3001) as i16 - 1500).collect();
     let z = |r, c| QMatrix::zeros(r, c, 15);
     TrainState {
-        layers: vec![
-            Layer::Dense {
-                inp: 4,
-                out: 3,
-                relu: true,
-            },
-            Layer::Dense {
-                inp: 3,
-                out: 2,
-                relu: false,
-            },
-        ],
-        classes: 2,
+        graph: builtin::mlp(Shape::flat(4), &[3], 2).unwrap(),
         rounding: Rounding::Stochastic,
         widths: Widths::FULL,
         run_seed: 5,
@@ -422,7 +410,7 @@ fn the_board_evaluates_its_test_split_as_the_host_does() {
     let mut cuts = Vec::new();
     let (loss, correct) = systole_step::step::evaluate(
         &mut arith,
-        (&want.layers, want.classes),
+        &want.graph,
         &want.params,
         (3, 40),
         &mut |range| {
