@@ -8,6 +8,7 @@ pub mod build;
 pub mod calibrate;
 mod error;
 mod export;
+pub mod graph;
 mod import;
 pub mod infer;
 pub mod net;

@@ -13,7 +13,6 @@ mod boards;
 mod check;
 mod explore;
 mod hardware;
-mod onnx;
 mod trace;
 mod train;
 
@@ -65,12 +64,10 @@ pub enum Command {
     Bitstream(BitstreamArgs),
     /// Load a built bitstream onto a board with openFPGALoader.
     Program(ProgramArgs),
-    /// Evaluate a network (an ONNX file or a run folder) on a data set's test split on a
-    /// device, in frozen formats; writes eval.json and predictions.csv.
-    Eval(onnx::EvalArgs),
-    /// Write a run's trained network as ONNX (opset 21) that a float runtime runs as systole
-    /// does: QuantizeLinear/DequantizeLinear pairs where the array rounds.
-    Export(onnx::ExportArgs),
+    /// Evaluate an ONNX file or a run on a test split in frozen formats (docs/ONNX.md).
+    Eval(crate::onnx::cli::EvalArgs),
+    /// Write a run's network as ONNX with QDQ pairs where the array rounds (docs/ONNX.md).
+    Export(crate::onnx::cli::ExportArgs),
 }
 
 /// Options of `bitstream`.
@@ -251,10 +248,12 @@ pub struct RecipeArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub device: DeviceArgs,
-    /// Network: mlp, cnn, lenet5, resnet8, or a network file (.json, as --print-model --json
-    /// writes it).
+    /// Network: mlp, cnn, lenet5, resnet8, a network file (.json) or an ONNX file (.onnx).
     #[arg(long, default_value = "mlp")]
     pub model: String,
+    /// With --model FILE.onnx: start from the file's weights (file) or at random (random).
+    #[arg(long, default_value = "file")]
+    pub init: String,
     /// MLP hidden widths, comma-separated.
     #[arg(long, value_parser = whole, default_value = "32", value_delimiter = ',')]
     pub hidden: Vec<usize>,
@@ -494,7 +493,7 @@ pub struct CheckArgs {
 
 /// Parses a count or size: a whole number, with a message that says so (clap's own says
 /// "invalid digit found in string" for `-1`).
-fn whole(s: &str) -> Result<usize, String> {
+pub(crate) fn whole(s: &str) -> Result<usize, String> {
     s.parse()
         .map_err(|_| format!("'{s}' is not a whole number from 0 to {}", usize::MAX))
 }
@@ -522,8 +521,7 @@ pub fn error_text(e: &anyhow::Error) -> String {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Train(a) => train::train(&a),
-        Command::Eval(a) => onnx::eval(&a),
-        Command::Export(a) => onnx::export(&a),
+        c @ (Command::Eval(_) | Command::Export(_)) => crate::onnx::cli::run(c),
         Command::Compare(a) => train::compare(&a),
         Command::Check(a) => check::check(&a),
         Command::Explore(a) => explore::explore(&a),

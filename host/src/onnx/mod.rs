@@ -2,16 +2,18 @@
 //! ([`systole_onnx::Net`]), its frozen formats (the file's own, or calibrated on training
 //! images), inference of a split on any device, and the export of a run.
 
+pub mod cli;
+
 use anyhow::{bail, Context};
 use std::path::Path;
 use systole_core::ArrayConfig;
 use systole_onnx::calibrate::calibrate;
 use systole_onnx::infer::{self, Formats, Weights};
-use systole_onnx::{Net, Node, Op, Src};
+use systole_onnx::Net;
 use systole_train::arith::TensorState;
 use systole_train::checkpoint::{self, Checkpoint};
 use systole_train::data::{Dataset, Split};
-use systole_train::model::{self, Layer};
+use systole_train::model;
 use systole_train::DeviceProducts;
 
 /// Images the formats of a float model are calibrated on: the first ones of the training split.
@@ -54,25 +56,22 @@ pub struct Ready {
     pub formats_from: String,
 }
 
-/// The imported network of a run folder's checkpoint (its built-in model, its trained weights).
+/// The imported network of a run folder's checkpoint (its graph, its trained weights).
 pub fn net_from_run(dir: &Path) -> anyhow::Result<(Net, Checkpoint)> {
     let path = dir.join(checkpoint::FILE_NAME);
     let cp = Checkpoint::load(&path)
         .with_context(|| format!("reading the run's checkpoint {}", path.display()))?;
     let ds = systole_train::data::load(&cp.config.dataset)?;
-    let layers = model::build(
+    let graph = model::build(
         &cp.config.model,
         ds.channels,
         ds.height,
         ds.width,
         ds.classes,
     )?;
-    let net = net_from_layers(
-        &layers,
-        &cp.params,
-        [ds.channels, ds.height, ds.width],
-        ds.classes,
-    )?;
+    let params: Vec<_> = cp.params.iter().map(values).collect();
+    let net = systole_onnx::graph::from_graph(&graph, &params)
+        .with_context(|| format!("the checkpoint {}", path.display()))?;
     Ok((net, cp))
 }
 
@@ -86,94 +85,13 @@ fn values(t: &TensorState) -> (usize, usize, Vec<f32>) {
         } => (
             *rows,
             *cols,
+            // Exact: a 16-bit word times a power of two is an f32.
             data.iter()
                 .map(|&v| v as f32 / (1u64 << frac) as f32)
                 .collect(),
         ),
         TensorState::Float { rows, cols, data } => (*rows, *cols, data.clone()),
     }
-}
-
-/// The built-in layers as an imported network: a dense layer (+ ReLU), a convolution block
-/// as conv 3x3 pad 1, ReLU, max pool 2x2.
-pub fn net_from_layers(
-    layers: &[Layer],
-    params: &[TensorState],
-    input: [usize; 3],
-    classes: usize,
-) -> anyhow::Result<Net> {
-    if params.len() != 2 * layers.len() {
-        bail!(
-            "the checkpoint has {} tensors for {} layers",
-            params.len(),
-            layers.len()
-        );
-    }
-    let mut nodes: Vec<Node> = Vec::new();
-    let mut push = |name: String, op: Op, shape: [usize; 3]| {
-        let inputs = vec![if nodes.is_empty() {
-            Src::Input
-        } else {
-            Src::Node(nodes.len() - 1)
-        }];
-        nodes.push(Node {
-            name,
-            op,
-            inputs,
-            shape,
-            fracs: Vec::new(),
-        });
-    };
-    for (i, l) in layers.iter().enumerate() {
-        let (_, _, w) = values(&params[2 * i]);
-        let (_, _, b) = values(&params[2 * i + 1]);
-        let n = i + 1;
-        match *l {
-            Layer::Dense { out, relu, .. } => {
-                push(
-                    format!("layer {n}"),
-                    Op::Dense { out, w, b: Some(b) },
-                    [out, 1, 1],
-                );
-                if relu {
-                    push(format!("layer {n} relu"), Op::Relu, [out, 1, 1]);
-                }
-            }
-            Layer::ConvBlock {
-                out_ch, h, w: ww, ..
-            } => {
-                let conv = Op::Conv {
-                    out_ch,
-                    kernel: 3,
-                    stride: 1,
-                    pad: 1,
-                    w,
-                    b: Some(b),
-                };
-                push(format!("layer {n}"), conv, [out_ch, h, ww]);
-                push(format!("layer {n} relu"), Op::Relu, [out_ch, h, ww]);
-                push(
-                    format!("layer {n} pool"),
-                    Op::MaxPool {
-                        kernel: 2,
-                        stride: 2,
-                    },
-                    [out_ch, h / 2, ww / 2],
-                );
-            }
-        }
-    }
-    Ok(Net {
-        input_name: "input".into(),
-        input,
-        input_frac: None,
-        classes,
-        nodes,
-        notes: Vec::new(),
-        opset: systole_onnx::EXPORT_OPSET,
-        producer: "systole".into(),
-        metadata: Vec::new(),
-    })
 }
 
 /// Checks `net` takes `ds`'s images and gives its classes.
@@ -297,4 +215,69 @@ pub fn evaluate(
         }
     }
     Ok(res)
+}
+
+/// `--model`: an ONNX file becomes an imported graph (printing what the import made of it);
+/// anything else is a built-in network or a network file.
+pub fn model_spec(
+    model: &str,
+    hidden: &[usize],
+    channels: &[usize],
+) -> anyhow::Result<model::ModelSpec> {
+    if !model.ends_with(".onnx") {
+        return Ok(model::ModelSpec::parse(model, hidden, channels)?);
+    }
+    let (_, (graph, _)) = import_graph(Path::new(model))?;
+    Ok(model::ModelSpec::Graph {
+        source: model.to_string(),
+        graph,
+    })
+}
+
+/// An ONNX file as a network and its layer graph with the file's weights.
+pub fn import_graph(
+    path: &Path,
+) -> anyhow::Result<(
+    Net,
+    (systole_train::model::Graph, Vec<systole_onnx::graph::Param>),
+)> {
+    let net =
+        systole_onnx::import_file(path).with_context(|| format!("importing {}", path.display()))?;
+    let g = systole_onnx::graph::to_graph(&net)?;
+    Ok((net, g))
+}
+
+/// A run that starts from an ONNX file's weights: the epoch-0 checkpoint of `cfg` holding them,
+/// written into `out` by the trainer itself (so the run then resumes from it as from any
+/// checkpoint: same code, same formats).
+pub fn write_start(
+    cfg: &systole_train::TrainConfig,
+    file: &Path,
+    out: &Path,
+) -> anyhow::Result<()> {
+    use systole_train::float::{FloatArith, FloatFormat};
+    use systole_train::{Precision, Trainer};
+    let (net, (graph, params)) = import_graph(file)?;
+    println!("{}", net.describe());
+    let path = out.join(checkpoint::FILE_NAME);
+    let cp = match cfg.precision {
+        Precision::Fixed16 => {
+            let ac = ArrayConfig::new(cfg.array, 8, ArrayConfig::square(cfg.array).buffer_depth)?;
+            let dev = systole_device::open("golden", ac)?;
+            let arith =
+                systole_train::on_device_at(dev, cfg.rounding, cfg.seed, false, cfg.widths()?);
+            Trainer::with_params(cfg.clone(), graph, arith, params)?.checkpoint()
+        }
+        p => {
+            let f = match p {
+                Precision::F16 => FloatFormat::F16,
+                Precision::Bf16 => FloatFormat::Bf16,
+                _ => FloatFormat::F32,
+            };
+            Trainer::with_params(cfg.clone(), graph, FloatArith::new(f), params)?.checkpoint()
+        }
+    };
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    cp.save(&path)?;
+    Ok(())
 }

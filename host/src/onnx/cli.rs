@@ -1,12 +1,19 @@
-//! `systole eval` and `systole export`.
+//! `systole eval` and `systole export`: their options and the commands.
 
-use super::DeviceArgs;
+use crate::cli::DeviceArgs;
 use crate::onnx::{self as ox, InputMap, Ready};
 use anyhow::{bail, Context};
 use clap::Args;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use systole_train::{check_target, write_atomic};
+
+/// A command's output line (a reader that went away ends the process quietly).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        crate::cli::write_line(&format!($($arg)*))
+    };
+}
 
 /// Options of `eval`.
 #[derive(Debug, Clone, Args)]
@@ -22,7 +29,7 @@ pub struct EvalArgs {
     #[arg(long)]
     pub dataset: String,
     /// Evaluate only the first N test images.
-    #[arg(long, value_parser = super::whole)]
+    #[arg(long, value_parser = crate::cli::whole)]
     pub limit: Option<usize>,
     /// The network's input is pixel / pixel_max x S + O: S (an ONNX model's own scale).
     #[arg(long, default_value_t = 1.0)]
@@ -72,7 +79,7 @@ fn load_model(path: &Path) -> anyhow::Result<systole_onnx::Net> {
     } else {
         systole_onnx::import_file(path).with_context(|| format!("importing {}", path.display()))?
     };
-    outln!("{}", net.describe());
+    say!("{}", net.describe());
     Ok(net)
 }
 
@@ -85,6 +92,15 @@ fn refuse_existing(p: &Path) -> anyhow::Result<()> {
     }
     check_target(p)?;
     Ok(())
+}
+
+/// `systole eval` or `systole export`.
+pub fn run(c: crate::cli::Command) -> anyhow::Result<()> {
+    match c {
+        crate::cli::Command::Eval(a) => eval(&a),
+        crate::cli::Command::Export(a) => export(&a),
+        _ => unreachable!("only eval and export come here"),
+    }
 }
 
 /// `systole eval`.
@@ -103,7 +119,7 @@ pub fn eval(a: &EvalArgs) -> anyhow::Result<()> {
     let ds = systole_train::data::load(&a.dataset)?;
     ox::check_fits(&net, &ds)?;
     let r = ox::ready(net, &ds, map)?;
-    outln!(
+    say!(
         "formats: {} (input {} fractional bits)",
         r.formats_from,
         r.formats.input
@@ -113,7 +129,7 @@ pub fn eval(a: &EvalArgs) -> anyhow::Result<()> {
     let stats = p.device().stats();
     let n = res.labels.len();
     let acc = 100.0 * res.correct() as f64 / n.max(1) as f64;
-    outln!(
+    say!(
         "{n} test images of {}: accuracy {acc:.2}%, loss {:.4} on {}",
         ds.name,
         res.loss(),
@@ -136,7 +152,7 @@ pub fn eval(a: &EvalArgs) -> anyhow::Result<()> {
     });
     write_atomic(&json, serde_json::to_string_pretty(&report)?.as_bytes())?;
     write_atomic(&csv, predictions_csv(&res).as_bytes())?;
-    outln!("wrote {} and {}", json.display(), csv.display());
+    say!("wrote {} and {}", json.display(), csv.display());
     Ok(())
 }
 
@@ -213,7 +229,7 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<()> {
     ];
     let m = systole_onnx::export(&r.net, &r.weights, &r.formats, &meta);
     write_atomic(&a.out, &systole_onnx::build::encode(&m))?;
-    outln!(
+    say!(
         "wrote {} ({} layers, opset {}, formats {})",
         a.out.display(),
         r.net.nodes.len(),
