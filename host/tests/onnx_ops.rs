@@ -140,8 +140,11 @@ fn each_op_matches_onnxruntime_within_the_contracts_rounding_and_verilator_equal
     let dir = tempfile::tempdir().unwrap();
     python::run(&py, "ops.py", &[dir.path().to_str().unwrap()]);
     let mut verilator = systole::onnx::products("verilator", 4, false).ok();
-    if verilator.is_none() && std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("the Verilated array is not built");
+    if verilator.is_none() {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("the Verilated array is not built");
+        }
+        eprintln!("SKIPPED (Verilated array not built): golden only");
     }
     for name in MODELS {
         let c = load(dir.path(), name);

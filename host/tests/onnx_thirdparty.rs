@@ -90,6 +90,7 @@ fn the_model_zoo_mnist_cnn_is_fine_tuned_on_fashion_mnist_and_onnxruntime_agrees
     let dir = tempfile::tempdir().unwrap();
     let p = |s: &str| dir.path().join(s).to_str().unwrap().to_string();
     let eval = |m: &str, out: &str, extra: &[&str]| {
+        let out = p(out);
         let args = [
             &[
                 "eval",
@@ -100,7 +101,7 @@ fn the_model_zoo_mnist_cnn_is_fine_tuned_on_fashion_mnist_and_onnxruntime_agrees
                 "--limit",
                 "1000",
                 "--out",
-                &p(out),
+                &out,
             ][..],
             extra,
         ]
