@@ -13,5 +13,6 @@ pub mod cli;
 pub mod cli_docs;
 pub mod explore;
 pub mod guide;
+pub mod onnx;
 pub mod plot;
 pub mod report;

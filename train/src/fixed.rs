@@ -47,6 +47,12 @@ pub struct DeviceProducts {
 }
 
 impl DeviceProducts {
+    /// Products on `device`; with `check`, each result is compared with the golden model's
+    /// (`--check`). For users of the products alone (inference in frozen formats).
+    pub fn new(device: Box<dyn Device>, check: bool) -> DeviceProducts {
+        DeviceProducts { device, check }
+    }
+
     /// The device (for its statistics).
     pub fn device(&self) -> &dyn Device {
         self.device.as_ref()

@@ -33,7 +33,8 @@ pub mod shard;
 // What front ends (the CLI, explore, benches) use of the fixed-point arithmetic, the output
 // files and the seeded random streams; the modules themselves are the trainer's own.
 pub use fixed::{
-    compare as compare_with_golden, on_device, on_device_at, FixedArith, SaturationCount, Widths,
+    compare as compare_with_golden, on_device, on_device_at, DeviceProducts, FixedArith,
+    SaturationCount, Widths,
 };
 pub use outfile::{check_target, replace_with, write_atomic, OutputError, RunLock};
 pub use rng::{stream as random_stream, SplitMix64};

@@ -65,6 +65,10 @@ pub enum Command {
     Bitstream(BitstreamArgs),
     /// Load a built bitstream onto a board with openFPGALoader.
     Program(ProgramArgs),
+    /// Evaluate an ONNX file or a run on a test split in frozen formats (docs/ONNX.md).
+    Eval(crate::onnx::cli::EvalArgs),
+    /// Write a run's network as ONNX with QDQ pairs where the array rounds (docs/ONNX.md).
+    Export(crate::onnx::cli::ExportArgs),
 }
 
 /// Options of `bitstream`.
@@ -245,10 +249,12 @@ pub struct RecipeArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub device: DeviceArgs,
-    /// Network: mlp, cnn, lenet5, resnet8, or a network file (.json, as --print-model --json
-    /// writes it).
+    /// Network: mlp, cnn, lenet5, resnet8, a network file (.json) or an ONNX file (.onnx).
     #[arg(long, default_value = "mlp")]
     pub model: String,
+    /// With --model FILE.onnx: start from the file's weights (file) or at random (random).
+    #[arg(long, default_value = "file")]
+    pub init: String,
     /// MLP hidden widths, comma-separated.
     #[arg(long, value_parser = whole, default_value = "32", value_delimiter = ',')]
     pub hidden: Vec<usize>,
@@ -488,7 +494,7 @@ pub struct CheckArgs {
 
 /// Parses a count or size: a whole number, with a message that says so (clap's own says
 /// "invalid digit found in string" for `-1`).
-fn whole(s: &str) -> Result<usize, String> {
+pub(crate) fn whole(s: &str) -> Result<usize, String> {
     s.parse()
         .map_err(|_| format!("'{s}' is not a whole number from 0 to {}", usize::MAX))
 }
@@ -516,6 +522,7 @@ pub fn error_text(e: &anyhow::Error) -> String {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Train(a) => train::train(&a),
+        c @ (Command::Eval(_) | Command::Export(_)) => crate::onnx::cli::run(c),
         Command::Compare(a) => train::compare(&a),
         Command::Check(a) => check::check(&a),
         Command::Explore(a) => explore::explore(&a),

@@ -7,7 +7,6 @@ use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use systole_core::Rounding;
 use systole_train::data;
-use systole_train::model::ModelSpec;
 use systole_train::pipeline::{run_pipelined, Placement, StagePlan};
 use systole_train::run::{claim_out_dir, run, run_dist, RunOptions, RunSummary};
 use systole_train::{EpochRecord, Observer, Precision, Quiet, TrainConfig};
@@ -44,7 +43,7 @@ fn recipe_config(
     precision: Precision,
     rounding: Rounding,
 ) -> anyhow::Result<TrainConfig> {
-    let model = ModelSpec::parse(&r.model, &r.hidden, &r.channels)?;
+    let model = crate::onnx::model_spec(&r.model, &r.hidden, &r.channels)?;
     if r.epochs == 0 {
         bail!("--epochs must be at least 1");
     }
@@ -166,6 +165,38 @@ pub fn train(a: &TrainArgs) -> anyhow::Result<()> {
     }
 }
 
+/// `--model FILE.onnx` without `--init random`: the run starts from the file's weights, as the
+/// epoch-0 checkpoint written into `--out` and resumed.
+fn start_from_file(
+    a: &TrainArgs,
+    opts: &mut systole_train::run::RunOptions,
+    ranks: usize,
+) -> anyhow::Result<()> {
+    if a.recipe.init != "file" {
+        bail!(
+            "unknown --init '{}': use file (the ONNX file's weights) or random",
+            a.recipe.init
+        );
+    }
+    let Some(out) = &a.out else {
+        bail!("training from an ONNX file's weights needs --out DIR (or --init random)");
+    };
+    if ranks > 1 {
+        bail!("start from an ONNX file's weights in one process, then --resume the run over MPI");
+    }
+    let ck = out.join(systole_train::checkpoint::FILE_NAME);
+    if ck.exists() && !opts.overwrite {
+        bail!(
+            "{} holds the checkpoint of an earlier run: continue it with --resume, or start over with --overwrite",
+            ck.display()
+        );
+    }
+    crate::onnx::write_start(&config(a)?, std::path::Path::new(&a.recipe.model), out)?;
+    opts.resume = true;
+    opts.overwrite = false;
+    Ok(())
+}
+
 fn is_disagreement(e: &anyhow::Error) -> bool {
     matches!(
         e.downcast_ref::<systole_train::TrainError>(),
@@ -283,7 +314,10 @@ fn train_on(a: &TrainArgs, dist: &dyn systole_train::dist::Collective) -> anyhow
         epochs: cfg.epochs,
     };
     let obs: &mut dyn Observer = if lead { &mut bars } else { &mut Quiet };
-    let opts = options(a, window.clone());
+    let mut opts = options(a, window.clone());
+    if a.recipe.model.ends_with(".onnx") && a.recipe.init != "random" && !opts.resume {
+        start_from_file(a, &mut opts, dist.size())?;
+    }
     let summary = match stages {
         Some(s) => run_pipelined(&cfg, &data, &opts, obs, dist, (s, a.cut.as_deref())),
         None => run_dist(&cfg, &data, &opts, obs, dist),

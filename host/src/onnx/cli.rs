@@ -1,0 +1,240 @@
+//! `systole eval` and `systole export`: their options and the commands.
+
+use crate::cli::DeviceArgs;
+use crate::onnx::{self as ox, InputMap, Ready};
+use anyhow::{bail, Context};
+use clap::Args;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use systole_train::{check_target, write_atomic};
+
+/// A command's output line (a reader that went away ends the process quietly).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        crate::cli::write_line(&format!($($arg)*))
+    };
+}
+
+/// Options of `eval`.
+#[derive(Debug, Clone, Args)]
+#[command(allow_negative_numbers = true)]
+pub struct EvalArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub device: DeviceArgs,
+    /// The network: an ONNX file (.onnx) or a run folder of `systole train` (its checkpoint).
+    #[arg(long)]
+    pub model: PathBuf,
+    /// Data set: digits or fashion-mnist (its test split is evaluated).
+    #[arg(long)]
+    pub dataset: String,
+    /// Evaluate only the first N test images.
+    #[arg(long, value_parser = crate::cli::whole)]
+    pub limit: Option<usize>,
+    /// The network's input is pixel / pixel_max x S + O: S (an ONNX model's own scale).
+    #[arg(long, default_value_t = 1.0)]
+    pub input_scale: f32,
+    /// O of --input-scale.
+    #[arg(long, default_value_t = 0.0)]
+    pub input_offset: f32,
+    /// Check every product against the golden model.
+    #[arg(long)]
+    pub check: bool,
+    /// Folder for eval.json and predictions.csv (created; existing files are not replaced).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// Options of `export`.
+#[derive(Debug, Clone, Args)]
+#[command(allow_negative_numbers = true)]
+pub struct ExportArgs {
+    /// The run folder of `systole train` to export (or an ONNX file: its formats are then
+    /// calibrated on --dataset).
+    pub run: PathBuf,
+    /// Data set whose training images calibrate the formats (default: the run's).
+    #[arg(long)]
+    pub dataset: Option<String>,
+    /// The ONNX file to write (not replaced if it exists).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The input's scale the run was trained with (pixel / pixel_max x S + O).
+    #[arg(long, default_value_t = 1.0)]
+    pub input_scale: f32,
+    /// O of --input-scale.
+    #[arg(long, default_value_t = 0.0)]
+    pub input_offset: f32,
+}
+
+/// The network of `--model`: an ONNX file, or a run folder.
+fn load_model(path: &Path) -> anyhow::Result<systole_onnx::Net> {
+    if !path.exists() {
+        bail!(
+            "{} does not exist: give a run folder of `systole train` or an ONNX file",
+            path.display()
+        );
+    }
+    let net = if path.is_dir() {
+        ox::net_from_run(path)?.0
+    } else {
+        systole_onnx::import_file(path).with_context(|| format!("importing {}", path.display()))?
+    };
+    say!("{}", net.describe());
+    Ok(net)
+}
+
+fn refuse_existing(p: &Path) -> anyhow::Result<()> {
+    if p.exists() {
+        bail!(
+            "{} exists: choose another --out (systole does not replace it)",
+            p.display()
+        );
+    }
+    check_target(p)?;
+    Ok(())
+}
+
+/// `systole eval` or `systole export`.
+pub fn run(c: crate::cli::Command) -> anyhow::Result<()> {
+    match c {
+        crate::cli::Command::Eval(a) => eval(&a),
+        crate::cli::Command::Export(a) => export(&a),
+        _ => unreachable!("only eval and export come here"),
+    }
+}
+
+/// `systole eval`.
+pub fn eval(a: &EvalArgs) -> anyhow::Result<()> {
+    let (json, csv) = (a.out.join("eval.json"), a.out.join("predictions.csv"));
+    refuse_existing(&json)?;
+    refuse_existing(&csv)?;
+    let map = InputMap {
+        scale: a.input_scale,
+        offset: a.input_offset,
+    };
+    if !(map.scale.is_finite() && map.offset.is_finite()) {
+        bail!("--input-scale and --input-offset must be finite numbers");
+    }
+    let net = load_model(&a.model)?;
+    let ds = systole_train::data::load(&a.dataset)?;
+    ox::check_fits(&net, &ds)?;
+    let r = ox::ready(net, &ds, map)?;
+    say!(
+        "formats: {} (input {} fractional bits)",
+        r.formats_from,
+        r.formats.input
+    );
+    let mut p = ox::products(&a.device.device, a.device.array, a.check)?;
+    let res = ox::evaluate(&mut p, &r, &ds.test, map, a.limit)?;
+    let stats = p.device().stats();
+    let n = res.labels.len();
+    let acc = 100.0 * res.correct() as f64 / n.max(1) as f64;
+    say!(
+        "{n} test images of {}: accuracy {acc:.2}%, loss {:.4} on {}",
+        ds.name,
+        res.loss(),
+        p.device().name()
+    );
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let report = serde_json::json!({
+        "model": a.model.display().to_string(),
+        "dataset": ds.name,
+        "split": "test",
+        "images": n,
+        "correct": res.correct(),
+        "accuracy": acc,
+        "loss": res.loss(),
+        "device": p.device().name(),
+        "check": a.check,
+        "input": { "scale": map.scale, "offset": map.offset },
+        "formats": { "from": r.formats_from, "input": r.formats.input, "layers": layer_formats(&r) },
+        "device_stats": stats,
+    });
+    write_atomic(&json, serde_json::to_string_pretty(&report)?.as_bytes())?;
+    write_atomic(&csv, predictions_csv(&res).as_bytes())?;
+    say!("wrote {} and {}", json.display(), csv.display());
+    Ok(())
+}
+
+fn layer_formats(r: &Ready) -> serde_json::Value {
+    r.net
+        .nodes
+        .iter()
+        .zip(&r.formats.nodes)
+        .map(|(n, f)| serde_json::json!({ "layer": n.name, "op": n.op.name(), "fracs": f }))
+        .collect()
+}
+
+/// `index,label,predicted,logit_0,...`, one row per image in the data set's order.
+pub fn predictions_csv(res: &ox::EvalResult) -> String {
+    let classes = res.logits.first().map_or(0, Vec::len);
+    let mut s = String::from("index,label,predicted");
+    for j in 0..classes {
+        let _ = write!(s, ",logit_{j}");
+    }
+    s.push('\n');
+    for (i, z) in res.logits.iter().enumerate() {
+        let _ = write!(s, "{i},{},{}", res.labels[i], res.predicted[i]);
+        for v in z {
+            let _ = write!(s, ",{v}");
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// `systole export`.
+pub fn export(a: &ExportArgs) -> anyhow::Result<()> {
+    refuse_existing(&a.out)?;
+    let map = InputMap {
+        scale: a.input_scale,
+        offset: a.input_offset,
+    };
+    if !(map.scale.is_finite() && map.offset.is_finite()) {
+        bail!("--input-scale and --input-offset must be finite numbers");
+    }
+    let (net, name) = if a.run.is_dir() {
+        let (net, cp) = ox::net_from_run(&a.run)?;
+        if a.dataset.as_ref().is_some_and(|d| *d != cp.config.dataset) {
+            bail!(
+                "the run was trained on {}: leave out --dataset",
+                cp.config.dataset
+            );
+        }
+        (net, cp.config.dataset)
+    } else {
+        let net = load_model(&a.run)?;
+        let Some(d) = a.dataset.clone() else {
+            bail!(
+                "exporting an ONNX file needs --dataset: its training images calibrate the formats"
+            );
+        };
+        (net, d)
+    };
+    let ds = systole_train::data::load(&name)?;
+    ox::check_fits(&net, &ds)?;
+    let r = ox::ready(net, &ds, map)?;
+    let divisor = systole_train::data::pixel_divisor(&ds.name);
+    let meta = vec![
+        (
+            "systole.input".to_string(),
+            format!(
+                "pixel / {divisor} x {} + {} (pixels of {}, as systole trained on them)",
+                map.scale, map.offset, ds.name
+            ),
+        ),
+        ("systole.formats".to_string(), r.formats_from.clone()),
+        ("systole.dataset".to_string(), ds.name.clone()),
+        ("systole.classes".to_string(), ds.classes.to_string()),
+    ];
+    let m = systole_onnx::export(&r.net, &r.weights, &r.formats, &meta);
+    write_atomic(&a.out, &systole_onnx::build::encode(&m))?;
+    say!(
+        "wrote {} ({} layers, opset {}, formats {})",
+        a.out.display(),
+        r.net.nodes.len(),
+        systole_onnx::EXPORT_OPSET,
+        r.formats_from
+    );
+    Ok(())
+}
