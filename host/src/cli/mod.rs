@@ -20,6 +20,7 @@ pub use trace::{finish as finish_trace, TraceArgs};
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// systole: a systolic-array accelerator co-design kit. Train networks through a simulated
 /// (or real) accelerator, check devices against the golden model, emit Verilog.
@@ -473,6 +474,11 @@ pub struct CheckArgs {
     /// Seed of the random cases.
     #[arg(long, value_parser = whole_u64, default_value_t = 1)]
     pub seed: u64,
+    /// Word width W in bits (8 to 16) of the array checked: a board built at W
+    /// (`systole bitstream --word-bits W`, `systole-board-sim --word-bits W`), or the golden
+    /// model and Verilated array at W; the random words and formats fit W.
+    #[arg(long, value_parser = whole_u32, default_value_t = 16)]
+    pub word_bits: u32,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub trace: TraceArgs,
@@ -507,10 +513,19 @@ pub fn error_text(e: &anyhow::Error) -> String {
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Train(a) => train::train(&a),
-        Command::Compare(a) => train::compare(&a),
+        Command::Train(a) => {
+            progress_only();
+            train::train(&a)
+        }
+        Command::Compare(a) => {
+            progress_only();
+            train::compare(&a)
+        }
         Command::Check(a) => check::check(&a),
-        Command::Explore(a) => explore::explore(&a),
+        Command::Explore(a) => {
+            progress_only();
+            explore::explore(&a)
+        }
         Command::Info(a) => check::info(&a),
         Command::EmitVerilog(a) => hardware::emit_verilog(&a),
         Command::Guide(a) => guide(&a),
@@ -539,14 +554,37 @@ pub(crate) fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
     }
 }
 
-/// Writes one line of a command's output. When standard output fails, the process ends here:
-/// quietly with status 0 if the reader went away (`| head`: it chose to stop reading, and
-/// every file already written is complete), with an error and status 1 otherwise (a full disk).
+/// Set by a command whose standard output only reports progress (training): its job is the
+/// files it writes, so a reader that goes away does not end it.
+static PROGRESS_ONLY: AtomicBool = AtomicBool::new(false);
+/// Standard output's reader went away during a [`PROGRESS_ONLY`] command: nothing more is
+/// printed.
+static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
+
+/// Declares the running command's standard output progress only (see [`write_line`]).
+pub(crate) fn progress_only() {
+    PROGRESS_ONLY.store(true, Ordering::Relaxed);
+}
+
+/// Writes one line of a command's output. When standard output fails: if the reader went away
+/// (`| head`), a command whose output is its job ends quietly with status 0 (the reader chose to
+/// stop reading, and every file already written is complete), and a training command carries
+/// on to the end of its job without printing (progress is not the job); any other failure (a
+/// full disk) ends the process with an error and status 1.
 pub(crate) fn write_line(line: &str) {
     use std::io::Write;
+    if STDOUT_GONE.load(Ordering::Relaxed) {
+        return;
+    }
     let mut out = std::io::stdout().lock();
     match writeln!(out, "{line}").and_then(|()| out.flush()) {
         Ok(()) => {}
+        Err(e)
+            if e.kind() == std::io::ErrorKind::BrokenPipe
+                && PROGRESS_ONLY.load(Ordering::Relaxed) =>
+        {
+            STDOUT_GONE.store(true, Ordering::Relaxed);
+        }
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
         Err(e) => {
             eprintln!("error: cannot write to standard output: {e}");

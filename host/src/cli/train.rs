@@ -301,11 +301,11 @@ fn finish(s: &RunSummary, a: &TrainArgs, secs: f64, ranks: usize) -> anyhow::Res
         }
     }
     if let Some(line) = report::saturation_line(&s.saturation) {
-        println!("{line}");
+        outln!("{line}");
     }
     if let Some(dir) = &a.out {
         report::write_reports(s, dir)?;
-        let png = dir.join("loss.png");
+        let png = dir.join(systole_train::run::LOSS_PNG);
         let text =
             plot::plot_history(&s.history, &format!("{} - {}", s.model, s.arithmetic), &png)?;
         outln!(
