@@ -516,26 +516,8 @@ fn execute<B: AcceleratorBus>(
     }
 }
 
-/// Adds the training capability to a `PING` answer whose capability fields (`caps_len` bytes,
-/// 0 without a store) are in `out`: the bit and the heap's bytes. Returns the bytes added.
 #[cfg(any(feature = "step", test))]
-fn train_caps(train: &TrainSlot, caps_len: usize, out: &mut [u8]) -> usize {
-    match train {
-        Some(s) if caps_len > 0 => {
-            use crate::protocol::train::{
-                CAP_EVALUATE, CAP_HEAP_USE, CAP_PACKED_DATA, CAP_PROGRESS, CAP_STATE_PARTS,
-                CAP_TRAIN,
-            };
-            out[0] |= CAP_TRAIN | CAP_PACKED_DATA | CAP_STATE_PARTS | CAP_EVALUATE | CAP_PROGRESS;
-            if s.measures_heap() {
-                out[0] |= CAP_HEAP_USE;
-            }
-            out[caps_len..caps_len + 4].copy_from_slice(&s.heap_bytes().to_le_bytes());
-            4
-        }
-        _ => 0,
-    }
-}
+use train::train_caps;
 
 #[cfg(not(any(feature = "step", test)))]
 fn train_caps(_: &TrainSlot, _: usize, _: &mut [u8]) -> usize {

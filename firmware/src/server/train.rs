@@ -434,3 +434,23 @@ fn run_request<B: AcceleratorBus>(
     counters.encode(&mut out[..RUN_REPLY_HEADER]);
     Ok(at)
 }
+
+/// Adds the training capability to a `PING` answer whose capability fields (`caps_len` bytes,
+/// 0 without a store) are in `out`: the bit and the heap's bytes. Returns the bytes added.
+pub(super) fn train_caps(train: &Option<Session>, caps_len: usize, out: &mut [u8]) -> usize {
+    match train {
+        Some(s) if caps_len > 0 => {
+            use crate::protocol::train::{
+                CAP_EVALUATE, CAP_HEAP_USE, CAP_PACKED_DATA, CAP_PROGRESS, CAP_STATE_PARTS,
+                CAP_TRAIN,
+            };
+            out[0] |= CAP_TRAIN | CAP_PACKED_DATA | CAP_STATE_PARTS | CAP_EVALUATE | CAP_PROGRESS;
+            if s.measures_heap() {
+                out[0] |= CAP_HEAP_USE;
+            }
+            out[caps_len..caps_len + 4].copy_from_slice(&s.heap_bytes().to_le_bytes());
+            4
+        }
+        _ => 0,
+    }
+}
