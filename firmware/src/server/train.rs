@@ -110,12 +110,17 @@ fn reserve<T>(s: &Session, n: usize) -> Result<Vec<T>, Failure> {
     Ok(v)
 }
 
+/// The board's cycle counter, if it has one.
+type Clock = Option<fn() -> u64>;
+/// Sends a progress frame of the running request with the steps done.
+type Progress<'a> = &'a mut dyn FnMut(u16);
+
 /// Runs one training request; returns the answer's length in `out`.
 pub(super) fn execute<B: AcceleratorBus>(
     req: &TrainRequest<'_>,
     s: &mut Session,
     (bus, config): (&mut B, &ArrayConfig),
-    (clock, progress): (Option<fn() -> u64>, &mut dyn FnMut(u16)),
+    (clock, progress): (Clock, Progress<'_>),
     out: &mut [u8],
 ) -> Result<usize, Failure> {
     match *req {
@@ -377,7 +382,7 @@ fn run_request<B: AcceleratorBus>(
     s: &mut Session,
     (run, in_order): (&RunSteps, bool),
     (bus, config): (&mut B, &ArrayConfig),
-    (clock, progress): (Option<fn() -> u64>, &mut dyn FnMut(u16)),
+    (clock, progress): (Clock, Progress<'_>),
     out: &mut [u8],
 ) -> Result<usize, Failure> {
     let t0 = clock.map(|now| now());
