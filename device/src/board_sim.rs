@@ -15,9 +15,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use systole_core::{AcceleratorBus, ArrayConfig};
+use systole_firmware::frame::Decoder;
+use systole_firmware::protocol::train::WORKING;
 use systole_firmware::server::{FrameServer, ServerError};
 use systole_sim::{ImagePins, VerilatedSoc};
 
+pub mod faults;
 mod serve;
 pub use serve::{run_board_sim, run_bridge_image_sim, run_soc_image_sim};
 
@@ -350,6 +353,7 @@ impl SimBoard {
                 let mut silent = SILENT_SLICES;
                 // Slices since the host's last bytes while no answer came (`None`: answered).
                 let mut unanswered: Option<u32> = None;
+                let mut answers = Decoder::new();
                 // Bytes still to take from the host before the link drops (`None`: never).
                 let mut budget = close_after;
                 while !stopped.load(Ordering::Relaxed) && budget != Some(0) {
@@ -377,7 +381,15 @@ impl SimBoard {
                             Ok(n) => {
                                 master.write_all(&buf[..n]).map_err(SimBoardError::Link)?;
                                 silent = 0;
-                                unanswered = None;
+                                // A progress report is not the answer: the firmware works on.
+                                answers.push(&buf[..n]);
+                                while let Some(f) = answers.next_frame() {
+                                    let working = matches!(f, Ok(f) if f.cmd == WORKING);
+                                    unanswered = match (working, answers_every_request) {
+                                        (true, true) => Some(0),
+                                        _ => None,
+                                    };
+                                }
                             }
                             // Silence counts only once the line towards the image is idle: a
                             // frame longer than the silent slices' bit times is still arriving.

@@ -11,27 +11,32 @@
 //! rows at once; the cache is dropped at every `COMMAND` write, before any new tile can be
 //! converted into a C bank.
 //!
-//! A frame is resent with the same sequence number after a timeout, a damaged response or the
-//! board's CRC error; the board answers a resent frame from its stored response without running
-//! it twice. When the port fails or closes, no answer comes after all retries, or the board answers
-//! every try as damaged in transit ([`LinkError::Damaged`]), the operation
-//! fails with [`DeviceError::Transport`], whose source chain holds the [`LinkError`], and
-//! returns no result.
+//! A frame is resent with the same sequence number as soon as it is known lost (the board's CRC
+//! error, a damaged answer, a request a long operation never acknowledged) or after its wait
+//! ([`exchange`]: derived from its bytes' time on the line and the board's measured pace, with
+//! progress reports during long training requests); the board answers a resent frame from its
+//! stored response without running it twice. When the port fails or closes, no answer comes
+//! after all retries, the board answers every try as damaged in transit
+//! ([`LinkError::Damaged`]), its answers arrive damaged ([`LinkError::AnswersDamaged`]) or it
+//! stops reporting progress ([`LinkError::Stalled`]), the operation fails with
+//! [`DeviceError::Transport`], whose source chain holds the [`LinkError`], and returns no
+//! result.
 
 use super::backend::{check_config, check_id, BusDevice};
 use super::DeviceError;
-use std::io::{ErrorKind, Read, Write};
-use std::time::{Duration, Instant};
+use std::io::{Read, Write};
+use std::time::Duration;
 use systole_core::ArrayConfig;
-use systole_firmware::frame::{self, Decoder, FRAME_CAPACITY, MAX_PAYLOAD};
+use systole_firmware::frame::{Decoder, MAX_PAYLOAD};
 use systole_firmware::protocol::board_ops::{CAP_BOARD_OPS, PING_REPLY, PING_REPLY_WITH_CAPS};
 use systole_firmware::protocol::stack::{StackUse, STACK_USE, STEP_PROFILE};
 use systole_firmware::protocol::train::{
-    CAP_EVALUATE, CAP_HEAP_USE, CAP_PACKED_DATA, CAP_STATE_PARTS, CAP_TRAIN, PING_REPLY_WITH_TRAIN,
+    CAP_EVALUATE, CAP_HEAP_USE, CAP_PACKED_DATA, CAP_PROGRESS, CAP_STATE_PARTS, CAP_TRAIN,
+    PING_REPLY_WITH_TRAIN,
 };
 use systole_firmware::protocol::{
-    boot, cmd, panic, Buffer, DriverFailure, ErrorCode, RemoteError, Request, Words,
-    BATCH_ENTRY_HEADER, COUNTERS_REPLY, ERROR, RESPONSE, WRITE_FM_HEADER, WRITE_ROWS_HEADER,
+    cmd, Buffer, Request, Words, BATCH_ENTRY_HEADER, COUNTERS_REPLY, WRITE_FM_HEADER,
+    WRITE_ROWS_HEADER,
 };
 use systole_step::profile::{self, SectionCycles, SECTIONS};
 
@@ -44,6 +49,7 @@ pub const DEFAULT_RETRIES: u32 = 3;
 
 pub(crate) mod board_ops;
 mod bus;
+pub mod exchange;
 mod kept;
 mod probes;
 mod train;
@@ -82,7 +88,8 @@ pub struct BoardInfo {
     /// (`protocol::train`); `None` on a board that does not.
     pub heap_bytes: Option<u32>,
     /// The capability byte's training bits (`protocol::train::CAP_PACKED_DATA`,
-    /// `CAP_HEAP_USE`, `CAP_STATE_PARTS`, `CAP_EVALUATE`), 0 on a board that does not train.
+    /// `CAP_HEAP_USE`, `CAP_STATE_PARTS`, `CAP_EVALUATE`, `CAP_PROGRESS`), 0 on a board that
+    /// does not train.
     pub train_caps: u8,
 }
 
@@ -120,6 +127,10 @@ pub struct SerialBus<T> {
     heap_bytes: Option<u32>,
     /// [`BoardInfo::train_caps`].
     train_caps: u8,
+    /// The line rate, for the time a frame takes on the line.
+    baud: u32,
+    /// How fast the board has been at its long requests so far.
+    pace: exchange::Pace,
 }
 
 impl<T: Read + Write> SerialBus<T> {
@@ -141,6 +152,8 @@ impl<T: Read + Write> SerialBus<T> {
             board: None,
             heap_bytes: None,
             train_caps: 0,
+            baud: DEFAULT_BAUD,
+            pace: exchange::Pace::default(),
         }
     }
 
@@ -150,10 +163,16 @@ impl<T: Read + Write> SerialBus<T> {
         self.board = Some(board_ops::BoardStore::new(store_words as usize));
     }
 
-    /// Sets the per-try timeout and the number of resends.
+    /// Sets the per-try timeout and the number of resends. The timeout is a frame's round trip
+    /// beyond its bytes' time on the line; long requests wait longer (see [`exchange`]).
     pub fn set_retry_policy(&mut self, timeout: Duration, retries: u32) {
         self.timeout = timeout;
         self.retries = retries;
+    }
+
+    /// Sets the line rate the bytes' time on the line is computed from.
+    pub fn set_baud(&mut self, baud: u32) {
+        self.baud = baud.max(1);
     }
 
     /// Counters so far.
@@ -302,143 +321,6 @@ impl<T: Read + Write> SerialBus<T> {
         out.copy_from_slice(&words[..n]);
         self.c_cache = Some((bank, row, words));
         Ok(())
-    }
-
-    /// Sends one request (retrying with the same sequence number) and returns the payload of
-    /// its successful answer.
-    fn transact(&mut self, command: u8, payload: &[u8]) -> Result<Vec<u8>, LinkError> {
-        let seq = self.seq;
-        self.seq = self.seq.wrapping_add(1);
-        let mut buf = [0u8; FRAME_CAPACITY];
-        let len = frame::encode(seq, command, payload, &mut buf).map_err(LinkError::Encode)?;
-        self.counters.frames += 1;
-        // Tries the board answered as damaged in transit, and its last reason.
-        let (mut damaged, mut damage) = (0u32, None);
-        for attempt in 0..=self.retries {
-            if attempt > 0 {
-                self.counters.resends += 1;
-            }
-            self.port
-                .write_all(&buf[..len])
-                .and_then(|()| self.port.flush())
-                .map_err(|e| LinkError::Gone(e.into()))?;
-            self.counters.bytes_out += len as u64;
-            match self.await_answer(seq)? {
-                Some((c, p)) if c == ERROR => {
-                    let e = RemoteError::parse(&p)
-                        .ok_or_else(|| LinkError::Protocol("short error frame".into()))?;
-                    if let Some(code) = e.code.filter(|c| ErrorCode::is_transient(*c)) {
-                        damaged += 1;
-                        damage = Some(code.to_string());
-                        continue;
-                    }
-                    match e.code {
-                        Some(ErrorCode::StoreFull) => {
-                            return Err(LinkError::StoreFull { free: e.detail })
-                        }
-                        Some(ErrorCode::UnknownTensor) => {
-                            return Err(LinkError::UnknownTensor { id: e.detail as u8 })
-                        }
-                        Some(ErrorCode::ShapeMismatch) => {
-                            return Err(LinkError::ShapeMismatch { cmd: e.cmd })
-                        }
-                        Some(
-                            c @ (ErrorCode::NotLoaded
-                            | ErrorCode::BadTrainState
-                            | ErrorCode::OutOfMemory
-                            | ErrorCode::BadData
-                            | ErrorCode::StepFailed),
-                        ) => {
-                            return Err(LinkError::Training {
-                                what: train::describe_refusal(c, e.detail),
-                            })
-                        }
-                        Some(ErrorCode::Driver) => {
-                            return Err(LinkError::BoardDriver {
-                                what: DriverFailure::describe(e.detail),
-                            })
-                        }
-                        _ => {}
-                    }
-                    return Err(LinkError::Refused {
-                        cmd: e.cmd,
-                        what: e
-                            .code
-                            .map_or_else(|| format!("code {}", e.raw), |c| c.to_string()),
-                        detail: e.detail,
-                    });
-                }
-                Some((c, p)) if c == command | RESPONSE => return Ok(p),
-                Some((c, _)) => {
-                    return Err(LinkError::Protocol(format!(
-                        "answer code {c:#04x} to command {command:#04x}"
-                    )))
-                }
-                None => continue,
-            }
-        }
-        // The board heard the request but never whole: say so, not that it stayed silent.
-        if let Some(what) = damage {
-            return Err(LinkError::Damaged {
-                tries: self.retries + 1,
-                damaged,
-                what,
-            });
-        }
-        Err(LinkError::NoAnswer {
-            tries: self.retries + 1,
-            timeout_ms: self.timeout.as_millis(),
-        })
-    }
-
-    /// Waits for the answer with sequence `seq`; `None` on timeout or a damaged answer (the
-    /// caller resends). Answers with other sequence numbers are late copies and are skipped.
-    fn await_answer(&mut self, seq: u8) -> Result<Option<(u8, Vec<u8>)>, LinkError> {
-        let deadline = Instant::now() + self.timeout;
-        loop {
-            while let Some(r) = self.decoder.next_frame() {
-                match r {
-                    Ok(f) => {
-                        // Unsolicited, so recognised whatever `seq` it carries.
-                        if let Some(m) = panic::parse_panic(f.cmd, f.payload) {
-                            let m = String::from_utf8_lossy(m).into_owned();
-                            // It restarts next and announces that.
-                            self.start_expected = true;
-                            self.forget_board_store();
-                            return Err(LinkError::BoardPanicked(m));
-                        }
-                        if boot::is_boot(f.cmd, f.payload) {
-                            self.forget_board_store();
-                            if std::mem::take(&mut self.start_expected) {
-                                continue;
-                            }
-                            return Err(LinkError::BoardRestarted);
-                        }
-                        if f.seq == seq {
-                            self.start_expected = false;
-                            return Ok(Some((f.cmd, f.payload.to_vec())));
-                        }
-                    }
-                    Err(_) => return Ok(None),
-                }
-            }
-            if Instant::now() >= deadline {
-                return Ok(None);
-            }
-            match self.port.read(self.decoder.spare()) {
-                Ok(0) => {
-                    let closed = std::io::Error::new(ErrorKind::UnexpectedEof, "the port closed");
-                    return Err(LinkError::Gone(closed.into()));
-                }
-                Ok(n) => {
-                    self.counters.bytes_in += n as u64;
-                    self.decoder.commit(n);
-                }
-                Err(e) if matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock) => {}
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => return Err(LinkError::Gone(e.into())),
-            }
-        }
     }
 
     /// The board restarted, so its tensor store is empty: the host's record of it (which

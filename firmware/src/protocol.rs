@@ -29,7 +29,7 @@
 //! | 0x10 | `STATE_WRITE` | total u32, offset u32, bytes | — | bytes `offset..` of a training state (`systole_step::resident::TrainState`'s wire form) of `total` bytes; `offset = 0` starts a new one (the board drops the state it held), any other offset must be the bytes received so far; the last chunk installs it once it decodes and checks, else `BadTrainState` (detail: `systole_step::resident::StateError::code`) and nothing is installed |
 //! | 0x11 | `STATE_READ` | offset u32, count u16, optional part u8 (0 or absent: the whole state; 1: the parameters and formats alone, `TrainState::encode_params`, with [`train::CAP_STATE_PARTS`]) | total u32, bytes `offset..` (at most `count`) | the state as it is now, for checkpoints and the end (part 1: for the host's evaluation between checkpoints); `offset = 0` takes a fresh snapshot of that part (its bytes reserved first: `OutOfMemory` when the heap has no room), other offsets continue it (another part than the snapshot's: `BadData`) |
 //! | 0x12 | `DATA_WRITE` | features u16, divisor u16, total u32, offset u32, bytes | — | bytes `offset..` of a data set's records (each image's pixels, then its label; a value is `pixel / divisor`), `total` bytes in all; `offset = 0` starts a new data set (the old one dropped), other offsets continue in order |
-//! | 0x13 | `RUN_STEPS` | epochs done u32, first batch u32, steps u16, batch u16, lr f32 bits, flags u8 (bit 0 [`train::IN_ORDER`]: the resident images in their stored order) | steps u16, CPU cycles u64, array cycles u64, MAC cycles u64, then per step loss (f32 bits) u32 and correct u16 | batches `first..first + steps` (within the epoch) of epoch `epochs done + 1`, in the order the board draws with the trainer's shuffle (`systole_step::rng::epoch_order`) over the resident images; the state's step counter advances by `steps`; a step that fails drops the state (`StepFailed`, detail [`train::StepFailure`]) |
+//! | 0x13 | `RUN_STEPS` | epochs done u32, first batch u32, steps u16, batch u16, lr f32 bits, flags u8 (bit 0 [`train::IN_ORDER`]: the resident images in their stored order; bit 1 [`train::PROGRESS`]: progress frames, below) | steps u16, CPU cycles u64, array cycles u64, MAC cycles u64, then per step loss (f32 bits) u32 and correct u16 | batches `first..first + steps` (within the epoch) of epoch `epochs done + 1`, in the order the board draws with the trainer's shuffle (`systole_step::rng::epoch_order`) over the resident images; the state's step counter advances by `steps`; a step that fails drops the state (`StepFailed`, detail [`train::StepFailure`]) |
 //! | 0x14 | `DATA_WRITE_PACKED` | features u16, divisor u16, bits u8 (1..=8), total u32, offset u32, bytes | — | as `DATA_WRITE`, each record's pixels packed at `bits` bits (`systole_step::resident::DataSet`: image `i` is `ceil(features·bits/8)` bytes, pixel `j` the `bits`-bit field at bit `j·bits`, least significant bit first, unused bits 0; then the label byte); at 8 bits the records are `DATA_WRITE`'s; the board keeps them packed. The bits byte with [`train::TEST_SPLIT`] (0x80, with [`train::CAP_EVALUATE`]) puts them in the test split's slot (`EVALUATE`'s), which replaces only the test split; without it the training set's, as before |
 //! | 0x15 | `HEAP_USE` | — | heap bytes u32, in use u32, peak u32 ([`train::HeapUse`]) | the heap's bytes, the bytes allocated now and the most allocated at once since the previous `HEAP_USE` (or the start); the peak then restarts from what is in use, so two `HEAP_USE` around a `RUN_STEPS` measure its heap; refused as unknown on a board that cannot measure its heap |
 //! | 0x16 | `FORMATS_WRITE` | the remembered formats (`systole_step::resident::encode_formats`: count u16, each key length u8, key, frac u8) | — | replaces the state's remembered formats (an evaluation on the host changed them) and leaves the rest; with [`train::CAP_STATE_PARTS`]; refused `NotLoaded` without a state, `BadTrainState` (detail: the error code) when they do not decode or a frac is over the state's word |
@@ -70,10 +70,29 @@
 //! KiB; nothing was kept), `BadData` (the data set does not fit the model, or a chunk out of
 //! order), `StepFailed` (the state is dropped: upload it again).
 //!
+//! **Progress.** A board with [`train::CAP_PROGRESS`] sends, for a `RUN_STEPS` whose flags carry
+//! [`train::PROGRESS`] (0x02), a [`train::WORKING`] frame (`CMD = 0xFE`, the request's `SEQ`,
+//! payload: steps done u16) when it accepts the request (0 steps done) and one after each step,
+//! then the answer. A progress frame is not an answer; a resent request is answered from the
+//! stored response without them.
+//!
 //! **Retries.** The board remembers the `SEQ` and CRC of the last request it executed and the
 //! response it sent. A frame with the same `SEQ` and CRC is a retry (the response was lost): the
 //! stored response is sent again and nothing runs twice. The host therefore retries a frame with
-//! the same `SEQ` after a timeout or a CRC error, and uses a new `SEQ` for every new request.
+//! the same `SEQ`, and uses a new `SEQ` for every new request. It resends as soon as the frame
+//! is known lost: the board answered `BadCrc`, `Oversized` or `BytesLost` (the request arrived
+//! damaged), an answer failed its CRC, bytes came that form no frame (or a frame cut short) and
+//! then the line stayed quiet for the frame timeout, or a long `RUN_STEPS` was not
+//! acknowledged by a progress frame within the frame's wait. Otherwise it waits for the
+//! frame's wait: the request's and the longest answer's bytes on the line at the link's baud
+//! rate plus the frame timeout (500 ms by default), and for work the board does before it
+//! answers, `SLACK` (4) times the slowest pace measured so far on the link (per step between
+//! two progress frames, per evaluation), or a fixed bound before the first measurement (120 s a
+//! step; 60 s for board operations and the training uploads). A board that acknowledged a
+//! `RUN_STEPS` and then sends nothing for that long has stopped: the host ends the operation
+//! at once with that error instead of resending. When the tries run out the host says what it
+//! saw: requests reported damaged, answers arriving damaged, or silence
+//! (`systole_device::serial::exchange`).
 
 use crate::frame::MAX_PAYLOAD;
 

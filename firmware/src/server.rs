@@ -4,6 +4,7 @@
 
 use crate::frame::{self, Decoder, Frame, FrameError, FRAME_CAPACITY, HEADER, MAX_PAYLOAD};
 use crate::protocol::stack::{StackUse, STACK_USE, STACK_USE_REPLY, STEP_PROFILE};
+use crate::protocol::train::WORKING;
 use crate::protocol::{BatchIter, Buffer, ErrorCode, RemoteError, Request, MAX_LANES, RESPONSE};
 use crate::protocol::{COUNTERS_REPLY, ERROR, VERSION};
 use embedded_io::{Read, Write};
@@ -241,6 +242,7 @@ impl<IO: Read + Write, B: AcceleratorBus> FrameServer<IO, B> {
                 train,
                 stack_use,
                 step_profile,
+                io,
                 ..
             } = self;
             decoder.skip_garbage();
@@ -265,12 +267,21 @@ impl<IO: Read + Write, B: AcceleratorBus> FrameServer<IO, B> {
                     // `COUNTERS` itself is not counted: a host asking after every operation
                     // must not see its own questions in the cost of the next one.
                     let counted = f.cmd != crate::protocol::cmd::COUNTERS;
+                    // Progress frames are best effort: a failing link shows at the answer.
+                    let seq = f.seq;
+                    let mut progress = |done: u16| {
+                        let mut buf = [0u8; frame::OVERHEAD + 2];
+                        if let Ok(n) = frame::encode(seq, WORKING, &done.to_le_bytes(), &mut buf) {
+                            let _ = io.write_all(&buf[..n]).and_then(|()| io.flush());
+                        }
+                    };
                     let board = Board {
                         bus,
                         config,
                         store,
                         train,
                         clock: *clock,
+                        progress: &mut progress,
                     };
                     handle(f, board, tx, tx_len, last, stats);
                     if let (Some(now), Some(t0), Some(busy), true) =
@@ -309,6 +320,8 @@ struct Board<'s, B> {
     store: &'s mut board_ops::Store,
     train: &'s mut TrainSlot,
     clock: Option<fn() -> u64>,
+    /// Sends a progress frame ([`WORKING`]) for the request being run.
+    progress: &'s mut dyn FnMut(u16),
 }
 
 /// Executes (or replays) one request and leaves its response frame in `tx`.
@@ -409,6 +422,7 @@ fn execute<B: AcceleratorBus>(
         store,
         train,
         clock,
+        progress,
     } = board;
     let req = Request::parse(f.cmd, f.payload).map_err(|c| {
         // For a batch, report which entry was bad.
@@ -490,37 +504,20 @@ fn execute<B: AcceleratorBus>(
         | Request::Conv(_) => board_ops::execute(&req, bus, config, store, out),
         #[cfg(any(feature = "step", test))]
         Request::Train(r) => match train.as_mut() {
-            Some(session) => train::execute(&r, session, bus, config, clock, out),
+            Some(session) => train::execute(&r, session, (bus, config), (clock, progress), out),
             None => Err((ErrorCode::UnknownCommand, 0)),
         },
         #[cfg(not(any(feature = "step", test)))]
         Request::Train(_) => {
-            let _ = (train, clock);
+            let _ = (train, clock, progress);
             Err((ErrorCode::UnknownCommand, 0))
         }
         other => run_write(&other, bus, config, store).map(|()| 0),
     }
 }
 
-/// Adds the training capability to a `PING` answer whose capability fields (`caps_len` bytes,
-/// 0 without a store) are in `out`: the bit and the heap's bytes. Returns the bytes added.
 #[cfg(any(feature = "step", test))]
-fn train_caps(train: &TrainSlot, caps_len: usize, out: &mut [u8]) -> usize {
-    match train {
-        Some(s) if caps_len > 0 => {
-            use crate::protocol::train::{
-                CAP_EVALUATE, CAP_HEAP_USE, CAP_PACKED_DATA, CAP_STATE_PARTS, CAP_TRAIN,
-            };
-            out[0] |= CAP_TRAIN | CAP_PACKED_DATA | CAP_STATE_PARTS | CAP_EVALUATE;
-            if s.measures_heap() {
-                out[0] |= CAP_HEAP_USE;
-            }
-            out[caps_len..caps_len + 4].copy_from_slice(&s.heap_bytes().to_le_bytes());
-            4
-        }
-        _ => 0,
-    }
-}
+use train::train_caps;
 
 #[cfg(not(any(feature = "step", test)))]
 fn train_caps(_: &TrainSlot, _: usize, _: &mut [u8]) -> usize {

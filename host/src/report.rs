@@ -102,9 +102,9 @@ pub fn write_reports(summary: &RunSummary, dir: &Path) -> Result<(), TrainError>
         what: "report",
         source,
     })?;
-    write_atomic(&dir.join("run.json"), &json)?;
+    write_atomic(&dir.join(systole_train::run::RUN_JSON), &json)?;
     write_atomic(
-        &dir.join("history.csv"),
+        &dir.join(systole_train::run::HISTORY_CSV),
         history_csv(&summary.history).as_bytes(),
     )?;
     Ok(())

@@ -193,3 +193,12 @@ fn ranks_with_different_seeds_stop_at_once() {
 fn ranks_with_different_rounding_stop_at_once() {
     refused("--rounding", "stochastic", "nearest");
 }
+
+/// Only rank 0 writes the reports: ranks given different folders are refused, not rank 1's
+/// folder silently ignored.
+#[test]
+fn ranks_with_different_out_folders_stop_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    refused("--out", a.to_str().unwrap(), b.to_str().unwrap());
+}

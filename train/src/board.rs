@@ -232,7 +232,8 @@ pub(crate) fn run(
                 p.display()
             )));
         }
-        t.restore(checkpoint::Checkpoint::load(p)?)?;
+        let ck = checkpoint::Checkpoint::load_for(p, &t.checkpoint(), data.train.len())?;
+        t.restore(ck)?;
     }
     if let Some(d) = &opts.out {
         crate::outfile::probe_dir(d, 2 * t.checkpoint().size_bound() + (1 << 20))?;

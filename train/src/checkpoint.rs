@@ -87,22 +87,187 @@ impl Checkpoint {
         (now as u64).saturating_add(16 * words as u64)
     }
 
-    /// Saves to `path` atomically.
+    /// Saves to `path` atomically, with a [`CHECKSUM`] field over the rest of its content.
     pub fn save(&self, path: &Path) -> Result<(), TrainError> {
-        let json = serde_json::to_vec(self).map_err(|source| TrainError::Encode {
+        let encode = |source| TrainError::Encode {
             what: "checkpoint",
             source,
-        })?;
+        };
+        let mut v = serde_json::to_value(self).map_err(encode)?;
+        let sum = checksum(&v);
+        if let Some(o) = v.as_object_mut() {
+            o.insert(CHECKSUM.into(), sum.into());
+        }
+        let json = serde_json::to_vec(&v).map_err(encode)?;
         Ok(write_atomic(path, &json)?)
     }
 
-    /// Reads a checkpoint.
+    /// Reads a checkpoint; its [`CHECKSUM`], when it has one (files written before it have
+    /// none), must match its content.
     pub fn load(path: &Path) -> Result<Checkpoint, TrainError> {
         let bytes = std::fs::read(path).map_err(io(path))?;
-        serde_json::from_slice(&bytes).map_err(|source| TrainError::CheckpointFormat {
+        let format = |source| TrainError::CheckpointFormat {
             path: path.to_path_buf(),
             source,
-        })
+        };
+        let mut v: serde_json::Value = serde_json::from_slice(&bytes).map_err(format)?;
+        let stored = v.as_object_mut().and_then(|o| o.remove(CHECKSUM));
+        if let Some(stored) = stored {
+            let sum = checksum(&v);
+            if stored.as_str() != Some(sum.as_str()) {
+                return Err(field_error(
+                    path,
+                    CHECKSUM,
+                    format!("is {stored} but the content sums to \"{sum}\": the file was damaged or edited"),
+                ));
+            }
+        }
+        serde_json::from_value(v).map_err(format)
+    }
+
+    /// [`Self::load`], then every field checked against `fresh` (the checkpoint of the run
+    /// being resumed, before its first step: its options, tensors and formats): the format
+    /// tag, the step counter against the epochs done (`train_images` training images, before
+    /// `--limit`), every tensor's kind, shape, length and words, and every remembered format's
+    /// range. An error names the file and the field.
+    pub fn load_for(
+        path: &Path,
+        fresh: &Checkpoint,
+        train_images: usize,
+    ) -> Result<Checkpoint, TrainError> {
+        let ck = Checkpoint::load(path)?;
+        ck.validate(path, fresh, train_images)?;
+        Ok(ck)
+    }
+
+    fn validate(
+        &self,
+        path: &Path,
+        fresh: &Checkpoint,
+        train_images: usize,
+    ) -> Result<(), TrainError> {
+        let bad = |field: &str, what: String| Err(field_error(path, field, what));
+        if self.format != FORMAT {
+            return bad("format", format!("is '{}', not '{FORMAT}'", self.format));
+        }
+        let cfg = &self.config;
+        let images = train_images.min(cfg.train_limit.unwrap_or(usize::MAX));
+        let per_epoch = images.div_ceil(cfg.batch.max(1)) as u64;
+        if Some(self.step) != (self.epoch as u64).checked_mul(per_epoch) {
+            return bad(
+                "step",
+                format!(
+                    "is {} but {} epochs of {per_epoch} batches make {}",
+                    self.step,
+                    self.epoch,
+                    self.epoch as u64 * per_epoch
+                ),
+            );
+        }
+        let fixed = cfg.precision == super::Precision::Fixed16;
+        let word = systole_core::numeric::max_frac(cfg.word_bits);
+        for (op, &frac) in &self.fracs {
+            if !fixed {
+                return bad(
+                    &format!("fracs.{op}"),
+                    "is set, but a float run keeps no formats".into(),
+                );
+            }
+            if frac > word {
+                return bad(
+                    &format!("fracs.{op}"),
+                    format!(
+                        "is {frac} fractional bits, over the {} of {}-bit words",
+                        word, cfg.word_bits
+                    ),
+                );
+            }
+        }
+        for (name, got, want) in [
+            ("params", &self.params, &fresh.params),
+            ("velocity", &self.velocity, &fresh.velocity),
+        ] {
+            if got.len() != want.len() {
+                return bad(
+                    name,
+                    format!("holds {} tensors, the model has {}", got.len(), want.len()),
+                );
+            }
+            for (i, (g, w)) in got.iter().zip(want).enumerate() {
+                let field = format!("{name}[{i}] ({})", super::model::param_name(i));
+                if let Err(what) = tensor_fits(g, w, cfg.master_bits) {
+                    return bad(&field, what);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The field of a checkpoint holding the checksum of the rest of its content.
+pub const CHECKSUM: &str = "checksum";
+
+/// FNV-1a 64 of the checkpoint's JSON without [`CHECKSUM`] (keys in order), as hex.
+fn checksum(v: &serde_json::Value) -> String {
+    let mut h = crate::dist::Fnv::default();
+    h.write(&serde_json::to_vec(v).unwrap_or_default());
+    format!("{:016x}", h.0)
+}
+
+fn field_error(path: &Path, field: &str, what: String) -> TrainError {
+    TrainError::CheckpointField {
+        path: path.to_path_buf(),
+        field: field.to_string(),
+        what,
+    }
+}
+
+/// Whether tensor `got` can stand where the run has `want`: the same kind and shape, as many
+/// values as the shape holds, and fixed-point words and formats within `master` bits.
+fn tensor_fits(got: &TensorState, want: &TensorState, master: u32) -> Result<(), String> {
+    use systole_core::numeric::{max_frac, word_max, word_min};
+    let shape = |t: &TensorState| match t {
+        TensorState::Fixed { rows, cols, .. } | TensorState::Float { rows, cols, .. } => {
+            (*rows, *cols)
+        }
+    };
+    let ((r, c), (wr, wc)) = (shape(got), shape(want));
+    if (r, c) != (wr, wc) {
+        return Err(format!("is {r}x{c}, the model's is {wr}x{wc}"));
+    }
+    match (got, want) {
+        (TensorState::Fixed { frac, data, .. }, TensorState::Fixed { .. }) => {
+            if data.len() != r * c {
+                return Err(format!("holds {} words for {r}x{c}", data.len()));
+            }
+            if *frac > max_frac(master) {
+                return Err(format!(
+                    "has {frac} fractional bits, over the {} of {master}-bit weights",
+                    max_frac(master)
+                ));
+            }
+            let (lo, hi) = (word_min(master), word_max(master));
+            if let Some(i) = data
+                .iter()
+                .position(|&w| !(lo..=hi).contains(&i64::from(w)))
+            {
+                return Err(format!("word {i} is {}, outside {master} bits", data[i]));
+            }
+            Ok(())
+        }
+        (TensorState::Float { data, .. }, TensorState::Float { .. }) => {
+            if data.len() != r * c {
+                return Err(format!("holds {} values for {r}x{c}", data.len()));
+            }
+            match data.iter().position(|x| !x.is_finite()) {
+                Some(i) => Err(format!("value {i} is not finite")),
+                None => Ok(()),
+            }
+        }
+        (TensorState::Fixed { .. }, _) => {
+            Err("holds fixed-point words but this run is floating point".into())
+        }
+        (TensorState::Float { .. }, _) => Err("holds floats but this run is fixed point".into()),
     }
 }
 
@@ -155,3 +320,7 @@ mod tests {
         assert!(cause.to_string().contains("line 1"), "{cause}");
     }
 }
+
+#[cfg(test)]
+#[path = "checkpoint_tests.rs"]
+mod field_tests;

@@ -46,6 +46,16 @@ pub enum TrainError {
     /// A checkpoint cannot be used.
     #[error("checkpoint: {0}")]
     Checkpoint(String),
+    /// A field of a checkpoint file is wrong (damaged, edited, or from another model).
+    #[error("checkpoint {}: field `{field}` {what}; resume from an intact copy, or start over with --overwrite", path.display())]
+    CheckpointField {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The field, e.g. `velocity[1] (layer 1 b)`.
+        field: String,
+        /// What is wrong with it.
+        what: String,
+    },
     /// A checkpoint file is not a systole checkpoint (the decoder's error is the source).
     #[error("checkpoint: {} is not a systole checkpoint", path.display())]
     CheckpointFormat {

@@ -37,6 +37,14 @@ pub enum OutputError {
         #[source]
         source: io::Error,
     },
+    /// A run folder that exists and is not a folder.
+    #[error("{} is {what}, not a folder: --out names the folder a run writes its files into; name a new or existing folder", path.display())]
+    NotFolder {
+        /// The path given.
+        path: PathBuf,
+        /// What it is, e.g. `a device`.
+        what: &'static str,
+    },
     /// Another process holds the run folder's lock.
     #[error("{} is in use by another systole run ({holder}): wait for it to end or choose another --out", dir.display())]
     Locked {
@@ -56,14 +64,38 @@ fn io_at(path: &Path) -> impl Fn(io::Error) -> OutputError + '_ {
 
 /// Refuses a target that exists and is not a regular file (links are not followed).
 pub fn check_target(path: &Path) -> Result<(), OutputError> {
-    use std::os::unix::fs::FileTypeExt;
     let t = match std::fs::symlink_metadata(path) {
         Ok(m) => m.file_type(),
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(io_at(path)(e)),
     };
-    let what = if t.is_file() {
+    if t.is_file() {
         return Ok(());
+    }
+    Err(OutputError::NotRegular {
+        path: path.to_path_buf(),
+        what: kind_of(t),
+    })
+}
+
+/// Refuses a run folder that exists and is not a folder (a link to one is taken as one).
+pub fn check_folder(dir: &Path) -> Result<(), OutputError> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(m) => Err(OutputError::NotFolder {
+            path: dir.to_path_buf(),
+            what: kind_of(m.file_type()),
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io_at(dir)(e)),
+    }
+}
+
+/// What a file of type `t` is, in words.
+fn kind_of(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_file() {
+        "a regular file"
     } else if t.is_symlink() {
         "a symbolic link"
     } else if t.is_dir() {
@@ -76,11 +108,7 @@ pub fn check_target(path: &Path) -> Result<(), OutputError> {
         "a socket"
     } else {
         "not a regular file"
-    };
-    Err(OutputError::NotRegular {
-        path: path.to_path_buf(),
-        what,
-    })
+    }
 }
 
 /// A name in `path`'s folder no other process or write uses: `.NAME.PID-N.tmp` (the name kept
@@ -98,6 +126,48 @@ fn temp_path(path: &Path) -> PathBuf {
         .unwrap_or_default();
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     path.with_file_name(format!(".{name}.{}-{n}.tmp{ext}", std::process::id()))
+}
+
+/// Removes the temporary files of [`temp_path`]'s pattern that processes other than this one
+/// left in `dir` (a run killed mid-write): call it only while holding the folder's
+/// [`RunLock`], so no other process is writing there. Returns how many were removed.
+pub fn remove_stale_temps(dir: &Path) -> usize {
+    let me = format!(".{}-", std::process::id());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if is_temp_name(&name)
+            && !name.contains(&me)
+            && e.file_type().is_ok_and(|t| t.is_file())
+            && std::fs::remove_file(e.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// Whether `name` has [`temp_path`]'s form `.NAME.PID-N.tmp[.EXT]`.
+fn is_temp_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix('.') else {
+        return false;
+    };
+    let Some(at) = rest.find(".tmp") else {
+        return false;
+    };
+    let Some((_, counter)) = rest[..at].rsplit_once('.') else {
+        return false;
+    };
+    let tail = &rest[at + 4..];
+    let numbered = counter.split_once('-').is_some_and(|(pid, n)| {
+        [pid, n]
+            .iter()
+            .all(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+    });
+    numbered && (tail.is_empty() || tail.starts_with('.'))
 }
 
 /// Replaces `path` by what `fill` writes to a fresh temporary file beside it (whose path it is

@@ -65,11 +65,18 @@ pub(crate) fn drive<A: Arith<Error = TrainError> + MaybeDevice>(
                 p.display()
             )));
         }
-        t.restore(Checkpoint::load(p)?)?;
+        let ck = Checkpoint::load_for(p, &t.checkpoint(), data.train.len())?;
+        t.restore(ck)?;
     }
     if dist.size() > 1 {
         let mut settings = agreement::run_settings(cfg, &opts.device, data, &t.checkpoint());
         settings.extend(placement.iter().cloned());
+        // Rank 0 alone writes the reports: a folder given to another rank would be ignored.
+        let out = opts
+            .out
+            .as_ref()
+            .map_or("none".into(), |d| d.display().to_string());
+        settings.push(crate::dist::Setting::new("--out", out));
         crate::dist::agree(dist, &settings)?;
     }
     if let Some(d) = opts.out.as_ref().filter(|_| lead) {
@@ -227,6 +234,36 @@ const REPORT_ROOM: u64 = 1 << 20;
 /// first epoch): creates it, proves it takes a write (a read-only or full folder fails here)
 /// and locks it against other runs for as long as the returned lock lives.
 pub fn claim_out_dir(dir: &Path) -> Result<crate::outfile::RunLock, TrainError> {
-    crate::outfile::probe_dir(dir, REPORT_ROOM)?;
-    Ok(crate::outfile::RunLock::acquire(dir)?)
+    claim_out_dir_for(dir, &REPORT_FILES)
 }
+
+/// [`claim_out_dir`] of a folder the command will write `files` into: each is checked now
+/// (a link or node there is refused before any work, not after it), and temporary files a
+/// killed run left there are removed.
+pub fn claim_out_dir_for(
+    dir: &Path,
+    files: &[&str],
+) -> Result<crate::outfile::RunLock, TrainError> {
+    crate::outfile::check_folder(dir)?;
+    crate::outfile::probe_dir(dir, REPORT_ROOM)?;
+    let lock = crate::outfile::RunLock::acquire(dir)?;
+    for f in files {
+        crate::outfile::check_target(&dir.join(f))?;
+    }
+    crate::outfile::remove_stale_temps(dir);
+    Ok(lock)
+}
+
+/// The run report (`systole train --out`).
+pub const RUN_JSON: &str = "run.json";
+/// The per-epoch history.
+pub const HISTORY_CSV: &str = "history.csv";
+/// The loss plot.
+pub const LOSS_PNG: &str = "loss.png";
+/// Every file a training run writes into its `--out` folder.
+pub const REPORT_FILES: [&str; 4] = [
+    RUN_JSON,
+    HISTORY_CSV,
+    LOSS_PNG,
+    crate::checkpoint::FILE_NAME,
+];

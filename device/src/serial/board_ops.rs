@@ -443,11 +443,8 @@ impl<T: Read + Write> SerialBus<T> {
             .map_err(LinkError::Encode)?;
         // The board answers when the whole operation has run: wait for that, not a frame's
         // time (a resend would only wait in its receive FIFO and be answered from the copy).
-        let frame_timeout = self.timeout;
-        self.timeout = frame_timeout.max(OP_TIMEOUT);
-        let p = self.transact(req.cmd(), &payload[..len]);
-        self.timeout = frame_timeout;
-        let mut p = p?;
+        let work = super::exchange::Work::Frame { extra: OP_TIMEOUT };
+        let mut p = self.transact_for(req.cmd(), &payload[..len], work)?;
         let bad = |what: String| LinkError::Protocol(what);
         let stats = OpStats::parse(p.get(4..).unwrap_or(&[]))
             .ok_or_else(|| bad(format!("operation answer of {} bytes", p.len())))?;

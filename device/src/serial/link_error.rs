@@ -28,6 +28,37 @@ pub enum LinkError {
         /// The last damage it reported.
         what: String,
     },
+    /// The board answered, but every answer arrived damaged (a CRC error, a frame cut short):
+    /// the line corrupts bytes towards the host.
+    #[error(
+        "the board answered, but its answers arrived damaged ({what}) on {damaged} of {tries} tries: the line corrupts bytes towards the host; check the cable and that both ends use the same baud rate"
+    )]
+    AnswersDamaged {
+        /// Frames sent.
+        tries: u32,
+        /// Tries whose answer arrived damaged.
+        damaged: u32,
+        /// How the last one was damaged.
+        what: String,
+    },
+    /// The board acknowledged a long request, reported progress, then went quiet for longer
+    /// than its measured pace allows: it stopped (halted, hung, or the link was cut).
+    #[error(
+        "the board stopped answering: it accepted command {cmd:#04x} ({done} of {steps} steps done), then sent nothing for {quiet_ms} ms{}; check that it still runs (a halted or hung board, a cut cable) and run again (--resume continues from the last checkpoint)",
+        step_ms.map_or_else(String::new, |s| format!(", over {} times its slowest step so far ({s} ms)", super::exchange::SLACK))
+    )]
+    Stalled {
+        /// The request's command.
+        cmd: u8,
+        /// Steps the board reported done.
+        done: u16,
+        /// Steps asked for.
+        steps: u16,
+        /// How long it was quiet.
+        quiet_ms: u128,
+        /// The slowest step measured on this link, if any.
+        step_ms: Option<u128>,
+    },
     /// The board refused a request.
     #[error("board refused command {cmd:#04x}: {what} (detail {detail})")]
     Refused {

@@ -72,7 +72,14 @@ impl<T: Read + Write> SerialBus<T> {
             heap_bytes: (p.len() == PING_REPLY_WITH_TRAIN && p[11] & CAP_TRAIN != 0)
                 .then(|| u32_at(16)),
             train_caps: match p.len() == PING_REPLY_WITH_TRAIN && p[11] & CAP_TRAIN != 0 {
-                true => p[11] & (CAP_PACKED_DATA | CAP_HEAP_USE | CAP_STATE_PARTS | CAP_EVALUATE),
+                true => {
+                    p[11]
+                        & (CAP_PACKED_DATA
+                            | CAP_HEAP_USE
+                            | CAP_STATE_PARTS
+                            | CAP_EVALUATE
+                            | CAP_PROGRESS)
+                }
                 false => 0,
             },
         })

@@ -2,7 +2,10 @@
 
 use super::*;
 use std::collections::VecDeque;
+use std::io::ErrorKind;
 use systole_core::{regmap, AcceleratorBus};
+use systole_firmware::frame;
+use systole_firmware::protocol::{ErrorCode, RemoteError, ERROR};
 
 /// A line that damages every request: the "board" behind it answers each frame it decodes
 /// with a CRC error under that frame's `SEQ` (what the firmware sends for a damaged frame).

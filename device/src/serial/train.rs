@@ -3,6 +3,7 @@
 //! chunks. `board_train::TrainLink` is what the trainer sees of it (through
 //! `Device::board_training`).
 
+use super::exchange::{Kind, Work};
 use super::{LinkError, SerialBus};
 use crate::board_train::{Counts, TrainLink};
 use std::io::{Read, Write};
@@ -10,14 +11,16 @@ use std::time::Duration;
 use systole_firmware::frame::MAX_PAYLOAD;
 use systole_firmware::protocol::train::{
     EvalAnswer, HeapUse, RunCounters, StepFailure, TrainRequest, CAP_EVALUATE, CAP_HEAP_USE,
-    CAP_PACKED_DATA, CAP_STATE_PARTS, DATA_WRITE_HEADER, DATA_WRITE_PACKED_HEADER, IN_ORDER,
-    MAX_RUN_STEPS, PART_PARAMS, PART_WHOLE, STATE_READ_HEADER, STATE_WRITE_HEADER,
+    CAP_PACKED_DATA, CAP_PROGRESS, CAP_STATE_PARTS, DATA_WRITE_HEADER, DATA_WRITE_PACKED_HEADER,
+    IN_ORDER, MAX_RUN_STEPS, PART_PARAMS, PART_WHOLE, PROGRESS, STATE_READ_HEADER,
+    STATE_WRITE_HEADER,
 };
 use systole_firmware::protocol::{ErrorCode, Request};
 use systole_step::resident::StateError;
 
-/// How long the host waits for one step's answer before resending (a real board at 100 MHz
-/// runs a digits step in well under a second; the simulated SoC a hundred times slower).
+/// How long the host waits for one step before any step's pace was measured on the link (a
+/// real board at 100 MHz runs a digits step in well under a second; the simulated SoC a
+/// hundred times slower); afterwards it waits `exchange::SLACK` times the slowest step seen.
 pub const STEP_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A training refusal in words.
@@ -81,14 +84,23 @@ impl<T: Read + Write> SerialBus<T> {
     /// frame's, so a slow answer is not resent (a resend is answered from the board's copy,
     /// but its bytes would cross the link again).
     fn train_request(&mut self, req: &TrainRequest<'_>) -> Result<Vec<u8>, LinkError> {
+        let work = Work::Frame {
+            extra: super::board_ops::OP_TIMEOUT,
+        };
+        self.train_request_for(req, work)
+    }
+
+    /// [`Self::train_request`] of a request that makes the board do `work`.
+    fn train_request_for(
+        &mut self,
+        req: &TrainRequest<'_>,
+        work: Work,
+    ) -> Result<Vec<u8>, LinkError> {
         self.flush()?;
         let mut payload = [0u8; MAX_PAYLOAD];
         let r = Request::Train(*req);
         let len = r.encode_payload(&mut payload).map_err(LinkError::Encode)?;
-        let frame_timeout = self.timeout;
-        self.timeout = frame_timeout.max(super::board_ops::OP_TIMEOUT);
-        let r = self.transact(r.cmd(), &payload[..len]);
-        self.timeout = frame_timeout;
+        let r = self.transact_for(r.cmd(), &payload[..len], work);
         self.guard(r)
     }
 }
@@ -188,11 +200,12 @@ impl<T: Read + Write> TrainLink for SerialBus<T> {
 
     fn evaluate(&mut self, epochs: u32) -> Result<EvalAnswer, LinkError> {
         // The board answers when every batch has run: a few training steps' time.
-        let frame_timeout = self.timeout;
-        self.timeout = frame_timeout.max(STEP_TIMEOUT * 4);
-        let p = self.train_request(&TrainRequest::Evaluate { epochs });
-        self.timeout = frame_timeout;
-        let p = p?;
+        let work = Work::Paced {
+            kind: Kind::Evaluate,
+            units: 1,
+            unmeasured: STEP_TIMEOUT * 4,
+        };
+        let p = self.train_request_for(&TrainRequest::Evaluate { epochs }, work)?;
         EvalAnswer::parse(&p)
             .ok_or_else(|| LinkError::Protocol(format!("EVALUATE answer of {} bytes", p.len())))
     }
@@ -209,19 +222,27 @@ impl<T: Read + Write> TrainLink for SerialBus<T> {
                 "{steps} steps in one request (at most {MAX_RUN_STEPS})"
             )));
         }
-        // The board answers when every step has run.
-        let frame_timeout = self.timeout;
-        self.timeout = frame_timeout.max(STEP_TIMEOUT * u32::from(steps));
-        let p = self.train_request(&TrainRequest::RunSteps {
+        // The board answers when every step has run; one that reports progress is heard
+        // from after each step.
+        let reports = self.train_caps & CAP_PROGRESS != 0;
+        let work = match reports {
+            true => Work::Reported { steps },
+            false => Work::Paced {
+                kind: Kind::Step,
+                units: steps.into(),
+                unmeasured: STEP_TIMEOUT * u32::from(steps),
+            },
+        };
+        let flags = if in_order { IN_ORDER } else { 0 } | if reports { PROGRESS } else { 0 };
+        let req = TrainRequest::RunSteps {
             epochs_done,
             first_batch,
             steps,
             batch,
             lr_bits: lr.to_bits(),
-            flags: if in_order { IN_ORDER } else { 0 },
-        });
-        self.timeout = frame_timeout;
-        let p = p?;
+            flags,
+        };
+        let p = self.train_request_for(&req, work)?;
         let (c, results) = RunCounters::parse(&p)
             .filter(|(c, _)| c.steps == steps)
             .ok_or_else(|| LinkError::Protocol(format!("RUN_STEPS answer of {} bytes", p.len())))?;

@@ -23,6 +23,18 @@ pub const CAP_STATE_PARTS: u8 = 0x10;
 /// a test split beside the training set (`DATA_WRITE_PACKED` with [`TEST_SPLIT`]) and
 /// evaluates the state on it (`EVALUATE`).
 pub const CAP_EVALUATE: u8 = 0x20;
+/// `PING` answer capability bit (with [`CAP_TRAIN`]): the board reports progress during a
+/// `RUN_STEPS` that asks for it ([`PROGRESS`]): a [`WORKING`] frame when it accepts the request
+/// and one after each step.
+pub const CAP_PROGRESS: u8 = 0x40;
+/// `RUN_STEPS` flag (with [`CAP_PROGRESS`]): send [`WORKING`] frames while the steps run, so
+/// the host knows the request arrived and the board is alive.
+pub const PROGRESS: u8 = 0x02;
+/// `CMD` of a progress frame: `SEQ` is the running request's, the payload the steps done so far
+/// (u16; 0 when the request was just accepted). It is not the answer: the answer follows.
+pub const WORKING: u8 = 0xFE;
+/// Bytes of a [`WORKING`] frame's payload.
+pub const WORKING_LEN: usize = 2;
 /// `DATA_WRITE_PACKED`'s bits byte: this flag with the bits puts the records in the test
 /// split's slot (without it, the training set's, as before).
 pub const TEST_SPLIT: u8 = 0x80;
@@ -215,7 +227,7 @@ pub(super) fn parse(cmd: u8, p: &[u8]) -> Result<TrainRequest<'_>, ErrorCode> {
             if steps == 0
                 || usize::from(steps) > MAX_RUN_STEPS
                 || u16_at(p, 10) == 0
-                || p[16] & !IN_ORDER != 0
+                || p[16] & !(IN_ORDER | PROGRESS) != 0
             {
                 return Err(bad);
             }

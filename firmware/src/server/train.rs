@@ -7,7 +7,7 @@ use crate::frame::MAX_PAYLOAD;
 use crate::products::{BoardProducts, ProductsError};
 use crate::protocol::train::{
     EvalAnswer, HeapUse, RunCounters, StepFailure, TrainRequest, EVALUATE_REPLY, HEAP_USE_REPLY,
-    IN_ORDER, PART_WHOLE, RUN_REPLY_HEADER, STATE_READ_HEADER, STEP_RESULT_BYTES,
+    IN_ORDER, PART_WHOLE, PROGRESS, RUN_REPLY_HEADER, STATE_READ_HEADER, STEP_RESULT_BYTES,
 };
 use crate::protocol::ErrorCode;
 use alloc::vec::Vec;
@@ -110,13 +110,17 @@ fn reserve<T>(s: &Session, n: usize) -> Result<Vec<T>, Failure> {
     Ok(v)
 }
 
+/// The board's cycle counter, if it has one.
+type Clock = Option<fn() -> u64>;
+/// Sends a progress frame of the running request with the steps done.
+type Progress<'a> = &'a mut dyn FnMut(u16);
+
 /// Runs one training request; returns the answer's length in `out`.
 pub(super) fn execute<B: AcceleratorBus>(
     req: &TrainRequest<'_>,
     s: &mut Session,
-    bus: &mut B,
-    config: &ArrayConfig,
-    clock: Option<fn() -> u64>,
+    (bus, config): (&mut B, &ArrayConfig),
+    (clock, progress): (Clock, Progress<'_>),
     out: &mut [u8],
 ) -> Result<usize, Failure> {
     match *req {
@@ -178,6 +182,11 @@ pub(super) fn execute<B: AcceleratorBus>(
             flags,
         } => {
             let in_order = flags & IN_ORDER != 0;
+            let mut quiet = |_: u16| {};
+            let progress: &mut dyn FnMut(u16) = match flags & PROGRESS {
+                0 => &mut quiet,
+                _ => progress,
+            };
             let run = RunSteps {
                 epochs_done: epochs_done.into(),
                 first_batch: first_batch as usize,
@@ -185,7 +194,7 @@ pub(super) fn execute<B: AcceleratorBus>(
                 batch: batch.into(),
                 lr: f32::from_bits(lr_bits),
             };
-            run_request(s, (&run, in_order), bus, config, clock, out)
+            run_request(s, (&run, in_order), (bus, config), (clock, progress), out)
         }
         TrainRequest::FormatsWrite { bytes } => {
             let st = s.state.as_mut().ok_or((ErrorCode::NotLoaded, 0))?;
@@ -372,9 +381,8 @@ fn failure<E>(e: &ProductsError<E>) -> StepFailure {
 fn run_request<B: AcceleratorBus>(
     s: &mut Session,
     (run, in_order): (&RunSteps, bool),
-    bus: &mut B,
-    config: &ArrayConfig,
-    clock: Option<fn() -> u64>,
+    (bus, config): (&mut B, &ArrayConfig),
+    (clock, progress): (Clock, Progress<'_>),
     out: &mut [u8],
 ) -> Result<usize, Failure> {
     let t0 = clock.map(|now| now());
@@ -401,11 +409,16 @@ fn run_request<B: AcceleratorBus>(
     let order = s.order.as_ref().map_or(&[][..], |(_, o)| o.as_slice());
     let mut a = st.arith(BoardProducts::new(&mut *bus, *config));
     let mut at = RUN_REPLY_HEADER;
+    // Accepted: the host now waits a step's time, not the whole request's.
+    progress(0);
+    let mut done = 0u16;
     let result = run_steps(&mut a, st, data, order, run, &mut |r| {
         out[at..at + 4].copy_from_slice(&r.loss.to_bits().to_le_bytes());
         let correct = u16::try_from(r.correct).unwrap_or(u16::MAX);
         out[at + 4..at + 6].copy_from_slice(&correct.to_le_bytes());
         at += STEP_RESULT_BYTES;
+        done += 1;
+        progress(done);
     });
     let stats = *a.products().stats();
     drop(a);
@@ -425,4 +438,24 @@ fn run_request<B: AcceleratorBus>(
     };
     counters.encode(&mut out[..RUN_REPLY_HEADER]);
     Ok(at)
+}
+
+/// Adds the training capability to a `PING` answer whose capability fields (`caps_len` bytes,
+/// 0 without a store) are in `out`: the bit and the heap's bytes. Returns the bytes added.
+pub(super) fn train_caps(train: &Option<Session>, caps_len: usize, out: &mut [u8]) -> usize {
+    match train {
+        Some(s) if caps_len > 0 => {
+            use crate::protocol::train::{
+                CAP_EVALUATE, CAP_HEAP_USE, CAP_PACKED_DATA, CAP_PROGRESS, CAP_STATE_PARTS,
+                CAP_TRAIN,
+            };
+            out[0] |= CAP_TRAIN | CAP_PACKED_DATA | CAP_STATE_PARTS | CAP_EVALUATE | CAP_PROGRESS;
+            if s.measures_heap() {
+                out[0] |= CAP_HEAP_USE;
+            }
+            out[caps_len..caps_len + 4].copy_from_slice(&s.heap_bytes().to_le_bytes());
+            4
+        }
+        _ => 0,
+    }
 }

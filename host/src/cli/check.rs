@@ -2,7 +2,7 @@
 
 use super::{CheckArgs, DeviceArgs};
 use anyhow::Context;
-use systole_core::numeric::MAX_FRAC;
+use systole_core::numeric::{max_frac, word_max, word_min, WORD_BITS};
 use systole_core::{ArrayConfig, Rounding};
 use systole_device as device;
 use systole_golden::tensor::QMatrix;
@@ -13,14 +13,29 @@ fn array_config(d: &DeviceArgs) -> anyhow::Result<ArrayConfig> {
     ArrayConfig::new(d.array, 8, 512).map_err(|e| anyhow::anyhow!("--array: {e}"))
 }
 
-fn random_matrix(r: &mut SplitMix64, rows: usize, cols: usize) -> QMatrix {
-    let frac = r.below(MAX_FRAC as usize + 1) as u32;
+/// The array of `check`: `--array` at `--word-bits`, as `train` opens it.
+fn check_config(a: &CheckArgs) -> anyhow::Result<ArrayConfig> {
+    let cfg = array_config(&a.device)?;
+    if a.word_bits == WORD_BITS {
+        return Ok(cfg);
+    }
+    let narrow = cfg.with_word_bits(a.word_bits);
+    narrow
+        .validate_built()
+        .map_err(|e| anyhow::anyhow!("--word-bits {}: {e}", a.word_bits))?;
+    Ok(narrow)
+}
+
+/// A random `rows x cols` matrix of `w`-bit words (sign-extended in 16 bits).
+fn random_matrix(r: &mut SplitMix64, rows: usize, cols: usize, w: u32) -> QMatrix {
+    let frac = r.below(max_frac(w) as usize + 1) as u32;
+    let (lo, hi) = (word_min(w) as i16, word_max(w) as i16);
     // Mostly full-range words, with the extremes mixed in: they are where saturation lives.
     let data = (0..rows * cols)
         .map(|_| match r.below(16) {
-            0 => i16::MIN,
-            1 => i16::MAX,
-            _ => r.next_u64() as i16,
+            0 => lo,
+            1 => hi,
+            _ => ((r.next_u64() as i16) << (16 - w)) >> (16 - w),
         })
         .collect();
     QMatrix {
@@ -36,7 +51,7 @@ pub fn check(a: &CheckArgs) -> anyhow::Result<()> {
     if a.cases == 0 {
         anyhow::bail!("--cases must be at least 1: with no cases nothing would be checked");
     }
-    let cfg = array_config(&a.device)?;
+    let cfg = check_config(a)?;
     let window = a.trace.window(&a.device.device)?;
     let result = check_on(a, cfg, window.clone());
     super::trace::finish(&window, result)
@@ -49,17 +64,18 @@ fn check_on(
 ) -> anyhow::Result<()> {
     let mut dev = device::open_traced(&a.device.device, cfg, window)?;
     let n = cfg.size;
+    let w = cfg.word_bits;
     let mut r = random_stream(a.seed, 0xC4EC);
     let mut total = 0;
     for rounding in Rounding::ALL {
         for case in 0..a.cases {
             // Shapes around and across tile boundaries.
             let (m, k, p) = (1 + r.below(3 * n), 1 + r.below(4 * n), 1 + r.below(3 * n));
-            let x = random_matrix(&mut r, m, k);
-            let y = random_matrix(&mut r, k, p);
+            let x = random_matrix(&mut r, m, k, w);
+            let y = random_matrix(&mut r, k, p, w);
             let frac_out = ((x.frac + y.frac) as usize)
                 .saturating_sub(r.below(20))
-                .min(15) as u32;
+                .min(max_frac(w) as usize) as u32;
             let spec = OutputSpec {
                 frac: frac_out,
                 rounding,
@@ -67,7 +83,7 @@ fn check_on(
             };
             let what = format!("matmul {m}x{k}·{k}x{p} {} case {case}", rounding.name());
             let got = dev.matmul(&x, &y, &spec).with_context(|| what.clone())?;
-            compare(&what, &got, &golden::matmul(&x, &y, &spec, n)?)?;
+            compare(&what, &got, &golden::matmul_at(&x, &y, &spec, n, w)?)?;
             let g = Conv2dGeom {
                 batch: 1 + r.below(3),
                 shape: ConvGeom {
@@ -80,29 +96,29 @@ fn check_on(
                     pad: r.below(2),
                 },
             };
-            let xi = random_matrix(&mut r, g.batch, g.in_ch * g.in_h * g.in_w);
-            let w = random_matrix(&mut r, g.out_ch, g.in_ch * 9);
-            let dy = random_matrix(&mut r, g.batch, g.out_ch * g.out_h() * g.out_w());
+            let xi = random_matrix(&mut r, g.batch, g.in_ch * g.in_h * g.in_w, w);
+            let wt = random_matrix(&mut r, g.out_ch, g.in_ch * 9, w);
+            let dy = random_matrix(&mut r, g.batch, g.out_ch * g.out_h() * g.out_w(), w);
             let conv = |f: u32| OutputSpec {
-                frac: f.saturating_sub(8).min(MAX_FRAC),
+                frac: f.saturating_sub(8).min(max_frac(w)),
                 rounding,
                 seed: spec.seed ^ 0x55,
             };
             let what = format!("conv forward ({g}), {} rounding", rounding.name());
-            let s = conv(xi.frac + w.frac);
+            let s = conv(xi.frac + wt.frac);
             compare(
                 &what,
-                &dev.conv2d_forward(&xi, &w, &g, &s)
+                &dev.conv2d_forward(&xi, &wt, &g, &s)
                     .with_context(|| what.clone())?,
-                &golden::conv2d_forward(&xi, &w, &g, &s, n)?,
+                &golden::conv::conv2d_forward_at(&xi, &wt, &g, &s, n, w)?,
             )?;
             let what = format!("conv backward input ({g}), {} rounding", rounding.name());
-            let s = conv(dy.frac + w.frac);
+            let s = conv(dy.frac + wt.frac);
             compare(
                 &what,
-                &dev.conv2d_backward_input(&dy, &w, &g, &s)
+                &dev.conv2d_backward_input(&dy, &wt, &g, &s)
                     .with_context(|| what.clone())?,
-                &golden::conv2d_backward_input(&dy, &w, &g, &s, n)?,
+                &golden::conv::conv2d_backward_input_at(&dy, &wt, &g, &s, n, w)?,
             )?;
             let what = format!("conv backward weights ({g}), {} rounding", rounding.name());
             let s = conv(xi.frac + dy.frac);
@@ -110,7 +126,7 @@ fn check_on(
                 &what,
                 &dev.conv2d_backward_weights(&xi, &dy, &g, &s)
                     .with_context(|| what.clone())?,
-                &golden::conv2d_backward_weights(&xi, &dy, &g, &s, n)?,
+                &golden::conv::conv2d_backward_weights_at(&xi, &dy, &g, &s, n, w)?,
             )?;
             total += 4;
         }

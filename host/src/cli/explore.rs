@@ -107,7 +107,8 @@ pub fn explore(a: &ExploreArgs) -> anyhow::Result<()> {
     // Every input is checked before the folder is made or locked.
     let data = systole_train::data::load(&base.dataset)?;
     base.graph_that_fits(&data)?;
-    let _lock = systole_train::run::claim_out_dir(&a.out)?;
+    use crate::explore::report::{CSV, JSON, PLOT};
+    let _lock = systole_train::run::claim_out_dir_for(&a.out, &[CSV, JSON, PLOT])?;
     let jobs = a
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));

@@ -14,9 +14,11 @@ mod check;
 pub mod embed;
 mod explore;
 mod hardware;
+mod output;
 mod trace;
 mod train;
 
+pub(crate) use output::{progress_only, write_line, write_stdout};
 pub use trace::{finish as finish_trace, TraceArgs};
 
 use clap::{Args, Parser, Subcommand};
@@ -487,6 +489,11 @@ pub struct CheckArgs {
     /// Seed of the random cases.
     #[arg(long, value_parser = whole_u64, default_value_t = 1)]
     pub seed: u64,
+    /// Word width W in bits (8 to 16) of the array checked: a board built at W
+    /// (`systole bitstream --word-bits W`, `systole-board-sim --word-bits W`), or the golden
+    /// model and Verilated array at W; the random words and formats fit W.
+    #[arg(long, value_parser = whole_u32, default_value_t = 16)]
+    pub word_bits: u32,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub trace: TraceArgs,
@@ -521,11 +528,20 @@ pub fn error_text(e: &anyhow::Error) -> String {
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Train(a) => train::train(&a),
+        Command::Train(a) => {
+            progress_only();
+            train::train(&a)
+        }
         c @ (Command::Eval(_) | Command::Export(_)) => crate::onnx::cli::run(c),
-        Command::Compare(a) => train::compare(&a),
+        Command::Compare(a) => {
+            progress_only();
+            train::compare(&a)
+        }
         Command::Check(a) => check::check(&a),
-        Command::Explore(a) => explore::explore(&a),
+        Command::Explore(a) => {
+            progress_only();
+            explore::explore(&a)
+        }
         Command::Info(a) => check::info(&a),
         Command::EmitVerilog(a) => hardware::emit_verilog(&a),
         Command::Guide(a) => guide(&a),
@@ -537,35 +553,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             systole_boards::program(board, &a.out)?;
             outln!("programmed {} from {}", a.board, a.out.display());
             Ok(())
-        }
-    }
-}
-
-/// Writes a command's main output to standard output. A reader that stops early (`| head`)
-/// ends the command quietly, as it would end `cat`; any other failure (a full disk behind `>`)
-/// is an error naming standard output, never a panic.
-pub(crate) fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(bytes).and_then(|()| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(anyhow::Error::new(e).context("cannot write to standard output")),
-    }
-}
-
-/// Writes one line of a command's output. When standard output fails, the process ends here:
-/// quietly with status 0 if the reader went away (`| head`: it chose to stop reading, and
-/// every file already written is complete), with an error and status 1 otherwise (a full disk).
-pub(crate) fn write_line(line: &str) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match writeln!(out, "{line}").and_then(|()| out.flush()) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
-        Err(e) => {
-            eprintln!("error: cannot write to standard output: {e}");
-            std::process::exit(1)
         }
     }
 }

@@ -343,7 +343,7 @@ pub(super) fn check_trace(a: &TrainArgs, cfg: &TrainConfig) -> anyhow::Result<()
 /// Writes a run's folder: run.json, history.csv and loss.png (what the plot could write).
 pub(super) fn write_run_folder(s: &RunSummary, dir: &std::path::Path) -> anyhow::Result<PlotText> {
     report::write_reports(s, dir)?;
-    let png = dir.join("loss.png");
+    let png = dir.join(systole_train::run::LOSS_PNG);
     Ok(plot::plot_history(
         &s.history,
         &format!("{} - {}", s.model, s.arithmetic),
@@ -370,7 +370,7 @@ fn finish(s: &RunSummary, a: &TrainArgs, secs: f64, ranks: usize) -> anyhow::Res
         }
     }
     if let Some(line) = report::saturation_line(&s.saturation) {
-        println!("{line}");
+        outln!("{line}");
     }
     if let Some(dir) = &a.out {
         let text = write_run_folder(s, dir)?;
