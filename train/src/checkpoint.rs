@@ -194,7 +194,7 @@ impl Checkpoint {
                 );
             }
             for (i, (g, w)) in got.iter().zip(want).enumerate() {
-                let field = format!("{name}[{i}] ({})", super::model::param_name(i));
+                let field = format!("{name}[{i}] (parameter {} in the network's order)", i + 1);
                 if let Err(what) = tensor_fits(g, w, cfg.master_bits) {
                     return bad(&field, what);
                 }
