@@ -115,7 +115,11 @@ pub fn place_and_route(
         path: report_path,
         source,
     })?;
-    let r = parse_nextpnr_report(&text, board.family)?;
+    let mut r = parse_nextpnr_report(&text, board.family)?;
+    // iCE40 flip-flops sit in the logic cells the router counts: Yosys's count is theirs.
+    if board.family == Family::Ice40Up {
+        r.placed.ffs = resources.ffs;
+    }
     let tight = r.tightest().cloned().ok_or_else(|| BoardError::Parse {
         tool: t.nextpnr.0,
         what: "no clock in the report".into(),

@@ -31,8 +31,10 @@ pub fn parse_wns(text: &str) -> Result<f64, BoardError> {
     lines
         .next()
         .ok_or_else(|| bad("no `WNS(ns)` header in the timing summary"))?;
+    // The row after the dashes (a negative slack starts with '-' too).
+    let dashes = |l: &str| l.split_whitespace().all(|w| w.chars().all(|c| c == '-'));
     lines
-        .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('-'))
+        .find(|l| !dashes(l))
         .and_then(|l| l.split_whitespace().next())
         .and_then(|n| n.parse().ok())
         .ok_or_else(|| bad("no WNS value under the `WNS(ns)` header"))
@@ -96,6 +98,7 @@ fn used(text: &str, site: &str) -> Option<u32> {
 /// (a Block RAM Tile is a RAMB36: two; half tiles appear as `.5`).
 pub fn parse_utilization(text: &str) -> Result<Placed, BoardError> {
     let need = |site: &str| used(text, site).ok_or_else(|| bad(format!("no `{site}` row")));
+    let (luts, ffs, dsps) = (need("Slice LUTs")?, need("Slice Registers")?, need("DSPs")?);
     let tiles = text
         .lines()
         .find_map(|l| {
@@ -105,9 +108,9 @@ pub fn parse_utilization(text: &str) -> Result<Placed, BoardError> {
         })
         .ok_or_else(|| bad("no `Block RAM Tile` row"))?;
     Ok(Placed {
-        luts: need("Slice LUTs")?,
-        ffs: need("Slice Registers")?,
-        dsps: need("DSPs")?,
+        luts,
+        ffs,
+        dsps,
         brams: (tiles * 2.0).round() as u32,
     })
 }

@@ -66,20 +66,32 @@ pub fn pll_dividers(in_hz: u32, out_hz: u32) -> Option<PllDividers> {
     best.map(|(_, p)| p)
 }
 
-/// `board` with its PLL making `mhz` instead of the table's design clock (`systole bitstream
-/// --clock-mhz`): refused on a board without a PLL, or when no divider setting makes the
-/// frequency exactly.
+/// `board` with its design clock at `mhz` (`systole bitstream --clock-mhz`): on a board with a
+/// PLL any frequency its dividers make exactly; on one without, the oscillator itself or half
+/// of it (the bridge top's halved clock). Anything else is refused, saying what can be built.
 pub fn with_clock(board: &Board, mhz: f64) -> Result<Board, BoardError> {
     let refuse = |what: String| BoardError::ClockOption {
         board: board.name,
         what,
     };
     if board.pll_hz.is_none() {
-        return Err(refuse(format!(
-            "{} runs on its {} MHz oscillator (no PLL in its table entry): leave --clock-mhz out",
-            board.name,
-            board.clock_hz / 1_000_000
-        )));
+        let osc = f64::from(board.clock_hz) / 1e6;
+        let halve = if mhz == osc {
+            false
+        } else if mhz == osc / 2.0 {
+            true
+        } else {
+            return Err(refuse(format!(
+                "{} has no PLL in its table entry: its logic runs at the {} MHz oscillator or \
+                 half of it, not {mhz} MHz",
+                board.name,
+                super::super::timing::trim_mhz(osc)
+            )));
+        };
+        return Ok(Board {
+            halve_clock: halve,
+            ..*board
+        });
     }
     let hz = mhz * 1e6;
     if !(hz.is_finite() && (1e6..=400e6).contains(&hz) && hz.fract() == 0.0) {
@@ -234,10 +246,13 @@ mod tests {
         let e = with_clock(b, 33.333).unwrap_err().to_string();
         assert!(e.contains("no EHXPLLL setting makes 33.333 MHz"), "{e}");
         assert!(with_clock(b, 0.5).is_err() && with_clock(b, f64::NAN).is_err());
+        // Without a PLL: the oscillator, or half of it.
         let ice = super::super::super::find("icebreaker").unwrap();
-        let e = with_clock(ice, 12.0).unwrap_err().to_string();
+        assert_eq!(with_clock(ice, 12.0).unwrap().logic_clock_hz(), 12_000_000);
+        assert_eq!(with_clock(ice, 6.0).unwrap().logic_clock_hz(), 6_000_000);
+        let e = with_clock(ice, 8.0).unwrap_err().to_string();
         assert!(
-            e.contains("no PLL") && e.contains("leave --clock-mhz out"),
+            e.contains("no PLL") && e.contains("12 MHz oscillator or half"),
             "{e}"
         );
     }

@@ -96,8 +96,9 @@ pub struct BitstreamArgs {
     /// `--device serial:PORT` instead of `bridge:`.
     #[arg(long)]
     pub soc: bool,
-    /// Design clock in MHz made by the board's PLL (boards with one, e.g. ulx3s-85f: 50 by
-    /// default), for a design that does not close timing at the default.
+    /// Design clock in MHz: on a board with a PLL (ulx3s-85f: 50 by default) any frequency
+    /// its dividers make exactly, for a design that does not close timing at the default; on
+    /// one without, its oscillator or half of it (icebreaker: 6 by default, or 12).
     #[arg(long)]
     pub clock_mhz: Option<f64>,
     /// Build folder.
