@@ -1,7 +1,10 @@
 //! The flows the CLI runs: `systole bitstream` (the bridge top) and `systole program`.
 
-use super::tools::{self, files, Fmax, ResourceReport};
-use super::{generate, Board, BoardError, Family};
+use super::measured::Image;
+use super::routed::{self, Build};
+use super::timing::Timing;
+use super::tools::{self, files, ResourceReport};
+use super::{generate, vivado, Board, BoardError, Family};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use systole_core::bridge::BAUD;
@@ -19,14 +22,14 @@ pub struct BitstreamReport {
     pub out_dir: PathBuf,
     /// Generated Verilog of the bridge top (`bridge_top.v`).
     pub verilog: PathBuf,
-    /// Constraints (`board.xdc` or `board.pcf`).
+    /// Constraints (`board.xdc`, `board.pcf` or `board.lpf`).
     pub constraints: PathBuf,
     /// Vivado batch script (7-series only).
     pub vivado_script: Option<PathBuf>,
-    /// Yosys cell counts (for iCE40 with nextpnr's placed logic cells filled in).
+    /// Yosys cell counts (for iCE40 and ECP5 with nextpnr's placed logic cells filled in).
     pub resources: ResourceReport,
-    /// Maximum frequency from place and route, when it ran (nextpnr-ice40).
-    pub fmax: Option<Fmax>,
+    /// Routed timing (`timing.json`), when place and route ran (nextpnr, or Vivado).
+    pub timing: Option<Timing>,
     /// The bitstream (`top.bit` or `top.bin`), when a vendor or open flow produced one.
     pub bitstream: Option<PathBuf>,
     /// What the user has to do to get the bitstream, when it could not be built here.
@@ -49,7 +52,7 @@ fn write(path: PathBuf, text: &str) -> Result<PathBuf, BoardError> {
 /// conv unit of `cfg`: what [`bitstream`] writes and `systole explore` synthesises.
 pub fn bridge_verilog(board: &Board, cfg: &ArrayConfig) -> Result<String, BoardError> {
     let opts = BridgeTopOptions {
-        clock_hz: board.clock_hz,
+        clock_hz: board.design_clock_hz(),
         baud: BAUD,
         reset_active_low: board.reset.active_low,
         led_active_low: board.leds.first().is_some_and(|l| l.active_low),
@@ -62,9 +65,11 @@ pub fn bridge_verilog(board: &Board, cfg: &ArrayConfig) -> Result<String, BoardE
 /// Writes the bridge top's Verilog and the constraints into `out_dir` (with the conv unit when
 /// `cfg.fm_depth` is not 0: conv ops then run on the board, their maps sent over the UART
 /// bridge's `'F'` command), runs the Yosys estimate
-/// (failing if the design does not fit), then builds the bitstream: the full open flow
-/// (nextpnr-ice40, icepack) for iCE40, Vivado for 7-series if it is on `PATH` (otherwise the
-/// report's `next_step` says how to get it; the generated TCL is ready to run).
+/// (failing if the design does not fit), then places, routes and builds the bitstream: the
+/// open flows (nextpnr-ice40 and icepack, nextpnr-ecp5 and ecppack), Vivado for 7-series if
+/// it is on `PATH` (otherwise the report's `next_step` says how to get it; the generated TCL
+/// is ready to run). Every routed build writes `timing.json` and fails when it misses its
+/// clock.
 pub fn bitstream(
     board: &Board,
     cfg: &ArrayConfig,
@@ -83,61 +88,65 @@ pub fn bitstream(
         constraints: PathBuf::new(),
         vivado_script: None,
         resources: ResourceReport::default(),
-        fmax: None,
+        timing: None,
         bitstream: None,
         next_step: None,
     };
-    match board.family {
+    let constraints = match board.family {
         Family::Xc7 => {
-            report.constraints = write(out_dir.join(files::XDC), &generate::generate_xdc(board))?;
             let tcl = generate::generate_vivado_tcl(board, &[files::VERILOG, files::XDC], "top");
-            let script = write(out_dir.join(files::VIVADO_TCL), &tcl)?;
-            report.vivado_script = Some(script);
-            report.resources = tools::yosys_synth(board, &[files::VERILOG], out_dir)?;
-            tools::check_fits(board, &report.resources)?;
-            match tools::run_vivado(out_dir)? {
-                tools::VivadoStep::Built(bit) => report.bitstream = Some(bit),
-                tools::VivadoStep::NotInstalled(what) => report.next_step = Some(what),
-            }
+            report.vivado_script = Some(write(out_dir.join(files::VIVADO_TCL), &tcl)?);
+            (files::XDC, generate::generate_xdc(board))
         }
-        Family::Ice40Up => {
-            report.constraints = write(out_dir.join(files::PCF), &generate::generate_pcf(board))?;
-            // Look all tools up first, so a missing one is reported before minutes of synthesis.
-            let nextpnr = tools::require("nextpnr-ice40")?;
-            let icepack = tools::require("icepack")?;
-            report.resources = tools::yosys_synth(board, &[files::VERILOG], out_dir)?;
-            tools::check_fits(board, &report.resources)?;
-            // Every clock domain is checked at the logic's clock (with a halved clock the
-            // oscillator domain holds only the toggle flip-flop, which passes easily).
-            let target_mhz = f64::from(board.logic_clock_hz()) / 1e6;
-            let mut cmd = Command::new(nextpnr);
-            cmd.args(["--up5k", "--package", board.package])
-                .args([
-                    "--json",
-                    files::JSON,
-                    "--pcf",
-                    files::PCF,
-                    "--asc",
-                    files::ASC,
-                ])
-                .args(["--freq", &format!("{target_mhz}")]);
-            let log = tools::run_logged("nextpnr-ice40", cmd, out_dir, "nextpnr.log")?;
-            let (fmax, lcs) = tools::parse_nextpnr(&log, target_mhz)?;
-            report.fmax = Some(fmax);
-            report.resources.logic_cells = lcs;
-            let mut cmd = Command::new(icepack);
-            cmd.args([files::ASC, files::BIN]);
-            tools::run_logged("icepack", cmd, out_dir, "icepack.log")?;
-            report.bitstream = Some(out_dir.join(files::BIN));
-        }
-    }
+        Family::Ice40Up => (files::PCF, generate::generate_pcf(board)),
+        Family::Ecp5 => (files::LPF, generate::generate_lpf(board)),
+    };
+    report.constraints = write(out_dir.join(constraints.0), &constraints.1)?;
+    // Look all tools up first, so a missing one is reported before minutes of synthesis.
+    let open = routed::open_tools(board.family)?;
+    report.resources = tools::yosys_synth(board, &[files::VERILOG], out_dir)?;
+    tools::check_fits(board, &report.resources)?;
+    let build = Build {
+        board,
+        image: Image::Bridge,
+        cfg,
+    };
+    route(build, open.as_ref(), out_dir, &mut report)?;
     Ok(report)
+}
+
+/// Place and route after synthesis: the open flow (iCE40, ECP5), or Vivado on 7-series when it
+/// is on `PATH` (otherwise the report's `next_step` says how to run the generated TCL). Writes
+/// `timing.json`; a missed clock is [`BoardError::TimingNotMet`].
+pub(crate) fn route(
+    build: Build<'_>,
+    open: Option<&routed::OpenTools>,
+    out_dir: &Path,
+    report: &mut BitstreamReport,
+) -> Result<(), BoardError> {
+    if let Some(t) = open {
+        let (timing, bit) = routed::place_and_route(build, t, out_dir, &mut report.resources)?;
+        report.timing = Some(timing);
+        report.bitstream = Some(bit);
+        return Ok(());
+    }
+    match tools::run_vivado(out_dir)? {
+        tools::VivadoStep::Built => {
+            let timing = vivado::timing_from_reports(build, out_dir)?;
+            timing.write(out_dir)?;
+            report.timing = Some(timing.clone());
+            routed::finish(&timing, out_dir)?;
+            report.bitstream = Some(out_dir.join(files::BIT));
+        }
+        tools::VivadoStep::NotInstalled(what) => report.next_step = Some(what),
+    }
+    Ok(())
 }
 
 /// The name of the bitstream file [`bitstream`] leaves in the build folder for this board.
 pub fn bitstream_name(board: &Board) -> &'static str {
     match board.family {
-        Family::Xc7 => files::BIT,
+        Family::Xc7 | Family::Ecp5 => files::BIT,
         Family::Ice40Up => files::BIN,
     }
 }
@@ -227,7 +236,9 @@ mod tests {
         assert!(bin.len() > 100_000, "{} bytes", bin.len());
         assert_eq!(r.resources.dsps, (cfg.size * cfg.size) as u32);
         assert!(r.resources.logic_cells > 0 && r.resources.logic_cells <= 5280);
-        assert!(r.fmax.unwrap().meets_target(), "{:?}", r.fmax);
+        let t = r.timing.unwrap();
+        assert!(t.met && t.fmax_mhz >= t.clock_mhz, "{t:?}");
+        assert_eq!(Timing::read(&dir).unwrap(), t);
     }
 
     /// Yosys `synth_xilinx` estimate of the 8x8 array on the Arty A7-35T (several minutes):

@@ -14,9 +14,13 @@ pub mod generate;
 pub mod listing;
 pub mod measured;
 pub mod model;
+pub mod routed;
+pub mod routed_table;
 pub mod soc;
 mod table;
+pub mod timing;
 pub mod tools;
+pub mod vivado;
 #[cfg(test)]
 mod width_resources;
 
@@ -26,7 +30,8 @@ pub use flow::{bitstream, program, BitstreamReport};
 pub use generate::{generate_pcf, generate_vivado_tcl, generate_xdc};
 pub use listing::boards_table;
 pub use model::{estimate, largest_array, Estimate};
-pub use tools::{Fmax, ResourceReport};
+pub use timing::Timing;
+pub use tools::ResourceReport;
 
 /// FPGA family: decides the synthesis flow and what a MAC maps onto.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +42,9 @@ pub enum Family {
     /// Lattice iCE40 UltraPlus: Yosys `synth_ice40`, nextpnr-ice40, icepack; one SB_MAC16 per
     /// MAC multiply, the 48-bit accumulator in fabric.
     Ice40Up,
+    /// Lattice ECP5: Yosys `synth_ecp5`, nextpnr-ecp5, ecppack (the YoWASP builds `./x`
+    /// installs); one MULT18X18D per MAC multiply, the 48-bit accumulator in fabric.
+    Ecp5,
 }
 
 /// One package pin.
@@ -81,6 +89,9 @@ pub struct Board {
     pub clock: Pin,
     /// Oscillator frequency in Hz.
     pub clock_hz: u32,
+    /// The design clock made from the oscillator by the part's PLL (EHXPLLL on ECP5), in Hz;
+    /// `None`: the oscillator is the design clock.
+    pub pll_hz: Option<u32>,
     /// The bridge top runs its logic on half the oscillator frequency (see
     /// `systole_hdl::bridge_top::BridgeTopOptions::halve_clock`).
     pub halve_clock: bool,
@@ -92,7 +103,7 @@ pub struct Board {
     pub leds: &'static [Pin],
     /// Reset button.
     pub reset: Pin,
-    /// IO standard of all the pins used (Xilinx `IOSTANDARD`).
+    /// IO standard of all the pins used (Xilinx `IOSTANDARD`, ECP5 `IO_TYPE`).
     pub io_standard: &'static str,
     /// Resource budget of the part.
     pub budget: Budget,
@@ -152,6 +163,25 @@ pub enum BoardError {
         /// Which resource, needed versus available.
         what: String,
     },
+    /// Place and route finished but the design misses its clock: `timing.json` and the logs
+    /// are in the build folder; no bitstream was packed.
+    #[error("{line}\n{} and the router's log are in {}; no bitstream was written (a bitstream that misses its clock may compute wrong results): {hint}", timing::TIMING_FILE, dir.display())]
+    TimingNotMet {
+        /// The flow's timing line, naming the failing path.
+        line: String,
+        /// The build folder.
+        dir: PathBuf,
+        /// What to do.
+        hint: String,
+    },
+    /// `--clock-mhz` cannot be built on this board.
+    #[error("{board}: {what}")]
+    ClockOption {
+        /// Board name.
+        board: &'static str,
+        /// Why.
+        what: String,
+    },
     /// The array configuration is invalid or the HDL generator refused it (the cause follows in
     /// the chain).
     #[error("cannot generate the design")]
@@ -185,12 +215,18 @@ pub enum BoardError {
 }
 
 impl Board {
+    /// Frequency of the clock the top's logic is built from: the PLL's output where the board
+    /// has one, else the oscillator.
+    pub fn design_clock_hz(&self) -> u32 {
+        self.pll_hz.unwrap_or(self.clock_hz)
+    }
+
     /// Frequency the accelerator and UART bridge run at.
     pub fn logic_clock_hz(&self) -> u32 {
         if self.halve_clock {
-            self.clock_hz / 2
+            self.design_clock_hz() / 2
         } else {
-            self.clock_hz
+            self.design_clock_hz()
         }
     }
 }
@@ -246,6 +282,10 @@ mod tests {
             );
             let ice = b.part.starts_with("iCE40");
             assert_eq!(ice, b.family == Family::Ice40Up, "{}", b.name);
+            let ecp5 = b.part.starts_with("LFE5U");
+            assert_eq!(ecp5, b.family == Family::Ecp5, "{}", b.name);
+            // Only the ECP5 flow instantiates a PLL (EHXPLLL).
+            assert!(b.pll_hz.is_none() || ecp5, "{}", b.name);
         }
     }
 }

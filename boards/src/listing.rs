@@ -35,7 +35,7 @@ pub fn boards_table() -> String {
             );
         }
         let bram = match b.family {
-            Family::Xc7 => format!("{}x18k", b.budget.bram_blocks),
+            Family::Xc7 | Family::Ecp5 => format!("{}x18k", b.budget.bram_blocks),
             Family::Ice40Up => format!("{}x4k", b.budget.bram_blocks),
         };
         let _ = writeln!(

@@ -148,6 +148,7 @@ impl MeasuredRow {
         let family = match board.family {
             Family::Xc7 => "xc7",
             Family::Ice40Up => "iCE40",
+            Family::Ecp5 => "ECP5",
         };
         match (self.image, self.ram_bytes) {
             (Image::Soc, Some(r)) => format!("SoC {family} {} KiB", r / 1024),
@@ -175,7 +176,7 @@ impl MeasuredFile {
                     r.array, r.array, r.word_bits
                 ))
             })?;
-            let soc_ram = (board.family == Family::Xc7).then(|| soc::ram_bytes(board));
+            let soc_ram = soc::has_soc(board).then(|| soc::ram_bytes(board));
             let want = match r.image {
                 Image::Soc => soc_ram.map(Some),
                 Image::Bridge => Some(None),

@@ -118,7 +118,9 @@ pub fn estimate(board: &Board, cfg: &ArrayConfig) -> Estimate {
     let n = cfg.size as u32;
     let k = match board.family {
         Family::Xc7 => &XC7,
-        Family::Ice40Up => &ICE40,
+        // Both LUT4 fabrics with the accumulator in fabric; ECP5's own fit comes from its
+        // routed measurements (boards/data/routed.json).
+        Family::Ice40Up | Family::Ecp5 => &ICE40,
     };
     let lane_bits = 2 * cfg.buffer_depth as u64 * u64::from(cfg.word_bits);
     let blocks_per_lane = lane_bits.div_ceil(u64::from(board.budget.bram_block_bits));
@@ -143,8 +145,9 @@ pub fn estimate(board: &Board, cfg: &ArrayConfig) -> Estimate {
         dsps: match board.family {
             // Two MACs per DSP48E1 with packing (`ArrayConfig::dsp_pack`, measured).
             Family::Xc7 => n * n / cfg.macs_per_dsp(),
-            // A packed `25 x 8` multiply does not fit one 16 x 16 SB_MAC16: no saving counted.
-            Family::Ice40Up => n * n,
+            // A packed `25 x 8` multiply does not fit one 16 x 16 SB_MAC16 (nor is it mapped
+            // onto an 18 x 18 MULT18X18D): no saving counted.
+            Family::Ice40Up | Family::Ecp5 => n * n,
         },
         brams,
     }

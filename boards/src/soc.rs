@@ -1,17 +1,20 @@
 //! The SoC on a board (`systole bitstream --soc`): the VexRiscv CPU running the firmware from
-//! on-chip RAM beside the accelerator (`systole_hdl::soc`), for 7-series boards.
+//! on-chip RAM beside the accelerator (`systole_hdl::soc`), for 7-series and ECP5 boards.
 //!
 //! Generation ([`soc_files`]) is pure: the SoC's Verilog with the firmware image as the RAM's
-//! `$readmemh` file, the XDC and the Vivado TCL, from the board, the array and the image words.
-//! [`bitstream`] refuses a design whose block RAM the model already knows is too much (before
-//! any file), writes the files, copies the CPU's Verilog beside them, runs the Yosys fit check
-//! on the whole SoC and Vivado when it is on `PATH`.
+//! `$readmemh` file, the constraints (XDC and the Vivado TCL, or the ECP5 LPF), from the board,
+//! the array and the image words. [`bitstream`] refuses a design whose block RAM the model
+//! already knows is too much (before any file), writes the files, copies the CPU's Verilog
+//! beside them, runs the Yosys fit check on the whole SoC, then place and route: nextpnr-ecp5
+//! on ECP5, Vivado when it is on `PATH` on 7-series.
 //!
 //! Block RAM is what limits the SoC: the CPU's caches and register file, the RAM holding the
 //! firmware and the UART's receive FIFO come on top of the accelerator's buffers and feature
 //! maps ([`bram_parts`], counted in RAMB18 and checked against Yosys in the tests).
 
 use super::flow::BitstreamReport;
+use super::measured::Image;
+use super::routed::{self, Build};
 use super::tools::{self, files, ResourceReport};
 use super::{generate, model, Board, BoardError, Family};
 use std::path::Path;
@@ -72,7 +75,8 @@ pub fn bram_parts(board: &Board, cfg: &ArrayConfig) -> [(&'static str, u32); 5] 
     ]
 }
 
-/// The estimate of the whole SoC with the accelerator `cfg` (7-series only).
+/// The estimate of the whole SoC with the accelerator `cfg` (the CPU's logic and block RAM as
+/// measured on 7-series, also on ECP5 until measured there).
 pub fn estimate(board: &Board, cfg: &ArrayConfig) -> model::Estimate {
     let acc = model::estimate(board, cfg);
     let (luts, ffs, dsps) = SOC_LOGIC;
@@ -86,22 +90,28 @@ pub fn estimate(board: &Board, cfg: &ArrayConfig) -> model::Estimate {
 
 /// The largest (array, feature-map words) that fits beside the CPU by the estimate: the largest
 /// square array whose smallest conv unit fits, with the deepest map that still does; `None`
-/// when the board is not 7-series or nothing fits.
+/// when the board has no SoC (iCE40) or nothing fits.
 pub fn largest_conv_unit(board: &Board) -> Option<ArrayConfig> {
-    if board.family != Family::Xc7 {
+    if !has_soc(board) {
         return None;
     }
     model::largest_conv_unit_by(board, estimate)
 }
 
-/// Why the SoC with `cfg` cannot fit `board`, known without synthesis: not a 7-series board,
-/// more hard multipliers than the part has, or more block RAM than it has (the count is exact
-/// per memory, see [`bram_parts`]); `None` when only Yosys can tell.
+/// Whether the SoC is built for `board`: 7-series and ECP5 (the iCE40UP5K's block RAM holds
+/// no CPU beside the array).
+pub fn has_soc(board: &Board) -> bool {
+    matches!(board.family, Family::Xc7 | Family::Ecp5)
+}
+
+/// Why the SoC with `cfg` cannot fit `board`, known without synthesis: a board without the
+/// SoC (iCE40), more hard multipliers than the part has, or more block RAM than it has (the
+/// count is exact per memory, see [`bram_parts`]); `None` when only Yosys can tell.
 pub fn clearly_too_big(board: &Board, cfg: &ArrayConfig) -> Option<String> {
-    if board.family != Family::Xc7 {
+    if !has_soc(board) {
         return Some(format!(
-            "the SoC is built for 7-series boards only ({} is not one): build the bridge \
-             image without --soc",
+            "the SoC is built for 7-series and ECP5 boards only ({} is not one): build the \
+             bridge image without --soc",
             board.name
         ));
     }
@@ -157,7 +167,8 @@ pub fn soc_verilog(
 }
 
 /// The generated files of the SoC build, (name, text) in the order they are written: the SoC's
-/// Verilog, the firmware image, the XDC and the Vivado TCL. `image` is the firmware's RAM
+/// Verilog, the firmware image, and the XDC and the Vivado TCL (7-series) or the LPF (ECP5).
+/// `image` is the firmware's RAM
 /// words from address 0 (`systole_soc_image::Image::words`); the rest of the RAM is zero.
 pub fn soc_files(
     board: &Board,
@@ -182,14 +193,16 @@ pub fn soc_files(
     for i in 0..ram_words {
         hex.push_str(&format!("{:08x}\n", image.get(i).copied().unwrap_or(0)));
     }
-    let tcl =
-        generate::generate_vivado_tcl(board, &[VEXRISCV_FILE, SOC_VERILOG, files::XDC], "top");
-    Ok(vec![
-        (SOC_VERILOG, verilog),
-        (FIRMWARE_HEX, hex),
-        (files::XDC, generate::generate_xdc(board)),
-        (files::VIVADO_TCL, tcl),
-    ])
+    let mut out = vec![(SOC_VERILOG, verilog), (FIRMWARE_HEX, hex)];
+    if board.family == Family::Ecp5 {
+        out.push((files::LPF, generate::generate_lpf(board)));
+    } else {
+        let tcl =
+            generate::generate_vivado_tcl(board, &[VEXRISCV_FILE, SOC_VERILOG, files::XDC], "top");
+        out.push((files::XDC, generate::generate_xdc(board)));
+        out.push((files::VIVADO_TCL, tcl));
+    }
+    Ok(out)
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> BoardError + '_ {
@@ -201,7 +214,8 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> BoardError + '_ {
 
 /// Writes the SoC build into `out_dir` (the files of [`soc_files`] and a copy of the CPU's
 /// Verilog `cpu`, so every tool runs inside the folder on names), runs the Yosys fit check of
-/// the whole SoC (failing if it does not fit), then Vivado if it is on `PATH`.
+/// the whole SoC (failing if it does not fit), then place and route (nextpnr-ecp5 and ecppack
+/// on ECP5, Vivado if it is on `PATH` on 7-series), writing `timing.json`.
 pub fn bitstream(
     board: &Board,
     cfg: &ArrayConfig,
@@ -210,6 +224,7 @@ pub fn bitstream(
     cpu: &Path,
 ) -> Result<BitstreamReport, BoardError> {
     let generated = soc_files(board, cfg, image)?;
+    let open = routed::open_tools(board.family)?;
     std::fs::create_dir_all(out_dir).map_err(io_err(out_dir))?;
     let cpu_copy = out_dir.join(VEXRISCV_FILE);
     std::fs::copy(cpu, &cpu_copy).map_err(io_err(cpu))?;
@@ -217,24 +232,27 @@ pub fn bitstream(
         let path = out_dir.join(name);
         std::fs::write(&path, text).map_err(io_err(&path))?;
     }
+    let xc7 = board.family == Family::Xc7;
     let mut report = BitstreamReport {
         board: board.name,
         config: *cfg,
         out_dir: out_dir.to_path_buf(),
         verilog: out_dir.join(SOC_VERILOG),
-        constraints: out_dir.join(files::XDC),
-        vivado_script: Some(out_dir.join(files::VIVADO_TCL)),
+        constraints: out_dir.join(if xc7 { files::XDC } else { files::LPF }),
+        vivado_script: xc7.then(|| out_dir.join(files::VIVADO_TCL)),
         resources: ResourceReport::default(),
-        fmax: None,
+        timing: None,
         bitstream: None,
         next_step: None,
     };
     report.resources = tools::yosys_synth(board, &[VEXRISCV_FILE, SOC_VERILOG], out_dir)?;
     tools::check_fits(board, &report.resources)?;
-    match tools::run_vivado(out_dir)? {
-        tools::VivadoStep::Built(bit) => report.bitstream = Some(bit),
-        tools::VivadoStep::NotInstalled(what) => report.next_step = Some(what),
-    }
+    let build = Build {
+        board,
+        image: Image::Soc,
+        cfg,
+    };
+    super::flow::route(build, open.as_ref(), out_dir, &mut report)?;
     Ok(report)
 }
 

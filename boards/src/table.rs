@@ -3,8 +3,10 @@
 //! Pin facts come from the vendors' master constraint files and reference manuals:
 //! Digilent `Arty-A7-35-Master.xdc` / `Arty-A7-100-Master.xdc`, `Basys-3-Master.xdc`,
 //! `Nexys-A7-100T-Master.xdc` (digilent-xdc), and 1BitSquared's iCEBreaker v1.0 pinout
-//! (`icebreaker.pcf` in the icestorm examples). Resource budgets are the Xilinx 7-series
-//! product table (DS180) and Lattice's iCE40 UltraPlus data sheet (FPGA-DS-02008).
+//! (`icebreaker.pcf` in the icestorm examples), and Radiona's ULX3S constraint file
+//! `ulx3s_v20.lpf` (github.com/emard/ulx3s, `doc/constraints/`, for ULX3S v2.x and v3.0.x).
+//! Resource budgets are the Xilinx 7-series product table (DS180), Lattice's iCE40
+//! UltraPlus data sheet (FPGA-DS-02008) and the ECP5 family data sheet (FPGA-DS-02012).
 
 use super::{Board, Budget, Family, Pin};
 use systole_core::soc::{BASE_RAM_BYTES, TRAINING_RAM_BYTES};
@@ -52,8 +54,18 @@ const ICE40UP5K: Budget = Budget {
     bram_block_bits: 4 * 1024,
 };
 
+/// LFE5U-85F: 83,640 LUT4 with as many flip-flops, 156 18x18 multipliers (MULT18X18D), 208
+/// sysMEM blocks of 18 kbit (DP16KD, 1024 x 16 at 16 bits wide) (FPGA-DS-02012, family table).
+const LFE5U85F: Budget = Budget {
+    luts: 83_640,
+    ffs: 83_640,
+    dsps: 156,
+    bram_blocks: 208,
+    bram_block_bits: 16 * 1024,
+};
+
 /// Every board, in the order `systole boards` prints them.
-pub(super) static BOARDS: [Board; 5] = [
+pub(super) static BOARDS: [Board; 6] = [
     // Arty-A7-35-Master.xdc: CLK100MHZ E3, uart_txd_in A9 (into the FPGA), uart_rxd_out D10,
     // led[0..3] H5 J5 T9 T10, ck_rst C2 (active low).
     Board {
@@ -64,6 +76,7 @@ pub(super) static BOARDS: [Board; 5] = [
         package: "csg324",
         clock: pin("E3"),
         clock_hz: 100_000_000,
+        pll_hz: None,
         halve_clock: false,
         uart_rx: pin("A9"),
         uart_tx: pin("D10"),
@@ -83,6 +96,7 @@ pub(super) static BOARDS: [Board; 5] = [
         package: "csg324",
         clock: pin("E3"),
         clock_hz: 100_000_000,
+        pll_hz: None,
         halve_clock: false,
         uart_rx: pin("A9"),
         uart_tx: pin("D10"),
@@ -103,6 +117,7 @@ pub(super) static BOARDS: [Board; 5] = [
         package: "cpg236",
         clock: pin("W5"),
         clock_hz: 100_000_000,
+        pll_hz: None,
         halve_clock: false,
         uart_rx: pin("B18"),
         uart_tx: pin("A18"),
@@ -123,6 +138,7 @@ pub(super) static BOARDS: [Board; 5] = [
         package: "csg324",
         clock: pin("E3"),
         clock_hz: 100_000_000,
+        pll_hz: None,
         halve_clock: false,
         uart_rx: pin("C4"),
         uart_tx: pin("D4"),
@@ -143,6 +159,7 @@ pub(super) static BOARDS: [Board; 5] = [
         package: "sg48",
         clock: pin("35"),
         clock_hz: 12_000_000,
+        pll_hz: None,
         // Measured: the 2x2 array reaches 8.3 MHz on the UP5K (nextpnr-ice40), short of 12.
         halve_clock: true,
         uart_rx: pin("6"),
@@ -153,5 +170,29 @@ pub(super) static BOARDS: [Board; 5] = [
         budget: ICE40UP5K,
         soc_ram_bytes: None,
         loader_board: "ice40_generic",
+    },
+    // ulx3s_v20.lpf: clk_25mhz G2 (25 MHz), ftdi_txd M1 (the FTDI's TX, into the FPGA),
+    // ftdi_rxd L4 (out of the FPGA), led[0..1] B2 C2 (active high), btn[0] D6 (BTN_PWRn,
+    // active low, pulled up). The PLL makes the 50 MHz design clock from the oscillator.
+    Board {
+        name: "ulx3s-85f",
+        title: "Radiona ULX3S (LFE5U-85F)",
+        family: Family::Ecp5,
+        part: "LFE5U-85F-6BG381C",
+        package: "CABGA381",
+        clock: pin("G2"),
+        clock_hz: 25_000_000,
+        pll_hz: Some(50_000_000),
+        halve_clock: false,
+        uart_rx: pin("M1"),
+        uart_tx: pin("L4"),
+        leds: &[pin("B2"), pin("C2"), pin("C1"), pin("D2")],
+        reset: pin_n("D6"),
+        io_standard: "LVCMOS33",
+        budget: LFE5U85F,
+        // Measured: with 256 KiB the 4x4 SoC needed 275 DP16KD of 208 (Yosys 0.70 maps the
+        // byte-wide RAM lanes narrowly); the image's own 64 KiB leaves room for the arrays.
+        soc_ram_bytes: Some(BASE_RAM_BYTES),
+        loader_board: "ulx3s",
     },
 ];

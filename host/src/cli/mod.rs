@@ -98,11 +98,16 @@ pub struct BitstreamArgs {
     /// packed multiply; the same results and cycles, half the DSP48E1s, more LUTs.
     #[arg(long)]
     pub dsp_pack: bool,
-    /// Build the SoC (7-series boards): the VexRiscv CPU runs the firmware (its image built
-    /// now and put into the RAM's initial contents) beside the array; drive it with
+    /// Build the SoC (7-series and ECP5 boards): the VexRiscv CPU runs the firmware (its image
+    /// built now and put into the RAM's initial contents) beside the array; drive it with
     /// `--device serial:PORT` instead of `bridge:`.
     #[arg(long)]
     pub soc: bool,
+    /// Design clock in MHz: on a board with a PLL (ulx3s-85f: 50 by default) any frequency
+    /// its dividers make exactly, for a design that does not close timing at the default; on
+    /// one without, its oscillator or half of it (icebreaker: 6 by default, or 12).
+    #[arg(long)]
+    pub clock_mhz: Option<f64>,
     /// Build folder.
     #[arg(long, default_value = "build")]
     pub out: PathBuf,
@@ -128,11 +133,17 @@ pub struct BoardsArgs {
     /// Word widths W in bits (8 to 16).
     #[arg(long, default_value = "8,12,16", requires = "synthesize")]
     pub word_bits: String,
-    /// The measured table to write (the repository's is boards/data/yosys-w.json).
-    #[arg(long, requires = "synthesize")]
+    /// Gather the `timing.json` of these build folders (each made by `systole bitstream` with
+    /// a routed flow) into the routed table --out (the repository's is
+    /// boards/data/routed.json), in the order given.
+    #[arg(long, num_args = 1.., conflicts_with = "synthesize")]
+    pub routed: Vec<PathBuf>,
+    /// The measured table to write (the repository's is boards/data/yosys-w.json, or with
+    /// --routed boards/data/routed.json).
+    #[arg(long)]
     pub out: Option<PathBuf>,
     /// Replace an existing --out.
-    #[arg(long, requires = "synthesize")]
+    #[arg(long, requires = "out")]
     pub overwrite: bool,
     /// Folder of the synthesis cache [default: ~/.cache/systole/synth, shared with explore].
     #[arg(long, requires = "synthesize")]

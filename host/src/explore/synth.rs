@@ -10,6 +10,7 @@
 use super::{DesignPoint, ExploreError};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+use systole_boards::measured::Image;
 use systole_boards::tools::{self, ResourceReport};
 use systole_boards::{model, Board, BoardError, Family};
 
@@ -187,11 +188,15 @@ pub struct BoardFit {
     pub clock_hz: u32,
     /// Cycles per epoch at that clock (device time only: no link, no host work).
     pub epoch_seconds: f64,
+    /// The bridge image's routed Fmax on this board at this point, in MHz, when the routed
+    /// table (`boards/data/routed.json`) has it.
+    #[serde(default)]
+    pub routed_fmax_mhz: Option<f64>,
 }
 
 /// `point` with `res` on `board`. 7-series boards are judged on the synthesised counts with
-/// the check `systole bitstream` applies (every resource within the part); iCE40 boards on the
-/// resource model (a different family: `synth_xilinx` counts do not apply).
+/// the check `systole bitstream` applies (every resource within the part); iCE40 and ECP5
+/// boards on the resource model (other families: `synth_xilinx` counts do not apply).
 pub fn fit(board: &Board, point: &DesignPoint, res: &Resources, cycles_per_epoch: u64) -> BoardFit {
     let (fits, note) = match board.family {
         Family::Xc7 => {
@@ -210,7 +215,7 @@ pub fn fit(board: &Board, point: &DesignPoint, res: &Resources, cycles_per_epoch
                 Err(e) => (false, e.to_string()),
             }
         }
-        Family::Ice40Up => {
+        Family::Ice40Up | Family::Ecp5 => {
             let cfg = point.config();
             let e = model::estimate(board, &cfg);
             match model::clearly_too_big(board, &cfg) {
@@ -221,11 +226,25 @@ pub fn fit(board: &Board, point: &DesignPoint, res: &Resources, cycles_per_epoch
         }
     };
     let clock_hz = board.logic_clock_hz();
+    // The built-in table is checked by its own tests; an unreadable one shows no Fmax.
+    let routed_fmax_mhz = systole_boards::routed_table::routed_table()
+        .ok()
+        .and_then(|t| {
+            t.fmax(
+                board.name,
+                Image::Bridge,
+                point.array,
+                point.fm_depth,
+                point.word_bits,
+            )
+            .map(|r| r.fmax_mhz)
+        });
     BoardFit {
         board: board.name.to_string(),
         fits,
         note,
         clock_hz,
         epoch_seconds: cycles_per_epoch as f64 / f64::from(clock_hz),
+        routed_fmax_mhz,
     }
 }

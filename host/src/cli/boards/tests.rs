@@ -7,6 +7,7 @@ fn args(image: &str, array: &str, word_bits: &str) -> BoardsArgs {
         array: array.into(),
         fm_depth: "0".into(),
         word_bits: word_bits.into(),
+        routed: Vec::new(),
         out: None,
         overwrite: false,
         synth_cache: None,

@@ -36,6 +36,7 @@ impl Yosys {
         let synth = match self.board.family {
             Family::Xc7 => "synth_xilinx -flatten -family xc7",
             Family::Ice40Up => "synth_ice40 -dsp",
+            Family::Ecp5 => "synth_ecp5",
         };
         let top = match self.image {
             Image::Bridge => "bridge_top",
