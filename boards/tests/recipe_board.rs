@@ -30,6 +30,7 @@ fn my_board() -> Board {
         package: "cpg236",
         clock: pin("L17"),
         clock_hz: 50_000_000,
+        pll_hz: None,
         halve_clock: false,
         uart_rx: pin("J17"),
         uart_tx: pin("J18"),
