@@ -497,5 +497,8 @@ mod tests {
             (0.1, 0.85)
         );
         assert_eq!(rate(&["--lr-decay", "0.5"]), (0.05, 0.5));
+        // A set of the user's trains at Fashion-MNIST's rate (docs/DATA.md).
+        assert_eq!(rate(&["--dataset", "idx:some/dir"]), (0.02, 0.85));
+        assert_eq!(rate(&["--dataset", "npz:set.npz"]), (0.02, 0.85));
     }
 }
