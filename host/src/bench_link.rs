@@ -116,12 +116,14 @@ impl LinkBench {
 
 /// The run both devices train: the digits MLP 64-`hidden`-10, fixed16 stochastic, seed 1.
 pub fn digits_config(size: usize, batch: usize, hidden: usize) -> TrainConfig {
-    let (lr, lr_decay) = data::default_rate("digits");
+    let (lr, lr_decay) = systole_train::data::DatasetSpec::Digits.default_rate();
     TrainConfig {
         model: ModelSpec::Mlp {
             hidden: vec![hidden],
         },
-        dataset: "digits".into(),
+        dataset: systole_train::data::DatasetSpec::Digits,
+        input_scale: 1.0,
+        input_offset: 0.0,
         train_limit: None,
         epochs: 1,
         batch,

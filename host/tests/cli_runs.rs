@@ -210,3 +210,115 @@ fn negative_numbers_reach_their_options_checks() {
         assert!(!err.contains("unexpected argument"), "{err}");
     }
 }
+
+/// A tiny MNIST-style IDX folder in `dir`: 48 training and 16 test images of 4 x 4 bytes,
+/// 3 classes.
+fn write_idx_set(dir: &Path) {
+    let idx = |dims: &[u32], data: &[u8]| {
+        let mut b = vec![0, 0, 8, dims.len() as u8];
+        for d in dims {
+            b.extend_from_slice(&d.to_be_bytes());
+        }
+        b.extend_from_slice(data);
+        b
+    };
+    for (split, n) in [("train", 48u32), ("t10k", 16)] {
+        let labels: Vec<u8> = (0..n).map(|i| (i % 3) as u8).collect();
+        let pixels: Vec<u8> = (0..n * 16)
+            .map(|k| (k % 16 / 4 * 60 + (k / 16) % 3 * 20) as u8)
+            .collect();
+        let files = [
+            (
+                format!("{split}-images-idx3-ubyte"),
+                idx(&[n, 4, 4], &pixels),
+            ),
+            (format!("{split}-labels-idx1-ubyte"), idx(&[n], &labels)),
+        ];
+        for (name, bytes) in files {
+            std::fs::write(dir.join(name), bytes).unwrap();
+        }
+    }
+}
+
+/// A set of the user's trains from the command line; run.json and the checkpoint record it and
+/// the input scaling, and resuming under another scaling is refused naming the option.
+#[test]
+fn an_idx_set_trains_and_its_input_scaling_is_part_of_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("set");
+    std::fs::create_dir(&set).unwrap();
+    write_idx_set(&set);
+    let spec = format!("idx:{}", set.display());
+    let out = tmp.path().join("run");
+    let scaled = [
+        "--dataset",
+        &spec,
+        "--input-scale",
+        "2",
+        "--input-offset=-1",
+    ];
+    let o = train(&out, &scaled);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("run.json")).unwrap()).unwrap();
+    let c = &json["config"];
+    assert_eq!(c["dataset"], spec.as_str());
+    assert_eq!(
+        (c["input_scale"].as_f64(), c["input_offset"].as_f64()),
+        (Some(2.0), Some(-1.0))
+    );
+    fails_with(
+        &train(&out, &["--dataset", &spec, "--resume", "--epochs", "2"]),
+        &[
+            "--input-scale 1 here, 2 in the checkpoint",
+            "--input-offset 0 here, -1 in the checkpoint",
+        ],
+    );
+    let o = train(
+        &out,
+        &[&scaled[..], &["--resume", "--epochs", "2"]].concat(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// A damaged data file is one error naming it, before the run folder is made.
+#[test]
+fn a_bad_data_file_fails_before_anything_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("set");
+    std::fs::create_dir(&set).unwrap();
+    write_idx_set(&set);
+    let labels = set.join("t10k-labels-idx1-ubyte");
+    let mut bytes = std::fs::read(&labels).unwrap();
+    bytes.truncate(bytes.len() - 1);
+    std::fs::write(&labels, bytes).unwrap();
+    let out = tmp.path().join("run");
+    for cmd in ["train", "compare"] {
+        let o = systole(&[
+            cmd,
+            "--dataset",
+            &format!("idx:{}", set.display()),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        fails_with(
+            &o,
+            &[
+                &labels.display().to_string(),
+                "is malformed: truncated: dimensions 16 of uint8",
+            ],
+        );
+        assert!(!out.exists(), "{cmd} made its --out");
+    }
+    let npz = tmp.path().join("set.npz");
+    std::fs::write(&npz, b"PK").unwrap();
+    let o = systole(&[
+        "train",
+        "--dataset",
+        &format!("npz:{}", npz.display()),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    fails_with(&o, &[&npz.display().to_string(), "not a zip archive"]);
+    assert!(!out.exists());
+}

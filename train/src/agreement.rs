@@ -106,6 +106,7 @@ mod tests {
             classes: 10,
             train: split(x),
             test: split(0.25),
+            byte_divisor: None,
         };
         assert_eq!(data_digest(&set(0.125)), data_digest(&set(0.125)));
         assert_ne!(data_digest(&set(0.125)), data_digest(&set(0.1251)));

@@ -9,7 +9,7 @@
 //! The data set stays on the board when it fits its heap, else each request uploads its
 //! batches in the epoch's order.
 
-use crate::data::{pixel_divisor, Dataset};
+use crate::data::Dataset;
 use crate::fixed::{self, FixedArith};
 use crate::run_options::{RunOptions, RunSummary};
 use crate::{checkpoint, EpochRecord, Observer, TrainConfig, TrainError, Trainer};
@@ -187,14 +187,15 @@ pub(crate) fn data_set(cfg: &TrainConfig, data: &Dataset) -> Result<DataSet, Tra
     let n = data.train.len().min(cfg.train_limit.unwrap_or(usize::MAX));
     let features = data.features();
     let all: Vec<usize> = (0..n).collect();
+    let divisor = data.byte_divisor.ok_or_else(|| {
+        TrainError::Config(format!(
+            "the board trains on byte pixels / pixel_max, and {} holds other values (float images, or --input-scale / --input-offset other than 1 and 0): train it on the host (--host-step)",
+            data.name
+        ))
+    })?;
     let images = Trainer::<FixedArith>::batch_images(&data.train, &all, features);
-    DataSet::from_values(
-        &images,
-        &data.train.labels[..n],
-        features,
-        pixel_divisor(&data.name),
-    )
-    .map_err(|e| TrainError::Config(format!("the board trains on byte pixels: {e}")))
+    DataSet::from_values(&images, &data.train.labels[..n], features, divisor)
+        .map_err(|e| TrainError::Config(format!("the board trains on byte pixels: {e}")))
 }
 
 /// The run's test split as the board takes it, packed; `None` when its values are not byte
@@ -205,7 +206,7 @@ pub(crate) fn test_set(data: &Dataset) -> Option<DataSet> {
         &data.test.images,
         &data.test.labels,
         features,
-        pixel_divisor(&data.name),
+        data.byte_divisor?,
     )
     .ok()
 }

@@ -277,12 +277,15 @@ mod tests {
     use crate::model::ModelSpec;
 
     /// Checkpoints written before `--lr-decay` existed trained at a constant rate, and read
-    /// back so: resumed under today's defaults they are refused naming the option.
+    /// back so: resumed under today's defaults they are refused naming the option. Those from
+    /// before `--input-scale` / `--input-offset` trained on pixel / pixel_max: 1 and 0.
     #[test]
     fn a_checkpoint_from_before_the_schedule_trained_at_a_constant_rate() {
         let now = TrainConfig {
             model: ModelSpec::Mlp { hidden: vec![8] },
-            dataset: "digits".into(),
+            dataset: crate::data::DatasetSpec::Digits,
+            input_scale: 1.0,
+            input_offset: 0.0,
             train_limit: None,
             epochs: 2,
             batch: 32,
@@ -299,9 +302,12 @@ mod tests {
             microbatches: None,
         };
         let mut old = serde_json::to_value(&now).unwrap();
-        old.as_object_mut().unwrap().remove("lr_decay").unwrap();
+        for field in ["lr_decay", "input_scale", "input_offset"] {
+            old.as_object_mut().unwrap().remove(field).unwrap();
+        }
         let old: TrainConfig = serde_json::from_value(old).unwrap();
         assert_eq!(old.lr_decay, 1.0);
+        assert_eq!((old.input_scale, old.input_offset), (1.0, 0.0));
         assert_eq!(
             now.differences(&old, "in the checkpoint"),
             ["--lr-decay 0.85 here, 1 in the checkpoint"]

@@ -12,7 +12,9 @@ use serde_json::Value;
 fn cfg(epochs: usize) -> TrainConfig {
     TrainConfig {
         model: ModelSpec::Mlp { hidden: vec![8] },
-        dataset: "digits".into(),
+        dataset: crate::data::DatasetSpec::Digits,
+        input_scale: 1.0,
+        input_offset: 0.0,
         train_limit: Some(64),
         epochs,
         batch: 32,

@@ -1,6 +1,6 @@
 //! A run's configuration: [`TrainConfig`] (model, data, schedule, number format) and [`Precision`].
 
-use crate::data::Dataset;
+use crate::data::{DataError, Dataset, DatasetSpec, Scaling};
 use crate::model::{self, Graph, ModelSpec};
 use crate::TrainError;
 use crate::{shard, EVAL_BATCH};
@@ -49,8 +49,15 @@ impl Precision {
 pub struct TrainConfig {
     /// The network.
     pub model: ModelSpec,
-    /// Data set name.
-    pub dataset: String,
+    /// The data set (`--dataset`).
+    pub dataset: DatasetSpec,
+    /// The network's input is pixel / pixel_max * `input_scale` + `input_offset`
+    /// ([`Scaling`]; checkpoints from before the option have none and trained at 1 and 0).
+    #[serde(default = "unit_scale")]
+    pub input_scale: f32,
+    /// See `input_scale`.
+    #[serde(default)]
+    pub input_offset: f32,
     /// Use only the first N training images (None: all).
     pub train_limit: Option<usize>,
     /// Epochs to train in total.
@@ -98,6 +105,10 @@ fn constant_rate() -> f32 {
     1.0
 }
 
+fn unit_scale() -> f32 {
+    1.0
+}
+
 fn full_width() -> u32 {
     systole_core::numeric::WORD_BITS
 }
@@ -106,6 +117,19 @@ impl TrainConfig {
     /// The learning rate of the epoch after `epochs_done` completed ones.
     pub fn lr_at(&self, epochs_done: usize) -> f32 {
         systole_golden::schedule::lr_at(self.lr, self.lr_decay, epochs_done)
+    }
+
+    /// How pixels become the network's input (`--input-scale`, `--input-offset`).
+    pub fn scaling(&self) -> Scaling {
+        Scaling {
+            scale: self.input_scale,
+            offset: self.input_offset,
+        }
+    }
+
+    /// Loads the run's data set, scaled as the run says.
+    pub fn load_data(&self) -> Result<Dataset, DataError> {
+        self.dataset.load(self.scaling())
     }
 
     /// Checks the options that are not checked elsewhere.
@@ -128,6 +152,12 @@ impl TrainConfig {
         }
         if !(0.0..1.0).contains(&self.momentum) {
             return bad("--momentum must be in [0, 1)");
+        }
+        if !(self.input_scale.is_finite() && self.input_scale != 0.0) {
+            return bad("--input-scale must be a finite number other than 0");
+        }
+        if !self.input_offset.is_finite() {
+            return bad("--input-offset must be a finite number");
         }
         if self.train_limit == Some(0) {
             return bad("--limit must be at least 1");

@@ -22,6 +22,8 @@ impl TrainConfig {
         let TrainConfig {
             model,
             dataset,
+            input_scale,
+            input_offset,
             train_limit,
             epochs,
             batch,
@@ -60,7 +62,9 @@ impl TrainConfig {
             ("--model", kind),
             ("--hidden", hidden),
             ("--channels", channels),
-            ("--dataset", dataset.clone()),
+            ("--dataset", dataset.to_string()),
+            ("--input-scale", input_scale.to_string()),
+            ("--input-offset", input_offset.to_string()),
             ("--limit", or_none(train_limit)),
             ("--precision", precision.name().to_string()),
             ("--rounding", rounding.name().to_string()),
@@ -99,13 +103,16 @@ impl TrainConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::DatasetSpec;
     use crate::Precision;
     use systole_core::Rounding;
 
     fn base() -> TrainConfig {
         TrainConfig {
             model: ModelSpec::Mlp { hidden: vec![8] },
-            dataset: "digits".into(),
+            dataset: DatasetSpec::Digits,
+            input_scale: 1.0,
+            input_offset: 0.0,
             train_limit: None,
             epochs: 2,
             batch: 32,
@@ -153,7 +160,21 @@ mod tests {
             (
                 "--dataset",
                 TrainConfig {
-                    dataset: "fashion-mnist".into(),
+                    dataset: DatasetSpec::Npz("set.npz".into()),
+                    ..b.clone()
+                },
+            ),
+            (
+                "--input-scale",
+                TrainConfig {
+                    input_scale: 2.0,
+                    ..b.clone()
+                },
+            ),
+            (
+                "--input-offset",
+                TrainConfig {
+                    input_offset: -0.5,
                     ..b.clone()
                 },
             ),

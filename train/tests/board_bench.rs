@@ -15,7 +15,9 @@ use systole_train::{Precision, TrainConfig, Trainer};
 fn cfg() -> TrainConfig {
     TrainConfig {
         model: ModelSpec::Mlp { hidden: vec![16] },
-        dataset: "digits".into(),
+        dataset: systole_train::data::DatasetSpec::Digits,
+        input_scale: 1.0,
+        input_offset: 0.0,
         train_limit: Some(100),
         epochs: 1,
         batch: 32,

@@ -33,7 +33,9 @@ fn measure(
     let d = data::load("fashion-mnist").expect("Fashion-MNIST (dataset-fashion-mnist)");
     let cfg = TrainConfig {
         model: model.clone(),
-        dataset: "fashion-mnist".into(),
+        dataset: systole_train::data::DatasetSpec::FashionMnist,
+        input_scale: 1.0,
+        input_offset: 0.0,
         train_limit: Some(64),
         epochs: 1,
         batch: 32,

@@ -21,7 +21,9 @@ fn digits() -> Dataset {
 fn cfg(precision: Precision, rounding: Rounding, epochs: usize) -> TrainConfig {
     TrainConfig {
         model: ModelSpec::Mlp { hidden: vec![32] },
-        dataset: "digits".into(),
+        dataset: systole_train::data::DatasetSpec::Digits,
+        input_scale: 1.0,
+        input_offset: 0.0,
         train_limit: None,
         epochs,
         batch: 32,

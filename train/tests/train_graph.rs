@@ -110,13 +110,16 @@ fn data28() -> Dataset {
         classes: 10,
         train: images(16, 1),
         test: images(8, 2),
+        byte_divisor: None,
     }
 }
 
 fn cfg(model: ModelSpec) -> TrainConfig {
     TrainConfig {
         model,
-        dataset: "noise28".into(),
+        dataset: systole_train::data::DatasetSpec::Digits,
+        input_scale: 1.0,
+        input_offset: 0.0,
         train_limit: None,
         epochs: 1,
         batch: 8,

@@ -14,7 +14,9 @@ use systole_train::{Precision, Quiet, TrainConfig};
 fn cfg(epochs: usize) -> TrainConfig {
     TrainConfig {
         model: ModelSpec::Mlp { hidden: vec![16] },
-        dataset: "digits".into(),
+        dataset: systole_train::data::DatasetSpec::Digits,
+        input_scale: 1.0,
+        input_offset: 0.0,
         // 4 batches an epoch, the last of 4 images.
         train_limit: Some(100),
         epochs,

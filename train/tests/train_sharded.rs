@@ -17,7 +17,9 @@ fn digits() -> Dataset {
 fn cfg(shards: usize, epochs: usize) -> TrainConfig {
     TrainConfig {
         model: ModelSpec::Mlp { hidden: vec![16] },
-        dataset: "digits".into(),
+        dataset: systole_train::data::DatasetSpec::Digits,
+        input_scale: 1.0,
+        input_offset: 0.0,
         // 251 images in batches of 32: the last batch (27) splits unevenly.
         train_limit: Some(251),
         epochs,

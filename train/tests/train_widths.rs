@@ -14,7 +14,9 @@ use systole_train::{Precision, Quiet, TrainConfig};
 fn cfg(word_bits: u32, master_bits: u32, epochs: usize) -> TrainConfig {
     TrainConfig {
         model: ModelSpec::Mlp { hidden: vec![8] },
-        dataset: "digits".into(),
+        dataset: systole_train::data::DatasetSpec::Digits,
+        input_scale: 1.0,
+        input_offset: 0.0,
         train_limit: Some(64),
         epochs,
         batch: 32,

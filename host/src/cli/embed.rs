@@ -5,7 +5,6 @@
 use super::train::{self as cli_train, check_trace, write_run_folder};
 use super::{Cli, Command, TrainArgs};
 use clap::{CommandFactory, Parser};
-use systole_train::data;
 use systole_train::dist::Single;
 use systole_train::run::{claim_out_dir, run_dist, RunSummary};
 use systole_train::Observer;
@@ -90,7 +89,7 @@ pub fn train(a: &TrainArgs, obs: &mut dyn Observer) -> Result<RunSummary, Failur
     let mut run = || -> anyhow::Result<RunSummary> {
         // Held until the reports are written: a second run into the same folder stops here.
         let _lock = a.out.as_deref().map(claim_out_dir).transpose()?;
-        let data = data::load(&cfg.dataset)?;
+        let data = cfg.load_data()?;
         cfg.graph_that_fits(&data)?;
         let opts = cli_train::options(a, window.clone());
         let summary = run_dist(&cfg, &data, &opts, obs, &Single);

@@ -79,6 +79,8 @@ pub fn explore(a: &ExploreArgs) -> anyhow::Result<()> {
         hidden: a.hidden.clone(),
         channels: a.channels.clone(),
         dataset: a.dataset.clone(),
+        input_scale: a.input.input_scale,
+        input_offset: a.input.input_offset,
         limit: a.limit,
         epochs: a.epochs,
         batch: a.batch,
@@ -105,7 +107,7 @@ pub fn explore(a: &ExploreArgs) -> anyhow::Result<()> {
         r => anyhow::bail!("unknown --resources '{r}': use yosys or estimate"),
     };
     // Every input is checked before the folder is made or locked.
-    let data = systole_train::data::load(&base.dataset)?;
+    let data = base.load_data()?;
     base.graph_that_fits(&data)?;
     use crate::explore::report::{CSV, JSON, PLOT};
     let _lock = systole_train::run::claim_out_dir_for(&a.out, &[CSV, JSON, PLOT])?;

@@ -23,6 +23,7 @@ pub use trace::{finish as finish_trace, TraceArgs};
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
+use systole_train::data::DatasetSpec;
 
 /// systole: a systolic-array accelerator co-design kit. Train networks through a simulated
 /// (or real) accelerator, check devices against the golden model, emit Verilog.
@@ -255,6 +256,25 @@ pub struct DeviceArgs {
     pub array: usize,
 }
 
+/// How pixels become the network's input.
+#[derive(Debug, Clone, Args)]
+#[command(allow_negative_numbers = true)]
+pub struct InputArgs {
+    /// The network's input is pixel / pixel_max * SCALE + OFFSET (pixel_max: 255 for byte
+    /// images, 16 for digits, 1 for float images, which are taken as given).
+    #[arg(long, default_value_t = 1.0)]
+    pub input_scale: f32,
+    /// See --input-scale.
+    #[arg(long, default_value_t = 0.0)]
+    pub input_offset: f32,
+}
+
+/// `--dataset`, parsed once.
+fn dataset(s: &str) -> Result<DatasetSpec, String> {
+    s.parse()
+        .map_err(|e: systole_train::data::DataError| e.to_string())
+}
+
 /// The network, the data and the training recipe: what `train` and `compare` share.
 #[derive(Debug, Clone, Args)]
 #[command(allow_negative_numbers = true)]
@@ -274,9 +294,13 @@ pub struct RecipeArgs {
     /// CNN block channels, comma-separated.
     #[arg(long, value_parser = whole, default_value = "8,16", value_delimiter = ',')]
     pub channels: Vec<usize>,
-    /// Data set: digits or fashion-mnist.
-    #[arg(long, default_value = "digits")]
-    pub dataset: String,
+    /// Data set: digits, fashion-mnist, idx:DIR (MNIST-format IDX files, gzipped or not) or
+    /// npz:FILE (a numpy archive of x_train, y_train, x_test, y_test); see docs/DATA.md.
+    #[arg(long, default_value = "digits", value_parser = dataset)]
+    pub dataset: DatasetSpec,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub input: InputArgs,
     /// Train on only the first N training images.
     #[arg(long, value_parser = whole)]
     pub limit: Option<usize>,
@@ -293,11 +317,11 @@ pub struct RecipeArgs {
     #[arg(long, value_parser = whole, default_value_t = 32)]
     pub batch: usize,
     /// Learning rate of the first epoch (rounded to 16 fractional bits on every precision)
-    /// [default: 0.02 on fashion-mnist, 0.05 on digits].
+    /// [default: 0.05 on digits, 0.02 on fashion-mnist and files].
     #[arg(long)]
     pub lr: Option<f32>,
-    /// Factor the learning rate is multiplied by after each epoch (1: constant) [default: 0.85
-    /// on fashion-mnist, 1 on digits].
+    /// Factor the learning rate is multiplied by after each epoch (1: constant) [default: 1 on
+    /// digits, 0.85 on fashion-mnist and files].
     #[arg(long)]
     pub lr_decay: Option<f32>,
     /// Momentum.
@@ -418,9 +442,12 @@ pub struct ExploreArgs {
     /// CNN block channels, comma-separated.
     #[arg(long, value_parser = whole, default_value = "8,16", value_delimiter = ',')]
     pub channels: Vec<usize>,
-    /// Data set: digits or fashion-mnist.
-    #[arg(long, default_value = "digits")]
-    pub dataset: String,
+    /// Data set: digits, fashion-mnist, idx:DIR or npz:FILE (see docs/DATA.md).
+    #[arg(long, default_value = "digits", value_parser = dataset)]
+    pub dataset: DatasetSpec,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub input: InputArgs,
     /// Train on only the first N training images.
     #[arg(long, value_parser = whole)]
     pub limit: Option<usize>,

@@ -6,7 +6,6 @@ use crate::report;
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use systole_core::Rounding;
-use systole_train::data;
 use systole_train::pipeline::{run_pipelined, Placement, StagePlan};
 use systole_train::run::{claim_out_dir, run, run_dist, RunOptions, RunSummary};
 use systole_train::{EpochRecord, Observer, Precision, Quiet, TrainConfig};
@@ -47,10 +46,12 @@ fn recipe_config(
     if r.epochs == 0 {
         bail!("--epochs must be at least 1");
     }
-    let (lr, lr_decay) = data::default_rate(&r.dataset);
+    let (lr, lr_decay) = r.dataset.default_rate();
     let cfg = TrainConfig {
         model,
         dataset: r.dataset.clone(),
+        input_scale: r.input.input_scale,
+        input_offset: r.input.input_offset,
         train_limit: r.limit,
         epochs: r.epochs,
         batch: r.batch,
@@ -207,7 +208,7 @@ fn is_disagreement(e: &anyhow::Error) -> bool {
 /// `--print-model`: the network built for the data set, as a table or a network file.
 fn print_model(a: &TrainArgs) -> anyhow::Result<()> {
     let cfg = config(a)?;
-    let data = data::load(&cfg.dataset)?;
+    let data = cfg.load_data()?;
     let graph = cfg.graph_that_fits(&data)?;
     if a.recipe.json {
         outln!("{}", systole_train::model::graph_json(&graph));
@@ -239,12 +240,13 @@ fn train_on(a: &TrainArgs, dist: &dyn systole_train::dist::Collective) -> anyhow
         cfg.validate()?;
     }
     let lead = dist.rank() == 0;
+    // A data set that cannot be read fails before the run folder is made or locked.
+    let data = cfg.load_data()?;
     // Held until the reports are written: a second run into the same folder stops here.
     let _lock = match &a.out {
         Some(dir) if lead => Some(claim_out_dir(dir)?),
         _ => None,
     };
-    let data = data::load(&cfg.dataset)?;
     // Oversized options and impossible cuts fail before the run is announced.
     let graph = cfg.graph_that_fits(&data)?;
     let plan = match stages {
@@ -453,12 +455,12 @@ pub fn compare(c: &CompareArgs) -> anyhow::Result<()> {
             cfg.validate()?;
         }
     }
+    let data = base.load_data()?;
+    base.graph_that_fits(&data)?;
     let _lock = match &c.out {
         Some(dir) => Some(claim_compare_dir(dir, c.overwrite)?),
         None => None,
     };
-    let data = data::load(&base.dataset)?;
-    base.graph_that_fits(&data)?;
     let opts = RunOptions {
         device: c.recipe.device.device.clone(),
         host_step: false,
@@ -556,5 +558,8 @@ mod tests {
             (0.1, 0.85)
         );
         assert_eq!(rate(&["--lr-decay", "0.5"]), (0.05, 0.5));
+        // A set of the user's trains at Fashion-MNIST's rate (docs/DATA.md).
+        assert_eq!(rate(&["--dataset", "idx:some/dir"]), (0.02, 0.85));
+        assert_eq!(rate(&["--dataset", "npz:set.npz"]), (0.02, 0.85));
     }
 }

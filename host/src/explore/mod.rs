@@ -257,8 +257,12 @@ pub struct Recipe {
     pub hidden: Vec<usize>,
     /// CNN block channels.
     pub channels: Vec<usize>,
-    /// Data set name.
-    pub dataset: String,
+    /// The data set.
+    pub dataset: systole_train::data::DatasetSpec,
+    /// `--input-scale`.
+    pub input_scale: f32,
+    /// `--input-offset`.
+    pub input_offset: f32,
     /// Training images used (None: all).
     pub limit: Option<usize>,
     /// Epochs per run.
@@ -283,10 +287,12 @@ impl Recipe {
         if self.epochs == 0 {
             return Err(ExploreError::Zero { flag: "--epochs" });
         }
-        let (lr, lr_decay) = systole_train::data::default_rate(&self.dataset);
+        let (lr, lr_decay) = self.dataset.default_rate();
         let cfg = systole_train::TrainConfig {
             model,
             dataset: self.dataset.clone(),
+            input_scale: self.input_scale,
+            input_offset: self.input_offset,
             train_limit: self.limit,
             epochs: self.epochs,
             batch: self.batch,

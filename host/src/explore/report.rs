@@ -26,6 +26,12 @@ pub struct Settings {
     pub model: String,
     /// Data set.
     pub dataset: String,
+    /// `--input-scale` (sweeps from before the option have none: 1).
+    #[serde(default = "unit")]
+    pub input_scale: f32,
+    /// `--input-offset` (none: 0).
+    #[serde(default)]
+    pub input_offset: f32,
     /// Training images used (None: all).
     pub limit: Option<usize>,
     /// Epochs per run.
@@ -44,6 +50,10 @@ pub struct Settings {
     pub sample_steps: usize,
     /// Where resources come from.
     pub resources: String,
+}
+
+fn unit() -> f32 {
+    1.0
 }
 
 /// One measured design point.

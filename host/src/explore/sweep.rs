@@ -99,6 +99,8 @@ impl Sweep<'_> {
                 .model
                 .describe(data.channels, data.height, data.width, data.classes),
             dataset: data.name.clone(),
+            input_scale: b.input_scale,
+            input_offset: b.input_offset,
             limit: b.train_limit,
             epochs: b.epochs,
             batch: b.batch,

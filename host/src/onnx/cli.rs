@@ -195,13 +195,13 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<()> {
     }
     let (net, name) = if a.run.is_dir() {
         let (net, cp) = ox::net_from_run(&a.run)?;
-        if a.dataset.as_ref().is_some_and(|d| *d != cp.config.dataset) {
+        if a.dataset.as_ref().is_some_and(|d| *d != cp.config.dataset.to_string()) {
             bail!(
                 "the run was trained on {}: leave out --dataset",
                 cp.config.dataset
             );
         }
-        (net, cp.config.dataset)
+        (net, cp.config.dataset.to_string())
     } else {
         let net = load_model(&a.run)?;
         let Some(d) = a.dataset.clone() else {
@@ -214,7 +214,7 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<()> {
     let ds = systole_train::data::load(&name)?;
     ox::check_fits(&net, &ds)?;
     let r = ox::ready(net, &ds, map)?;
-    let divisor = systole_train::data::pixel_divisor(&ds.name);
+    let divisor = ds.byte_divisor.unwrap_or(1);
     let meta = vec![
         (
             "systole.input".to_string(),

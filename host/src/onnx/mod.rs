@@ -61,7 +61,7 @@ pub fn net_from_run(dir: &Path) -> anyhow::Result<(Net, Checkpoint)> {
     let path = dir.join(checkpoint::FILE_NAME);
     let cp = Checkpoint::load(&path)
         .with_context(|| format!("reading the run's checkpoint {}", path.display()))?;
-    let ds = systole_train::data::load(&cp.config.dataset)?;
+    let ds = systole_train::data::load(&cp.config.dataset.to_string())?;
     let graph = model::build(
         &cp.config.model,
         ds.channels,

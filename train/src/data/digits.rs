@@ -1,7 +1,7 @@
 //! The UCI optical digits (8x8, 1797 images) shipped in `data/digits.csv.gz`, compiled into the
 //! binary so it runs from any folder, with a fixed stratified 80/20 split.
 
-use super::{DataError, Dataset, Split};
+use super::{DataError, Dataset, Scaling, Split};
 use crate::rng;
 use std::io::Read;
 
@@ -74,6 +74,11 @@ pub fn stratified_split(labels: &[u8], classes: usize) -> (Vec<usize>, Vec<usize
 
 /// Loads the shipped digits with the fixed split; pixels are scaled by 1/16.
 pub fn load() -> Result<Dataset, DataError> {
+    load_scaled(Scaling::default())
+}
+
+/// Loads the shipped digits with the fixed split, each pixel / 16 scaled by `scaling`.
+pub fn load_scaled(scaling: Scaling) -> Result<Dataset, DataError> {
     let mut text = String::new();
     flate2::read::GzDecoder::new(DIGITS_GZ)
         .read_to_string(&mut text)
@@ -86,7 +91,7 @@ pub fn load() -> Result<Dataset, DataError> {
     let pick = |idx: &[usize]| Split {
         images: idx
             .iter()
-            .flat_map(|&i| images[i].iter().map(|&p| p as f32 / 16.0))
+            .flat_map(|&i| images[i].iter().map(|&p| scaling.apply(f64::from(p), 16.0)))
             .collect(),
         labels: idx.iter().map(|&i| labels[i]).collect(),
     };
@@ -98,6 +103,7 @@ pub fn load() -> Result<Dataset, DataError> {
         classes: 10,
         train: pick(&tr),
         test: pick(&te),
+        byte_divisor: scaling.is_identity().then_some(16),
     })
 }
 

@@ -77,7 +77,9 @@ fn cfg(shards: usize, micro: usize) -> TrainConfig {
         model: ModelSpec::Mlp {
             hidden: vec![16, 12],
         },
-        dataset: "digits".into(),
+        dataset: crate::data::DatasetSpec::Digits,
+        input_scale: 1.0,
+        input_offset: 0.0,
         // 3 batches of 32, the last of 26: uneven units.
         train_limit: Some(90),
         epochs: 1,
