@@ -195,7 +195,10 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<()> {
     }
     let (net, name) = if a.run.is_dir() {
         let (net, cp) = ox::net_from_run(&a.run)?;
-        if a.dataset.as_ref().is_some_and(|d| *d != cp.config.dataset.to_string()) {
+        if a.dataset
+            .as_ref()
+            .is_some_and(|d| *d != cp.config.dataset.to_string())
+        {
             bail!(
                 "the run was trained on {}: leave out --dataset",
                 cp.config.dataset
