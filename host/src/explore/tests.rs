@@ -354,7 +354,7 @@ fn bad_axes_are_clear_errors() {
         .config()
         .unwrap_err()
         .to_string()
-        .contains("unknown model 'rnn': use mlp or cnn"));
+        .contains("unknown model 'rnn': use mlp, cnn, lenet5, resnet8 or a network file"));
     r.model = "mlp".into();
     r.epochs = 0;
     assert!(r
