@@ -58,6 +58,9 @@ fn one_epoch(dir: &Path) -> Vec<u8> {
 fn edit_checkpoint(dir: &Path, before: &[u8], edit: impl FnOnce(&mut serde_json::Value)) {
     let mut v: serde_json::Value = serde_json::from_slice(before).unwrap();
     edit(&mut v);
+    // An edited file without its checksum reads as one written before checksums: the checks
+    // of the fields themselves are what these tests hold.
+    v.as_object_mut().unwrap().remove("checksum");
     std::fs::write(dir.join("checkpoint.json"), serde_json::to_vec(&v).unwrap()).unwrap();
 }
 
@@ -153,7 +156,7 @@ fn oversized_options_are_clear_errors_before_allocating() {
                 "--channels",
                 "2305843009213693952",
             ],
-            "too many",
+            "2^26",
         ),
         (vec!["train", "--shards", "100000000"], "--shards 100000000"),
         (vec!["bench", "--sizes", "100000"], "--sizes 100000"),
