@@ -12,6 +12,9 @@ use std::collections::HashMap;
 use std::path::Path;
 use systole_core::limits::{MAX_MODEL_PARAMS, MAX_TENSOR_WORDS};
 
+/// A float constant's dimensions and values.
+pub(crate) type Floats = (Vec<usize>, Vec<f32>);
+
 /// Largest ONNX file read: the most parameters systole trains as f32, plus room for the graph.
 pub const MAX_FILE_BYTES: u64 = 4 * MAX_MODEL_PARAMS as u64 + (64 << 20);
 
@@ -447,7 +450,7 @@ impl Builder<'_> {
         n: &NodeProto,
         node: &str,
         i: usize,
-    ) -> Result<Option<(Vec<usize>, Vec<f32>)>, OnnxError> {
+    ) -> Result<Option<Floats>, OnnxError> {
         match self.konst(n, node, i)? {
             None => Ok(None),
             Some(c) => match c.floats() {
