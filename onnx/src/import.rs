@@ -445,12 +445,7 @@ impl Builder<'_> {
     }
 
     /// Input `i` as a float constant.
-    pub fn floats(
-        &self,
-        n: &NodeProto,
-        node: &str,
-        i: usize,
-    ) -> Result<Option<Floats>, OnnxError> {
+    pub fn floats(&self, n: &NodeProto, node: &str, i: usize) -> Result<Option<Floats>, OnnxError> {
         match self.konst(n, node, i)? {
             None => Ok(None),
             Some(c) => match c.floats() {
