@@ -1,7 +1,8 @@
 //! Feeds arbitrary bytes to the readers of `--dataset npz:` and `idx:`: as an npz archive, and
 //! split into four IDX files (the first three bytes give three files' lengths, the fourth
-//! whether all four are gzip-compressed before reading). Properties: no panic, no allocation beyond what the input's
-//! length justifies (libFuzzer's -rss_limit_mb catches one), and a set that loads is whole.
+//! whether all four are gzip-compressed before reading). Properties: no panic, no allocation
+//! beyond what the input's length justifies (libFuzzer's -rss_limit_mb catches one), and a set
+//! that loads is whole.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -158,6 +158,20 @@ pub fn zip(members: &[(&str, Vec<u8>)], style: ZipStyle) -> Vec<u8> {
     out
 }
 
+/// numpy's `np.savez`: stored members, ZIP64 local headers (`force_zip64`).
+pub const SAVEZ: ZipStyle = ZipStyle {
+    deflate: false,
+    zip64_local: true,
+    zip64_central: false,
+    zip64_end: false,
+};
+
+/// `np.savez_compressed`.
+pub const COMPRESSED: ZipStyle = ZipStyle {
+    deflate: true,
+    ..SAVEZ
+};
+
 /// An npz of the four arrays (each a .npy file's bytes) under numpy's member names.
 pub fn npz(arrays: [Vec<u8>; 4], style: ZipStyle) -> Vec<u8> {
     let [a, b, c, d] = arrays;
