@@ -214,8 +214,9 @@ mod tests {
         assert!(e.contains("no board's SoC has that much"), "{e}");
         let t = table(&[(digits, exact)]);
         assert!(
-            t.contains("| 64 KiB: arty-a7-35, basys3 | 256 KiB: arty-a7-100, nexys-a7-100 |")
-                && t.ends_with("| no: 137650 B over | yes, data set resident (0 B free) |"),
+            t.contains(
+                "| 64 KiB: arty-a7-35, basys3, ulx3s-85f | 256 KiB: arty-a7-100, nexys-a7-100 |"
+            ) && t.ends_with("| no: 137650 B over | yes, data set resident (0 B free) |"),
             "{t}"
         );
     }

@@ -24,7 +24,7 @@ fn generated_files_hold_the_soc_the_image_and_the_board() {
         "not the SoC"
     );
     assert!(
-        v.contains("$readmemh(\"firmware.hex\", ram)"),
+        v.contains(".HAS_INIT(1'b1)") && v.contains(".INIT_FILE(\"firmware.hex\")"),
         "no RAM init"
     );
     assert!(
@@ -116,7 +116,7 @@ fn each_board_builds_the_soc_with_its_own_ram() {
         );
         assert!(
             f[0].1
-                .contains(&format!("reg [31:0] ram [0:{}];", ram / 4 - 1)),
+                .contains(&format!(".ADDR_BITS({})", (ram / 4).trailing_zeros())),
             "{name}: the Verilog's RAM"
         );
         // A RAMB18 holds 2 KiB: the RAM's share of the block RAM follows its size.

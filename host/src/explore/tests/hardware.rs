@@ -196,7 +196,8 @@ fn the_synthesised_design_is_built_at_the_points_w() {
     );
     let v16 = synth::board_verilog(&at(16)).unwrap();
     assert_eq!(
-        v16.matches("wire signed [2*W-1:0] prod = a_w * b_w;").count(),
+        v16.matches("wire signed [2*W-1:0] prod = a_w * b_w;")
+            .count(),
         16
     );
     assert!(!v16.contains("localparam W = 8;"));
