@@ -23,16 +23,11 @@ impl Kind for MaxPool {
     const WIRE_FIELDS: usize = 2;
 
     fn out_shape(&self, x: &[Shape]) -> Result<Shape, String> {
-        let g = pool_geom(one(x), self.kernel, self.stride)?;
-        Ok(Shape {
-            c: g.ch,
-            h: g.out_h(),
-            w: g.out_w(),
-        })
+        super::pool_shape(one(x), self.kernel, self.stride)
     }
 
     fn detail(&self) -> String {
-        alloc::format!("{k}x{k}, stride {}", self.stride, k = self.kernel)
+        super::pool_detail(self.kernel, self.stride)
     }
 
     fn wire(&self) -> Vec<usize> {

@@ -247,6 +247,21 @@ pub(crate) fn fields<const N: usize>(f: &[u16]) -> Option<[usize; N]> {
 #[cfg(test)]
 mod tests;
 
+/// The output shape of a `kernel x kernel`, `stride` pooling layer over `x`.
+pub(crate) fn pool_shape(x: Shape, kernel: usize, stride: usize) -> Result<Shape, String> {
+    let g = pool_geom(x, kernel, stride)?;
+    Ok(Shape {
+        c: g.ch,
+        h: g.out_h(),
+        w: g.out_w(),
+    })
+}
+
+/// A pooling layer's settings in a description: `2x2, stride 2`.
+pub(crate) fn pool_detail(kernel: usize, stride: usize) -> String {
+    alloc::format!("{kernel}x{kernel}, stride {stride}")
+}
+
 /// The pooling window of a `kernel x kernel`, `stride` layer over `x`, or what does not fit.
 pub(crate) fn pool_geom(x: Shape, kernel: usize, stride: usize) -> Result<PoolGeom, String> {
     let g = PoolGeom {
