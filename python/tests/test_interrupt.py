@@ -19,7 +19,7 @@ systole.train(device="golden", array=4, dataset="digits", model="mlp", hidden=[1
 
 def test_ctrl_c_stops_a_run_between_steps_and_keeps_its_checkpoint(tmp_path):
     out = tmp_path / "run"
-    child = subprocess.Popen([sys.executable, "-c", SCRIPT, str(out)], stdout=subprocess.PIPE,
+    child = subprocess.Popen([sys.executable, "-u", "-c", SCRIPT, str(out)], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     try:
         # Two epochs done: a checkpoint is on disk and the run is well inside a third.
