@@ -212,10 +212,9 @@ pub fn check_formats(net: &Net, ws: &[Option<Weights>], fm: &Formats) -> Result<
                 p
             ));
         }
-        let wide = ws[i].iter().flat_map(|q| std::iter::once(&q.w).chain(&q.b));
-        if let Some(m) = wide
-            .clone()
-            .find(|m| m.frac >= w || m.data.iter().any(|&v| saturate(v as i64, w) != v))
+        let mut tensors = ws[i].iter().flat_map(|q| std::iter::once(&q.w).chain(&q.b));
+        if let Some(m) =
+            tensors.find(|m| m.frac >= w || m.data.iter().any(|&v| saturate(v as i64, w) != v))
         {
             return Err(format!(
                 "layer '{}' has weights of {} fractional bits or outside {w}-bit words",
