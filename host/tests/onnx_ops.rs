@@ -154,7 +154,7 @@ fn each_op_matches_onnxruntime_within_the_contracts_rounding_and_verilator_equal
         let fm = systole_onnx::calibrate::calibrate(&c.net, &ws, &c.x, c.rows, (lo, hi));
         infer::check_formats(&c.net, &ws, &fm).unwrap();
         let mut golden = systole::onnx::products("golden", 4, false).unwrap();
-        let xq = infer::input_words(&c.x, c.rows, fm.input);
+        let xq = infer::input_words(&c.x, c.rows, fm.input, fm.word_bits);
         let z = infer::forward(&mut golden, &c.net, &ws, &fm, xq.clone()).unwrap();
         if let Some(v) = verilator.as_mut() {
             let zv = infer::forward(v, &c.net, &ws, &fm, xq).unwrap();

@@ -8,6 +8,8 @@ mod common;
 use cli_common::{fails_with, stderr, systole};
 use common::python;
 use std::path::Path;
+use systole_core::ArrayConfig;
+use systole_device::board_sim::SimBoard;
 
 /// `predictions.csv`'s predicted classes.
 fn predicted(csv: &str) -> Vec<usize> {
@@ -60,6 +62,34 @@ fn a_trained_cnn_exported_and_imported_predicts_the_same_bit_for_bit() {
         "--out",
         &p("eval-run"),
     ]));
+    // On a board over its serial link (the simulated one: the firmware's frame server over a
+    // Verilated 4x4 array): the same words as on the golden model.
+    let board = SimBoard::spawn_verilated(ArrayConfig::square(4)).unwrap();
+    let device = format!("serial:{}", board.path().display());
+    let out = ok(&systole(&[
+        "eval",
+        "--model",
+        &p("run"),
+        "--dataset",
+        "digits",
+        "--device",
+        &device,
+        "--array",
+        "4",
+        "--limit",
+        "40",
+        "--out",
+        &p("eval-serial"),
+    ]));
+    assert!(out.contains("40 test images of digits"), "{out}");
+    board.close().unwrap();
+    let golden = std::fs::read_to_string(p("eval-run/predictions.csv")).unwrap();
+    let serial = std::fs::read_to_string(p("eval-serial/predictions.csv")).unwrap();
+    assert_eq!(
+        serial.lines().collect::<Vec<_>>(),
+        golden.lines().take(41).collect::<Vec<_>>()
+    );
+
     let out = ok(&systole(&["export", &p("run"), "--out", &p("cnn.onnx")]));
     assert!(out.contains("opset 21"), "{out}");
     let out = ok(&systole(&[

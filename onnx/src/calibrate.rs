@@ -3,7 +3,7 @@
 //! then the largest `frac` that holds twice that ([`infer::frac_for`]), within the contract's
 //! shift range.
 
-use crate::infer::{self, exact_frac, frac_for, Formats, Weights};
+use crate::infer::{self, Formats, Weights};
 use crate::net::{Net, Op, Src};
 use systole_core::numeric::MAX_SHIFT;
 
@@ -138,7 +138,7 @@ fn max_abs(v: &[f64]) -> f64 {
 
 /// Formats for `net` from `images` (`rows` images, row-major host values): the input's `frac`
 /// holds `input_range` (the data's extremes), each rounding point's twice its largest
-/// calibration magnitude.
+/// calibration magnitude. 16-bit words.
 pub fn calibrate(
     net: &Net,
     ws: &[Option<Weights>],
@@ -146,6 +146,19 @@ pub fn calibrate(
     rows: usize,
     input_range: (f32, f32),
 ) -> Formats {
+    calibrate_at(net, ws, images, rows, input_range, infer::WORD_BITS)
+}
+
+/// [`calibrate`] for `word_bits`-bit words (`ws` as [`infer::weights_at`] makes them).
+pub fn calibrate_at(
+    net: &Net,
+    ws: &[Option<Weights>],
+    images: &[f32],
+    rows: usize,
+    input_range: (f32, f32),
+    word_bits: u32,
+) -> Formats {
+    let frac_for = |m: f64| infer::frac_for_at(m, word_bits);
     let per = images.len() / rows.max(1);
     let mut maxima: Vec<[f64; 2]> = vec![[0.0; 2]; net.nodes.len()];
     for img in images.chunks_exact(per.max(1)).take(rows) {
@@ -158,8 +171,9 @@ pub fn calibrate(
             }
         }
     }
-    let input = exact_frac(&[input_range.0, input_range.1]);
+    let input = infer::exact_frac_at(&[input_range.0, input_range.1], word_bits);
     let mut fm = Formats {
+        word_bits,
         input,
         nodes: Vec::with_capacity(net.nodes.len()),
     };

@@ -23,6 +23,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Dropout",
     "QuantizeLinear",
     "DequantizeLinear",
+    "Clip",
 ];
 
 /// The opsets of the default domain the import reads.

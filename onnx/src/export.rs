@@ -17,6 +17,9 @@ struct Writer {
     nodes: Vec<NodeProto>,
     inits: Vec<TensorProto>,
     scales: BTreeSet<u32>,
+    /// The formats whose W-bit range a Clip needs (`W < 16`).
+    clips: BTreeSet<u32>,
+    word_bits: u32,
     count: usize,
 }
 
@@ -57,6 +60,23 @@ impl Writer {
         )
     }
 
+    /// A rounding point of an activation: [`Self::qdq`], then, for words narrower than 16
+    /// bits, a Clip to the `W`-bit range at `2^-f` (the int16 QuantizeLinear saturates to 16).
+    fn point(&mut self, x: &str, f: u32) -> String {
+        let y = self.qdq(x, f);
+        if self.word_bits >= crate::infer::WORD_BITS {
+            return y;
+        }
+        self.clips.insert(f);
+        let (lo, hi) = clip_names(self.word_bits, f);
+        self.add(
+            "Clip",
+            &[&y, &lo, &hi],
+            &format!("{x}_w{}", self.word_bits),
+            vec![],
+        )
+    }
+
     /// A weight tensor: its exact values as a float initializer, through a QDQ pair at its own
     /// format (which also keeps a runtime from quantizing it its own way).
     fn weight(&mut self, name: &str, dims: &[usize], q: &systole_core::tensor::QMatrix) -> String {
@@ -76,6 +96,10 @@ impl Writer {
             )
         }
     }
+}
+
+fn clip_names(w: u32, f: u32) -> (String, String) {
+    (format!("min_w{w}_2^-{f}"), format!("max_w{w}_2^-{f}"))
 }
 
 fn values(q: &systole_core::tensor::QMatrix) -> Vec<f32> {
@@ -98,10 +122,12 @@ pub fn export(
         nodes: Vec::new(),
         inits: Vec::new(),
         scales: BTreeSet::new(),
+        clips: BTreeSet::new(),
+        word_bits: fm.word_bits,
         count: 0,
     };
     let [c, h, wd] = net.input;
-    let x = w.qdq("input", fm.input);
+    let x = w.point("input", fm.input);
     // Each layer's output value and its rank (4: N x C x H x W, 2: N x F).
     let mut outs: Vec<(String, u8)> = Vec::with_capacity(net.nodes.len());
     for (i, n) in net.nodes.iter().enumerate() {
@@ -143,7 +169,7 @@ pub fn export(
                         )
                     }
                 };
-                let mut y = w.qdq(&z, pts[0]);
+                let mut y = w.point(&z, pts[0]);
                 if let Some(b) = &wt.b {
                     let bname = format!("{tag}_b");
                     let dims: Vec<usize> = if r == 4 {
@@ -153,7 +179,7 @@ pub fn export(
                     };
                     let bq = w.weight(&bname, &dims, b);
                     let s = w.add("Add", &[&y, &bq], &format!("{tag}_bias"), vec![]);
-                    y = w.qdq(&s, pts[1]);
+                    y = w.point(&s, pts[1]);
                 }
                 (y, r)
             }
@@ -178,7 +204,7 @@ pub fn export(
                 let y = w.add(op, &[&a], &format!("{tag}_pool"), attrs);
                 (
                     if op == "AveragePool" {
-                        w.qdq(&y, pts[0])
+                        w.point(&y, pts[0])
                     } else {
                         y
                     },
@@ -187,7 +213,7 @@ pub fn export(
             }
             Op::GlobalAvgPool => {
                 let y = w.add("GlobalAveragePool", &[&a], &format!("{tag}_gap"), vec![]);
-                (w.qdq(&y, pts[0]), 4)
+                (w.point(&y, pts[0]), 4)
             }
             Op::Add => {
                 let (b, rb) = get(n.inputs[1], &outs);
@@ -197,7 +223,7 @@ pub fn export(
                     (w.flat(&a, rank), w.flat(&b, rb), 2)
                 };
                 let y = w.add("Add", &[&a, &b], &format!("{tag}_add"), vec![]);
-                (w.qdq(&y, pts[0]), r)
+                (w.point(&y, pts[0]), r)
             }
         };
         debug_assert_eq!(pts.len(), points(&n.op));
@@ -215,6 +241,14 @@ pub fn export(
             &[1.0 / (1u64 << f) as f32],
         ));
     }
+    for &f in &w.clips {
+        let (lo, hi) = crate::infer::word_range(w.word_bits);
+        let unit = 1.0 / (1u64 << f) as f32;
+        let (lo_name, hi_name) = clip_names(w.word_bits, f);
+        // Exact: a W-bit word times a power of two is an f32.
+        w.inits.push(tensor_f32(&lo_name, &[], &[lo as f32 * unit]));
+        w.inits.push(tensor_f32(&hi_name, &[], &[hi as f32 * unit]));
+    }
     w.inits.push(scalar_int("zero_int16", data_type::INT16, 0));
     let graph = GraphProto {
         node: w.nodes,
@@ -225,12 +259,25 @@ pub fn export(
         ..Default::default()
     };
     let mut meta: Vec<(String, String)> = vec![
-        ("systole.words".into(), "16-bit two's complement; value = word / 2^frac".into()),
+        (
+            "systole.words".into(),
+            format!(
+                "{}-bit two's complement; value = word / 2^frac",
+                fm.word_bits
+            ),
+        ),
         (
             "systole.rounding".into(),
-            "each QuantizeLinear/DequantizeLinear pair (int16, zero point 0, scale 2^-frac) is one of systole's conversions: round to nearest, ties to even, saturated".into(),
+            if fm.word_bits < crate::infer::WORD_BITS {
+                format!("each QuantizeLinear/DequantizeLinear pair (int16, zero point 0, scale 2^-frac) and the Clip after it to the {}-bit range is one of systole's conversions: round to nearest, ties to even, saturated", fm.word_bits)
+            } else {
+                "each QuantizeLinear/DequantizeLinear pair (int16, zero point 0, scale 2^-frac) is one of systole's conversions: round to nearest, ties to even, saturated".into()
+            },
         ),
-        ("systole.output".into(), "logits; systole's loss is softmax cross-entropy on them".into()),
+        (
+            "systole.output".into(),
+            "logits; systole's loss is softmax cross-entropy on them".into(),
+        ),
     ];
     meta.extend(metadata.iter().cloned());
     let meta: Vec<(&str, &str)> = meta.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();

@@ -182,6 +182,7 @@ pub fn from_graph(graph: &Graph, params: &[Param]) -> Result<Net, OnnxError> {
         input_name: "input".into(),
         input: [input.c, input.h, input.w],
         input_frac: None,
+        word_bits: crate::infer::WORD_BITS,
         classes: graph.classes,
         nodes,
         notes: Vec::new(),

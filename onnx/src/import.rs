@@ -29,6 +29,9 @@ pub(crate) struct Act {
     pub head: bool,
     /// The int16 output of a QuantizeLinear at this `frac`: only a DequantizeLinear reads it.
     pub q: Option<u32>,
+    /// The output of a DequantizeLinear at this `frac` (a rounding point), which a Clip may
+    /// saturate to narrower words.
+    pub dq: Option<u32>,
 }
 
 /// The import's state while it walks the nodes.
@@ -48,6 +51,11 @@ pub(crate) struct Builder<'a> {
     pub input_frac: Option<u32>,
     /// The element type of each integer constant (a zero point must be INT16).
     pub zero_point_types: HashMap<String, i32>,
+    /// The width the Clips after the rounding points saturate to (narrower words).
+    pub word_bits: Option<u32>,
+    /// Rounding points on activations (DequantizeLinear), and the Clips after them.
+    pub points_seen: usize,
+    pub clips: usize,
 }
 
 /// Reads and imports an ONNX file (external data from beside it).
@@ -100,6 +108,9 @@ pub fn import_bytes(bytes: &[u8], dir: Option<&Path>) -> Result<Net, OnnxError> 
         notes: Vec::new(),
         input_frac: None,
         zero_point_types: HashMap::new(),
+        word_bits: None,
+        points_seen: 0,
+        clips: 0,
     };
     for t in &graph.initializer {
         b.zero_point_types.insert(t.name.clone(), t.data_type);
@@ -114,6 +125,7 @@ pub fn import_bytes(bytes: &[u8], dir: Option<&Path>) -> Result<Net, OnnxError> 
             rank,
             head: false,
             q: None,
+            dq: None,
         },
     );
     let out = the_output(&graph.output)?;
@@ -148,7 +160,16 @@ pub fn import_bytes(bytes: &[u8], dir: Option<&Path>) -> Result<Net, OnnxError> 
             "the graph output is its input: there is no layer".into(),
         ));
     };
+    if b.clips > 0 && b.clips != b.points_seen {
+        return Err(OnnxError::Model(format!(
+            "the model saturates {} of its {} rounding points to {}-bit words with a Clip, the others to 16 bits: systole's words have one width",
+            b.clips,
+            b.points_seen,
+            b.word_bits.unwrap_or(16)
+        )));
+    }
     let input_frac = b.input_frac;
+    let word_bits = b.word_bits.unwrap_or(crate::infer::WORD_BITS);
     let nodes = prune(b.nodes, last, &mut b.notes);
     let params: usize = nodes.iter().map(|n| n.op.params()).sum();
     if params > MAX_MODEL_PARAMS {
@@ -160,6 +181,7 @@ pub fn import_bytes(bytes: &[u8], dir: Option<&Path>) -> Result<Net, OnnxError> 
         input_name,
         input,
         input_frac,
+        word_bits,
         classes,
         nodes,
         notes: b.notes,
@@ -490,6 +512,7 @@ impl Builder<'_> {
                 rank,
                 head: false,
                 q: None,
+                dq: None,
             },
         );
         Ok(())

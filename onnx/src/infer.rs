@@ -2,7 +2,7 @@
 //! the others in its batch, and the exact semantics the export writes as QuantizeLinear /
 //! DequantizeLinear pairs.
 //!
-//! Every tensor is 16-bit words with a fixed `frac`: the input (`formats.input`), the weights
+//! Every tensor is `W`-bit words (16 unless the run trained narrower) with a fixed `frac`: the input (`formats.input`), the weights
 //! (each tensor at the largest `frac` that holds all its values: [`exact_frac`]) and each
 //! *rounding point*: a product's output (converted once on the device, nearest-even), a bias
 //! add's, an average's and a residual add's (host-side, nearest-even, saturated). ReLU, max
@@ -22,14 +22,30 @@ use systole_step::{Products, StepError};
 /// Largest `frac` of a 16-bit word.
 pub const MAX_FRAC: u32 = 15;
 
-/// The frozen formats of a network: the input's `frac`, and per layer the `frac` of each of its
-/// rounding points ([`points`]).
+/// Width of the words unless a run trained narrower.
+pub const WORD_BITS: u32 = 16;
+
+/// The frozen formats of a network: the words' width, the input's `frac`, and per layer the
+/// `frac` of each of its rounding points ([`points`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Formats {
+    /// Width `W` of every word (8 to 16): every conversion saturates to `W` bits.
+    pub word_bits: u32,
     /// Fractional bits of the input words.
     pub input: u32,
     /// Per layer, its rounding points' fractional bits.
     pub nodes: Vec<Vec<u32>>,
+}
+
+/// The range of a `w`-bit word.
+pub fn word_range(w: u32) -> (i64, i64) {
+    (-(1i64 << (w - 1)), (1i64 << (w - 1)) - 1)
+}
+
+/// `v` saturated to `w` bits.
+pub fn saturate(v: i64, w: u32) -> i16 {
+    let (lo, hi) = word_range(w);
+    v.clamp(lo, hi) as i16
 }
 
 /// How many rounding points a layer has: a product (and its bias add), or one host-side result.
@@ -43,36 +59,55 @@ pub fn points(op: &Op) -> usize {
 
 /// `round_half_even(v · 2^f)` saturated to 16 bits.
 pub fn quantize(v: f64, f: u32) -> i16 {
+    quantize_at(v, f, WORD_BITS)
+}
+
+/// `round_half_even(v · 2^f)` saturated to `w` bits.
+pub fn quantize_at(v: f64, f: u32, w: u32) -> i16 {
     let x = v * (1u64 << f) as f64;
     let r = x.round_ties_even();
-    r.clamp(i16::MIN as f64, i16::MAX as f64) as i16
+    let (lo, hi) = word_range(w);
+    r.clamp(lo as f64, hi as f64) as i16
 }
 
 /// Largest `frac` (0 to 15) at which every value of `v` rounds into a 16-bit word: a tensor of
 /// words at `frac` f gives back its own words.
 pub fn exact_frac(v: &[f32]) -> u32 {
-    (0..=MAX_FRAC)
+    exact_frac_at(v, WORD_BITS)
+}
+
+/// [`exact_frac`] for `w`-bit words (0 to `w - 1`).
+pub fn exact_frac_at(v: &[f32], w: u32) -> u32 {
+    let (lo, hi) = word_range(w);
+    (0..w)
         .rev()
         .find(|&f| {
             v.iter().all(|&x| {
                 let r = (x as f64 * (1u64 << f) as f64).round_ties_even();
-                (i16::MIN as f64..=i16::MAX as f64).contains(&r)
+                (lo as f64..=hi as f64).contains(&r)
             })
         })
         .unwrap_or(0)
 }
 
-/// Largest `frac` at which `max_abs`, doubled (one bit of headroom for unseen images), fits.
+/// Largest `frac` at which `max_abs`, doubled (one bit of headroom for unseen images), fits a
+/// 16-bit word.
 pub fn frac_for(max_abs: f64) -> u32 {
-    (0..=MAX_FRAC)
+    frac_for_at(max_abs, WORD_BITS)
+}
+
+/// [`frac_for`] for `w`-bit words.
+pub fn frac_for_at(max_abs: f64, w: u32) -> u32 {
+    let hi = word_range(w).1 as f64;
+    (0..w)
         .rev()
-        .find(|&f| 2.0 * max_abs * (1u64 << f) as f64 <= 32767.0)
+        .find(|&f| 2.0 * max_abs * (1u64 << f) as f64 <= hi)
         .unwrap_or(0)
 }
 
-fn qmatrix(rows: usize, cols: usize, v: &[f32]) -> QMatrix {
-    let f = exact_frac(v);
-    let words = v.iter().map(|&x| quantize(x as f64, f)).collect();
+fn qmatrix(rows: usize, cols: usize, v: &[f32], w: u32) -> QMatrix {
+    let f = exact_frac_at(v, w);
+    let words = v.iter().map(|&x| quantize_at(x as f64, f, w)).collect();
     QMatrix::from_vec(rows, cols, f, words).expect("rows x cols words")
 }
 
@@ -85,23 +120,28 @@ pub struct Weights {
     pub b: Option<QMatrix>,
 }
 
-/// Each layer's weights as words (`None` for layers without).
+/// Each layer's weights as 16-bit words (`None` for layers without).
 pub fn weights(net: &Net) -> Vec<Option<Weights>> {
+    weights_at(net, WORD_BITS)
+}
+
+/// Each layer's weights as `w`-bit words, each tensor at the largest `frac` that holds it.
+pub fn weights_at(net: &Net, word_bits: u32) -> Vec<Option<Weights>> {
     let shapes = in_shapes(net);
     net.nodes
         .iter()
         .zip(shapes)
         .map(|(n, [c, h, w])| {
-            let bias = |b: &Option<Vec<f32>>| b.as_ref().map(|b| qmatrix(1, b.len(), b));
+            let bias = |b: &Option<Vec<f32>>| b.as_ref().map(|b| qmatrix(1, b.len(), b, word_bits));
             match &n.op {
                 Op::Dense { out, w: wv, b } => Some(Weights {
-                    w: qmatrix(c * h * w, *out, wv),
+                    w: qmatrix(c * h * w, *out, wv, word_bits),
                     b: bias(b),
                 }),
                 Op::Conv {
                     out_ch, w: wv, b, ..
                 } => Some(Weights {
-                    w: qmatrix(*out_ch, wv.len() / out_ch, wv),
+                    w: qmatrix(*out_ch, wv.len() / out_ch, wv, word_bits),
                     b: bias(b),
                 }),
                 _ => None,
@@ -149,7 +189,11 @@ pub fn out_fracs_partial(net: &Net, fm: &Formats) -> Vec<u32> {
 /// Why the formats cannot run: a shift outside the contract's range, or a count that does not
 /// match the layers' rounding points.
 pub fn check_formats(net: &Net, ws: &[Option<Weights>], fm: &Formats) -> Result<(), String> {
-    if fm.nodes.len() != net.nodes.len() || fm.input > MAX_FRAC {
+    let w = fm.word_bits;
+    if !(8..=WORD_BITS).contains(&w) {
+        return Err(format!("{w}-bit words: systole runs 8 to 16"));
+    }
+    if fm.nodes.len() != net.nodes.len() || fm.input >= w {
         return Err("the formats do not match the network".into());
     }
     let outs = out_fracs(net, fm);
@@ -159,12 +203,22 @@ pub fn check_formats(net: &Net, ws: &[Option<Weights>], fm: &Formats) -> Result<
     };
     for (i, n) in net.nodes.iter().enumerate() {
         let p = &fm.nodes[i];
-        if p.len() != points(&n.op) || p.iter().any(|&f| f > MAX_FRAC) {
+        if p.len() != points(&n.op) || p.iter().any(|&f| f >= w) {
             return Err(format!(
-                "layer '{}' needs {} formats of 0 to 15 bits, has {:?}",
+                "layer '{}' needs {} formats of 0 to {} bits, has {:?}",
                 n.name,
                 points(&n.op),
+                w - 1,
                 p
+            ));
+        }
+        let mut tensors = ws[i].iter().flat_map(|q| std::iter::once(&q.w).chain(&q.b));
+        if let Some(m) =
+            tensors.find(|m| m.frac >= w || m.data.iter().any(|&v| saturate(v as i64, w) != v))
+        {
+            return Err(format!(
+                "layer '{}' has weights of {} fractional bits or outside {w}-bit words",
+                n.name, m.frac
             ));
         }
         let exact = match (&n.op, &ws[i]) {
@@ -198,14 +252,26 @@ fn spec(frac: u32) -> OutputSpec {
     }
 }
 
-/// Converts exact values with `frac_in` fractional bits to `frac` (nearest-even, saturated).
-fn convert(v: impl Iterator<Item = i64>, frac_in: u32, frac: u32) -> Vec<i16> {
-    elementwise::convert_each(v, frac_in - frac, Rounding::NearestEven, 1)
+/// Converts exact values with `frac_in` fractional bits to `frac` (nearest-even, saturated to
+/// `w` bits).
+fn convert(v: impl Iterator<Item = i64>, frac_in: u32, frac: u32, w: u32) -> Vec<i16> {
+    let words = elementwise::convert_each(v, frac_in - frac, Rounding::NearestEven, 1);
+    narrow(words, w)
 }
 
-/// The input words of `rows` images (`x`: host values, row-major).
-pub fn input_words(x: &[f32], rows: usize, frac: u32) -> QMatrix {
-    let words = x.iter().map(|&v| quantize(v as f64, frac)).collect();
+/// 16-bit words saturated to `w` bits (saturating to 16 then to `w` is saturating to `w`).
+fn narrow(mut words: Vec<i16>, w: u32) -> Vec<i16> {
+    if w < WORD_BITS {
+        for v in &mut words {
+            *v = saturate(*v as i64, w);
+        }
+    }
+    words
+}
+
+/// The input words of `rows` images (`x`: host values, row-major) at `frac`, `w` bits.
+pub fn input_words(x: &[f32], rows: usize, frac: u32, w: u32) -> QMatrix {
+    let words = x.iter().map(|&v| quantize_at(v as f64, frac, w)).collect();
     QMatrix::from_vec(rows, x.len() / rows.max(1), frac, words).expect("rows x cols words")
 }
 
@@ -260,12 +326,16 @@ pub fn forward<P: Products>(
                 };
                 match &wt.b {
                     Some(b) => {
-                        elementwise::bias_add(&z, b, oh * ow, &spec(pts[1])).map_err(|source| {
-                            StepError::Numeric {
+                        let y = elementwise::bias_add(&z, b, oh * ow, &spec(pts[1])).map_err(
+                            |source| StepError::Numeric {
                                 op: n.name.clone(),
                                 source,
-                            }
-                        })?
+                            },
+                        )?;
+                        QMatrix {
+                            data: narrow(y.data, fm.word_bits),
+                            ..y
+                        }
                     }
                     None => z,
                 }
@@ -275,9 +345,19 @@ pub fn forward<P: Products>(
                 pool(a, [c, h, w], [oh, ow], [*k, *k], *stride, None)
             }
             Op::AvgPool { kernel: k, stride } => {
-                pool(a, [c, h, w], [oh, ow], [*k, *k], *stride, Some(pts[0]))
+                let y = pool(a, [c, h, w], [oh, ow], [*k, *k], *stride, Some(pts[0]));
+                QMatrix {
+                    data: narrow(y.data, fm.word_bits),
+                    ..y
+                }
             }
-            Op::GlobalAvgPool => pool(a, [c, h, w], [1, 1], [h, w], 1, Some(pts[0])),
+            Op::GlobalAvgPool => {
+                let y = pool(a, [c, h, w], [1, 1], [h, w], 1, Some(pts[0]));
+                QMatrix {
+                    data: narrow(y.data, fm.word_bits),
+                    ..y
+                }
+            }
             Op::Add => {
                 let b = get(n.inputs[1]);
                 let f = a.frac.max(b.frac);
@@ -287,7 +367,8 @@ pub fn forward<P: Products>(
                     .iter()
                     .zip(&b.data)
                     .map(|(&u, &v)| ((u as i64) << sa) + ((v as i64) << sb));
-                QMatrix::from_vec(rows, a.cols, pts[0], convert(sums, f, pts[0])).expect("words")
+                let words = convert(sums, f, pts[0], fm.word_bits);
+                QMatrix::from_vec(rows, a.cols, pts[0], words).expect("words")
             }
         };
         outs.push(y);

@@ -125,6 +125,9 @@ pub struct Net {
     pub input: [usize; 3],
     /// The input's format, when the file gives it (a QuantizeLinear / DequantizeLinear pair).
     pub input_frac: Option<u32>,
+    /// Width of its words: 16, or narrower when a Clip after every rounding point saturates to
+    /// `W` bits (systole's export of a run at `--word-bits W`), or a run's own width.
+    pub word_bits: u32,
     /// Number of classes (the last node's channels).
     pub classes: usize,
     /// Layers in topological order.
@@ -152,6 +155,7 @@ impl Net {
             .find(|n| n.fracs.len() != crate::infer::points(&n.op));
         Some(match (self.input_frac, bad) {
             (Some(input), None) => Ok(crate::infer::Formats {
+                word_bits: self.word_bits,
                 input,
                 nodes: self.nodes.iter().map(|n| n.fracs.clone()).collect(),
             }),

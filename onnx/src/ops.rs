@@ -47,6 +47,7 @@ impl Builder<'_> {
             }
             "Dropout" => self.dropout(n, node),
             "QuantizeLinear" | "DequantizeLinear" => self.qdq(n, node),
+            "Clip" => self.clip(n, node),
             op => Err(self.refuse(n, node, format!("op {op} is not supported"))),
         }
     }

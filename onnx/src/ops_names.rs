@@ -260,7 +260,53 @@ impl Builder<'_> {
                 ))
             }
         }
-        self.alias(n, node, Act { q: None, ..a })
+        self.points_seen += 1;
+        self.alias(
+            n,
+            node,
+            Act {
+                q: None,
+                dq: Some(f),
+                ..a
+            },
+        )
+    }
+
+    /// A Clip right after a rounding point's DequantizeLinear at `2^-f`, to a `W`-bit word's
+    /// range there (W from 8 to 15): systole's saturation to narrower words.
+    pub(crate) fn clip(&mut self, n: &NodeProto, node: &str) -> Result<(), OnnxError> {
+        self.known_attrs(n, node, &[])?;
+        let a = self.act(n, node, 0)?;
+        let Some(f) = a.dq else {
+            return Err(self.refuse(n, node, "systole takes Clip only right after the DequantizeLinear of a rounding point (its export's narrower words)"));
+        };
+        let bound = |i: usize| -> Result<Option<f64>, OnnxError> {
+            Ok(self
+                .konst(n, node, i)?
+                .and_then(|c| c.floats().filter(|v| v.len() == 1).map(|v| v[0] as f64)))
+        };
+        let (lo, hi) = (bound(1)?, bound(2)?);
+        let unit = 1.0 / (1u64 << f) as f64;
+        let w = (8..crate::infer::WORD_BITS).find(|&w| {
+            let (l, h) = crate::infer::word_range(w);
+            lo == Some(l as f64 * unit) && hi == Some(h as f64 * unit)
+        });
+        let Some(w) = w else {
+            return Err(self.refuse(n, node, format!("its bounds must be the range of W-bit words at the scale 2^-{f} of the DequantizeLinear before it, W from 8 to 15")));
+        };
+        if self.word_bits.is_some_and(|v| v != w) {
+            return Err(self.refuse(
+                n,
+                node,
+                format!(
+                    "it saturates to {w}-bit words, another Clip to {}",
+                    self.word_bits.unwrap_or(0)
+                ),
+            ));
+        }
+        self.word_bits = Some(w);
+        self.clips += 1;
+        self.alias(n, node, Act { dq: None, ..a })
     }
 
     /// A constant through QuantizeLinear (float -> its int16 words at `f`) or DequantizeLinear

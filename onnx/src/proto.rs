@@ -143,6 +143,8 @@ pub mod data_type {
     pub const INT64: i32 = 7;
     pub const BOOL: i32 = 9;
     pub const DOUBLE: i32 = 11;
+    pub const FLOAT16: i32 = 10;
+    pub const BFLOAT16: i32 = 16;
 }
 
 /// `onnx.TensorProto.DataLocation::EXTERNAL`.

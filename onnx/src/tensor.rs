@@ -88,12 +88,12 @@ pub fn decode(t: &TensorProto, dir: Option<&Path>) -> Result<Const, OnnxError> {
     }
     let size = match t.data_type {
         data_type::BOOL | data_type::INT8 | data_type::UINT8 => 1,
-        data_type::INT16 | data_type::UINT16 => 2,
+        data_type::INT16 | data_type::UINT16 | data_type::FLOAT16 | data_type::BFLOAT16 => 2,
         data_type::FLOAT | data_type::INT32 => 4,
         data_type::DOUBLE | data_type::INT64 => 8,
         other => {
             return Err(OnnxError::Model(format!(
-                "tensor '{name}' has element type {other} ({}); systole reads FLOAT and DOUBLE constants and integer ones",
+                "tensor '{name}' has element type {other} ({}); systole reads FLOAT, DOUBLE, FLOAT16 and BFLOAT16 constants and integer ones",
                 type_name(other)
             )))
         }
@@ -134,6 +134,11 @@ pub fn decode(t: &TensorProto, dir: Option<&Path>) -> Result<Const, OnnxError> {
                     .map(|b| f64::from_le_bytes(b.try_into().unwrap()) as f32)
                     .collect(),
             ),
+            data_type::FLOAT16 | data_type::BFLOAT16 => Values::F32(
+                words
+                    .map(|b| half_to_f32(t.data_type, u16::from_le_bytes([b[0], b[1]])))
+                    .collect(),
+            ),
             data_type::BOOL | data_type::UINT8 => {
                 Values::I64(raw.iter().map(|&b| b as i64).collect())
             }
@@ -169,6 +174,16 @@ pub fn decode(t: &TensorProto, dir: Option<&Path>) -> Result<Const, OnnxError> {
                 count(t.double_data.len())?;
                 Values::F32(t.double_data.iter().map(|&v| v as f32).collect())
             }
+            // ONNX keeps 16-bit floats' bit patterns in int32_data, one per element.
+            data_type::FLOAT16 | data_type::BFLOAT16 => {
+                count(t.int32_data.len())?;
+                Values::F32(
+                    t.int32_data
+                        .iter()
+                        .map(|&v| half_to_f32(t.data_type, v as u16))
+                        .collect(),
+                )
+            }
             // ONNX keeps INT32, INT8, UINT8 and BOOL values in int32_data.
             data_type::INT32
             | data_type::BOOL
@@ -194,6 +209,25 @@ pub fn decode(t: &TensorProto, dir: Option<&Path>) -> Result<Const, OnnxError> {
         }
     }
     Ok(Const { dims, values })
+}
+
+/// A FLOAT16 (IEEE binary16) or BFLOAT16 bit pattern as the f32 of the same value (exact:
+/// both are subsets of f32).
+pub fn half_to_f32(ty: i32, h: u16) -> f32 {
+    if ty == data_type::BFLOAT16 {
+        return f32::from_bits((h as u32) << 16);
+    }
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let (exp, man) = ((h >> 10) & 0x1f, (h & 0x3ff) as u32);
+    match exp {
+        // Subnormal: man x 2^-24.
+        0 => sign * man as f32 * f32::from_bits(0x3380_0000),
+        0x1f if man == 0 => sign * f32::INFINITY,
+        0x1f => f32::NAN,
+        _ => f32::from_bits(
+            ((h as u32 & 0x8000) << 16) | ((exp as u32 + 127 - 15) << 23) | (man << 13),
+        ),
+    }
 }
 
 fn type_name(t: i32) -> &'static str {

@@ -33,6 +33,7 @@ fn net() -> Net {
         input_name: "input".into(),
         input: [1, 6, 6],
         input_frac: None,
+        word_bits: 16,
         classes: 3,
         nodes: vec![
             node("c1", conv(2, 1, true), vec![Src::Input], [2, 6, 6]),
@@ -78,6 +79,7 @@ fn net() -> Net {
 
 fn formats() -> Formats {
     Formats {
+        word_bits: 16,
         input: 14,
         nodes: vec![
             vec![12, 12],

@@ -22,6 +22,10 @@ pub enum Kind {
     DType,
     /// A training run failed after it started (`TrainError`).
     Train,
+    /// A network systole cannot take: an unreadable or unsupported ONNX file, a run folder
+    /// without its checkpoint, a model that does not fit the data set (`ModelError`, a
+    /// `ValueError`).
+    Model,
     /// A bug in systole: a Rust panic caught at the boundary (`InternalError`).
     Internal,
 }
@@ -35,6 +39,7 @@ impl Kind {
             Kind::Option => "OptionError",
             Kind::DType => "DTypeError",
             Kind::Train => "TrainError",
+            Kind::Model => "ModelError",
             Kind::Internal => "InternalError",
         }
     }

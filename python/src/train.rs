@@ -6,7 +6,9 @@
 //! JSON, and a keyword-argument wrapper in systole/__init__.py over [`cli_options`].
 
 use crate::errors::{guard, Failure, Kind};
+use pyo3::exceptions::{PyException, PyKeyboardInterrupt};
 use pyo3::prelude::*;
+use std::path::Path;
 use systole::cli::embed::{self, Failure as RunFailure};
 use systole_device::DeviceError;
 use systole_train::{EpochRecord, Observer};
@@ -20,21 +22,36 @@ fn cli_options(subcommand: &str) -> Option<Vec<(String, bool)>> {
 }
 
 /// Says a run's progress through Python's ``print`` (so a notebook shows it), the CLI's lines.
+/// Also stops the run when Python has a pending signal (Ctrl-C): asked between training steps,
+/// it takes the GIL for a moment and runs Python's signal handlers.
 struct Printer {
     epochs: usize,
     verbose: bool,
+    /// The exception a signal handler raised (`KeyboardInterrupt` for Ctrl-C).
+    interrupt: Option<PyErr>,
+}
+
+/// Prints `line` with Python's ``print`` (the GIL taken for it). Printing is best effort (a
+/// closed sys.stdout must not fail the run), but an exception that is not an `Exception` (a
+/// `KeyboardInterrupt` a signal handler raised while the line printed) is returned.
+pub(crate) fn print_line(line: &str) -> Option<PyErr> {
+    Python::attach(|py| {
+        let printed = py
+            .import("builtins")
+            .and_then(|b| b.getattr("print"))
+            .and_then(|p| p.call1((line,)));
+        printed
+            .err()
+            .filter(|e| !e.is_instance_of::<PyException>(py))
+    })
 }
 
 impl Printer {
-    fn say(&self, line: &str) {
+    fn say(&mut self, line: &str) {
         if self.verbose {
-            Python::attach(|py| {
-                // Printing is best effort: a closed sys.stdout must not fail the run.
-                let _ = py
-                    .import("builtins")
-                    .and_then(|b| b.getattr("print"))
-                    .and_then(|p| p.call1((line,)));
-            });
+            if let Some(e) = print_line(line) {
+                self.interrupt.get_or_insert(e);
+            }
         }
     }
 }
@@ -47,6 +64,32 @@ impl Observer for Printer {
     fn epoch_end(&mut self, r: &EpochRecord) {
         self.say(&embed::epoch_line(r, self.epochs));
     }
+
+    fn stop(&mut self) -> bool {
+        if self.interrupt.is_none() {
+            self.interrupt = Python::attach(|py| py.check_signals().err());
+        }
+        self.interrupt.is_some()
+    }
+}
+
+/// The exception of a run a signal handler stopped: a `KeyboardInterrupt` says where the run
+/// stopped and what its folder keeps; another exception is raised as the handler raised it.
+fn interrupted(py: Python<'_>, raised: PyErr, e: &anyhow::Error, out: Option<&Path>) -> PyErr {
+    if !raised.is_instance_of::<PyKeyboardInterrupt>(py) {
+        return raised;
+    }
+    let mut msg = systole::cli::error_text(e);
+    if let Some(dir) = out {
+        let ck = dir.join(systole_train::checkpoint::FILE_NAME);
+        if ck.is_file() {
+            msg += &format!(
+                "; {} keeps the last epoch it saved: train(..., resume=True) continues from it",
+                ck.display()
+            );
+        }
+    }
+    PyKeyboardInterrupt::new_err(msg)
 }
 
 /// The class of a failed run: a device's failure, or the run's.
@@ -70,11 +113,16 @@ fn train(py: Python<'_>, args: Vec<String>, verbose: bool) -> PyResult<String> {
         let mut printer = Printer {
             epochs: a.recipe.epochs,
             verbose,
+            interrupt: None,
         };
-        let summary = py.detach(|| embed::train(&a, &mut printer)).map_err(|f| {
+        let result = py.detach(|| embed::train(&a, &mut printer));
+        let summary = result.map_err(|f| {
             let failure = match f {
                 RunFailure::Options(e) => Failure::new(Kind::Option, systole::cli::error_text(&e)),
-                RunFailure::Run(e) => run_failure(&e),
+                RunFailure::Run(e) => match printer.interrupt.take() {
+                    Some(raised) => return interrupted(py, raised, &e, a.out.as_deref()),
+                    None => run_failure(&e),
+                },
             };
             failure.into_pyerr(py)
         })?;

@@ -7,24 +7,28 @@ training.
   numpy arrays of W-bit integer words, bit for bit the golden model's;
 * :mod:`systole.contract`: the numeric contract's primitives (``tile_seed``, ``convert``, ...);
 * :func:`train`: ``systole train`` with its options as keyword arguments;
+* :func:`eval` and :func:`export`: ``systole eval`` (an ONNX file or a run, on any device,
+  results as numpy) and ``systole export`` (a run as standard ONNX with QDQ);
 * :mod:`systole.errors`: the exceptions, each with the command line's sentence.
 
 The walkthrough is docs/PYTHON.md.
 """
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 from . import contract, errors
-from ._native import Device, __version__
+from ._native import Device, __version__, dataset
 from . import _native
 from .errors import (
     DeviceError,
     DTypeError,
     Error,
     InternalError,
+    ModelError,
     OptionError,
     RangeError,
     ShapeError,
@@ -35,12 +39,16 @@ __all__ = [
     "Device",
     "TrainResult",
     "train",
+    "eval",
+    "export",
+    "dataset",
     "contract",
     "errors",
     "Error",
     "DeviceError",
     "DTypeError",
     "InternalError",
+    "ModelError",
     "OptionError",
     "RangeError",
     "ShapeError",
@@ -130,7 +138,9 @@ def train(*, verbose: bool = True, **options: Any) -> TrainResult:
     their defaults are the command line's. With ``out`` the run folder is written as the
     command line writes it (run.json, history.csv, loss.png, checkpoint.json).
 
-    ``verbose`` prints each epoch's line. Raises :class:`OptionError` for options the command
+    ``verbose`` prints each epoch's line. Ctrl-C (any pending signal) stops the run between two
+    training steps and raises ``KeyboardInterrupt``: the checkpoint of the last epoch saved
+    stays in ``out``, and ``resume=True`` continues from it. Raises :class:`OptionError` for options the command
     line refuses (nothing is started then), :class:`DeviceError` when the device fails and
     :class:`TrainError` when the run does; an unknown keyword is a ``TypeError``.
     """
@@ -141,3 +151,51 @@ def train(*, verbose: bool = True, **options: Any) -> TrainResult:
         out=None if out is None else Path(out),
         summary=summary,
     )
+
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def eval(model: PathLike, *, verbose: bool = True, **options: Any) -> Dict[str, Any]:
+    """Evaluates a network on a data set's test split as ``systole eval`` does, in this process
+    and in the frozen formats of docs/ONNX.md, and returns the results.
+
+    ``model`` is an ONNX file (``.onnx``) or a run folder of :func:`train`. The options are the
+    command line's, as keyword arguments: ``dataset`` (required), ``device`` (``"golden"``,
+    ``"verilator"``, ``"serial:PATH"``, ``"bridge:PATH"``), ``array``, ``limit``,
+    ``input_scale``, ``input_offset``, ``check``, ``out``. With ``out`` the folder gets
+    eval.json and predictions.csv as the command line writes them (existing files are not
+    replaced); without it nothing is written.
+
+    Returns eval.json's content (``images``, ``correct``, ``accuracy`` in percent, ``loss``,
+    ``device``, ``device_stats``, ``formats``, ...) and, as numpy arrays in the data set's
+    order, ``logits`` (``float32``, images x classes: exactly the words' values),
+    ``predictions`` and ``labels`` (``int64``); ``out`` is the folder (a ``Path``) or ``None``.
+
+    Raises :class:`OptionError` for options the command line refuses (nothing is read or
+    written then), :class:`ModelError` for a network systole cannot take (an unreadable or
+    unsupported ONNX file, naming what is wrong), :class:`DeviceError` when the device fails.
+    """
+    words = [f"--model={os.fspath(model)}"] + _cli_words("eval", options)
+    report, logits, predictions, labels = _native.eval(words, verbose)
+    result: Dict[str, Any] = json.loads(report)
+    result.update(logits=logits, predictions=predictions, labels=labels)
+    out = options.get("out")
+    result["out"] = None if out is None else Path(out)
+    return result
+
+
+def export(run: PathLike, out: PathLike, *, verbose: bool = True, **options: Any) -> Path:
+    """Writes a network as standard ONNX as ``systole export`` does: float initializers holding
+    the exact fixed-point values and a QuantizeLinear/DequantizeLinear pair at each rounding
+    point, so that onnxruntime reproduces :func:`eval` (docs/ONNX.md). Returns ``out``.
+
+    ``run`` is a run folder of :func:`train`, or an ONNX file (its formats are then calibrated on
+    ``dataset``'s training images). Options as keyword arguments: ``dataset``, ``input_scale``,
+    ``input_offset``. ``out`` is not replaced if it exists (:class:`OptionError`); a network
+    systole cannot take raises :class:`ModelError`.
+    """
+    # After "--" the run is a path even when it starts with a dash.
+    words = [f"--out={os.fspath(out)}"] + _cli_words("export", options) + ["--", os.fspath(run)]
+    _native.export(words, verbose)
+    return Path(out)

@@ -137,3 +137,14 @@ def acc_bits(word_bits: int) -> int: ...
 # Training (systole.train wraps these).
 def cli_options(subcommand: str) -> Optional[List[Tuple[str, bool]]]: ...
 def train(args: List[str], verbose: bool = True) -> str: ...
+def eval(
+    args: List[str], verbose: bool = True
+) -> Tuple[str, npt.NDArray[np.float32], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``systole eval ARGS``: eval.json as JSON, the logits, predicted classes and labels."""
+def dataset(name: str) -> Dict[str, Any]:
+    """The data set ``name`` (``"digits"``, ``"fashion-mnist"``, ``"idx:DIR"``, ``"npz:FILE"``)
+    as systole feeds it: ``train_images``/``test_images`` (float32, N x C x H x W, pixel /
+    pixel_max), ``train_labels``/``test_labels`` (int64), ``name``, ``classes``, ``pixel_max``.
+    Raises :class:`OptionError` naming what is missing."""
+def export(args: List[str], verbose: bool = True) -> None:
+    """``systole export ARGS``."""

@@ -31,6 +31,12 @@ class TrainError(Error):
     """A training run failed after it started."""
 
 
+class ModelError(Error, ValueError):
+    """A network systole cannot take: an unreadable or unsupported ONNX file (the node, its op
+    and what is supported are named), a run folder without its checkpoint, a model that does not
+    fit the data set."""
+
+
 class InternalError(Error, RuntimeError):
     """A bug inside systole (a Rust panic, caught before it reached Python): please report it."""
 
@@ -43,5 +49,6 @@ __all__ = [
     "OptionError",
     "DTypeError",
     "TrainError",
+    "ModelError",
     "InternalError",
 ]

@@ -373,6 +373,8 @@ fn epoch(
             correct += usize::from(ok);
             obs.batch_done();
         }
+        // Between the board's runs of steps (the board's state is dropped with the run).
+        t.stop_if_asked(obs)?;
         if check {
             // The same step on the host's golden model, then the board's state against it.
             let idx = order[first * batch..((first + 1) * batch).min(n)].to_vec();

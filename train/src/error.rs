@@ -92,6 +92,14 @@ pub enum TrainError {
     /// A pipeline stage received words that make no message.
     #[error("pipeline message")]
     Message(#[source] crate::pipeline::MessageError),
+    /// The caller asked the run to stop ([`crate::Observer::stop`]) between two training steps.
+    #[error("interrupted in epoch {epoch}, after {step} training steps")]
+    Interrupted {
+        /// The epoch that was running.
+        epoch: usize,
+        /// Training steps done in the whole run.
+        step: u64,
+    },
     /// The training step stopped on its own (a diverged loss, a word or master width it cannot
     /// keep, a missing gradient): its error, whole.
     #[error(transparent)]

@@ -88,6 +88,12 @@ pub trait Observer {
     fn epoch_start(&mut self, _epoch: usize, _batches: usize) {}
     /// One more training batch is done.
     fn batch_done(&mut self) {}
+    /// Whether the run should stop now (a user's interrupt): asked after each training batch;
+    /// `true` ends the run with [`TrainError::Interrupted`], the checkpoints written so far
+    /// left as they are.
+    fn stop(&mut self) -> bool {
+        false
+    }
     /// An epoch ended.
     fn epoch_end(&mut self, _rec: &EpochRecord) {}
 }
@@ -214,9 +220,21 @@ impl<A: Arith<Error = TrainError>> Trainer<A> {
             loss_sum += loss as f64 * idx.len() as f64;
             correct += ok;
             obs.batch_done();
+            self.stop_if_asked(obs)?;
         }
         self.epoch += 1;
         self.finish_epoch(data, t0, (loss_sum, n), correct, sat0, obs)
+    }
+
+    /// [`TrainError::Interrupted`] when `obs` asks the run to stop.
+    pub(crate) fn stop_if_asked(&self, obs: &mut dyn Observer) -> Result<(), TrainError> {
+        if obs.stop() {
+            return Err(TrainError::Interrupted {
+                epoch: self.epoch + 1,
+                step: self.step,
+            });
+        }
+        Ok(())
     }
 
     /// Ends an epoch whose training steps are done (`self.epoch` counts it already): the

@@ -199,6 +199,10 @@ impl Trainer<FixedArith> {
             }
             self.step += 1;
             obs.batch_done();
+            // A stop on one rank alone would leave the others waiting in a collective.
+            if dist.size() == 1 {
+                self.stop_if_asked(obs)?;
+            }
         }
         self.sync_fracs(shards, micro, dist);
         self.epoch += 1;

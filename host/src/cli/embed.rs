@@ -45,6 +45,24 @@ pub fn train_args(args: &[String]) -> Result<TrainArgs, clap::Error> {
     }
 }
 
+/// `systole eval`'s options from `args`, the words after `systole eval`.
+pub fn eval_args(args: &[String]) -> Result<crate::onnx::cli::EvalArgs, clap::Error> {
+    let words = ["systole", "eval"].into_iter().map(String::from);
+    match Cli::try_parse_from(words.chain(args.iter().cloned()))?.command {
+        Command::Eval(a) => Ok(a),
+        _ => unreachable!("the words start with `eval`"),
+    }
+}
+
+/// `systole export`'s options from `args`, the words after `systole export`.
+pub fn export_args(args: &[String]) -> Result<crate::onnx::cli::ExportArgs, clap::Error> {
+    let words = ["systole", "export"].into_iter().map(String::from);
+    match Cli::try_parse_from(words.chain(args.iter().cloned()))?.command {
+        Command::Export(a) => Ok(a),
+        _ => unreachable!("the words start with `export`"),
+    }
+}
+
 /// The sentence of a command-line parse error, as the CLI's `error:` line says it (without the
 /// usage and the help hint that follow it in a terminal).
 pub fn parse_error_sentence(e: &clap::Error) -> String {

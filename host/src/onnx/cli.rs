@@ -41,8 +41,9 @@ pub struct EvalArgs {
     #[arg(long)]
     pub check: bool,
     /// Folder for eval.json and predictions.csv (created; existing files are not replaced).
+    /// Without it the results are printed and nothing is written.
     #[arg(long)]
-    pub out: PathBuf,
+    pub out: Option<PathBuf>,
 }
 
 /// Options of `export`.
@@ -66,20 +67,25 @@ pub struct ExportArgs {
     pub input_offset: f32,
 }
 
-/// The network of `--model`: an ONNX file, or a run folder.
-fn load_model(path: &Path) -> anyhow::Result<systole_onnx::Net> {
+fn model_exists(path: &Path) -> anyhow::Result<()> {
     if !path.exists() {
         bail!(
             "{} does not exist: give a run folder of `systole train` or an ONNX file",
             path.display()
         );
     }
+    Ok(())
+}
+
+/// The network of `--model`: an ONNX file, or a run folder (what the import made of it said).
+fn load_model(path: &Path, say: &mut dyn FnMut(&str)) -> anyhow::Result<systole_onnx::Net> {
+    model_exists(path)?;
     let net = if path.is_dir() {
         ox::net_from_run(path)?.0
     } else {
         systole_onnx::import_file(path).with_context(|| format!("importing {}", path.display()))?
     };
-    say!("{}", net.describe());
+    say(&net.describe());
     Ok(net)
 }
 
@@ -103,57 +109,112 @@ pub fn run(c: crate::cli::Command) -> anyhow::Result<()> {
     }
 }
 
-/// `systole eval`.
+/// `systole eval`: the evaluation, its lines printed, its files written.
 pub fn eval(a: &EvalArgs) -> anyhow::Result<()> {
-    let (json, csv) = (a.out.join("eval.json"), a.out.join("predictions.csv"));
-    refuse_existing(&json)?;
-    refuse_existing(&csv)?;
-    let map = InputMap {
-        scale: a.input_scale,
-        offset: a.input_offset,
-    };
-    if !(map.scale.is_finite() && map.offset.is_finite()) {
-        bail!("--input-scale and --input-offset must be finite numbers");
-    }
-    let net = load_model(&a.model)?;
-    let ds = systole_train::data::load(&a.dataset)?;
-    ox::check_fits(&net, &ds)?;
-    let r = ox::ready(net, &ds, map)?;
-    say!(
-        "formats: {} (input {} fractional bits)",
-        r.formats_from,
-        r.formats.input
-    );
-    let mut p = ox::products(&a.device.device, a.device.array, a.check)?;
-    let res = ox::evaluate(&mut p, &r, &ds.test, map, a.limit)?;
-    let stats = p.device().stats();
-    let n = res.labels.len();
-    let acc = 100.0 * res.correct() as f64 / n.max(1) as f64;
-    say!(
-        "{n} test images of {}: accuracy {acc:.2}%, loss {:.4} on {}",
-        ds.name,
-        res.loss(),
-        p.device().name()
-    );
-    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
-    let report = serde_json::json!({
-        "model": a.model.display().to_string(),
-        "dataset": ds.name,
-        "split": "test",
-        "images": n,
-        "correct": res.correct(),
-        "accuracy": acc,
-        "loss": res.loss(),
-        "device": p.device().name(),
-        "check": a.check,
-        "input": { "scale": map.scale, "offset": map.offset },
-        "formats": { "from": r.formats_from, "input": r.formats.input, "layers": layer_formats(&r) },
-        "device_stats": stats,
-    });
-    write_atomic(&json, serde_json::to_string_pretty(&report)?.as_bytes())?;
-    write_atomic(&csv, predictions_csv(&res).as_bytes())?;
-    say!("wrote {} and {}", json.display(), csv.display());
+    evaluation(a, &mut |l| say!("{l}")).map_err(Failure::into_error)?;
     Ok(())
+}
+
+/// Why `eval` or `export` failed: its options (nothing was read, opened or written), or the
+/// model, its data or its device.
+#[derive(Debug)]
+pub enum Failure {
+    /// An option is refused.
+    Options(anyhow::Error),
+    /// The command failed after its options were taken.
+    Run(anyhow::Error),
+}
+
+impl Failure {
+    /// The error, whichever its kind.
+    pub fn into_error(self) -> anyhow::Error {
+        match self {
+            Failure::Options(e) | Failure::Run(e) => e,
+        }
+    }
+}
+
+/// What `eval` found: eval.json's content and each image's result.
+pub struct Evaluation {
+    /// eval.json's content.
+    pub report: serde_json::Value,
+    /// Each image's logits, prediction and label.
+    pub result: ox::EvalResult,
+}
+
+fn input_map(scale: f32, offset: f32) -> Result<InputMap, Failure> {
+    if !(scale.is_finite() && offset.is_finite()) {
+        return Err(Failure::Options(anyhow::anyhow!(
+            "--input-scale and --input-offset must be finite numbers"
+        )));
+    }
+    Ok(InputMap { scale, offset })
+}
+
+/// `systole eval` with its lines said through `say`: eval.json and predictions.csv written
+/// into `--out` when it is given (nothing is replaced), the results returned.
+pub fn evaluation(a: &EvalArgs, say: &mut dyn FnMut(&str)) -> Result<Evaluation, Failure> {
+    let files = a
+        .out
+        .as_ref()
+        .map(|o| (o.join("eval.json"), o.join("predictions.csv")));
+    if let Some((json, csv)) = &files {
+        refuse_existing(json).map_err(Failure::Options)?;
+        refuse_existing(csv).map_err(Failure::Options)?;
+    }
+    let map = input_map(a.input_scale, a.input_offset)?;
+    model_exists(&a.model).map_err(Failure::Options)?;
+    let ds = systole_train::data::load(&a.dataset).map_err(|e| Failure::Options(e.into()))?;
+    let mut run = || -> anyhow::Result<Evaluation> {
+        let net = load_model(&a.model, say)?;
+        ox::check_fits(&net, &ds)?;
+        let r = ox::ready(net, &ds, map)?;
+        say(&format!(
+            "formats: {} (input {} fractional bits)",
+            r.formats_from, r.formats.input
+        ));
+        let mut p = ox::products_at(
+            &a.device.device,
+            a.device.array,
+            a.check,
+            r.formats.word_bits,
+        )?;
+        let res = ox::evaluate(&mut p, &r, &ds.test, map, a.limit)?;
+        let stats = p.device().stats();
+        let n = res.labels.len();
+        let acc = 100.0 * res.correct() as f64 / n.max(1) as f64;
+        say(&format!(
+            "{n} test images of {}: accuracy {acc:.2}%, loss {:.4} on {}",
+            ds.name,
+            res.loss(),
+            p.device().name()
+        ));
+        let report = serde_json::json!({
+            "model": a.model.display().to_string(),
+            "dataset": ds.name,
+            "split": "test",
+            "images": n,
+            "correct": res.correct(),
+            "accuracy": acc,
+            "loss": res.loss(),
+            "device": p.device().name(),
+            "check": a.check,
+            "input": { "scale": map.scale, "offset": map.offset },
+            "formats": { "from": r.formats_from, "word_bits": r.formats.word_bits, "input": r.formats.input, "layers": layer_formats(&r) },
+            "device_stats": stats,
+        });
+        if let (Some(out), Some((json, csv))) = (&a.out, &files) {
+            std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+            write_atomic(json, serde_json::to_string_pretty(&report)?.as_bytes())?;
+            write_atomic(csv, predictions_csv(&res).as_bytes())?;
+            say(&format!("wrote {} and {}", json.display(), csv.display()));
+        }
+        Ok(Evaluation {
+            report,
+            result: res,
+        })
+    };
+    run().map_err(Failure::Run)
 }
 
 fn layer_formats(r: &Ready) -> serde_json::Value {
@@ -185,59 +246,62 @@ pub fn predictions_csv(res: &ox::EvalResult) -> String {
 
 /// `systole export`.
 pub fn export(a: &ExportArgs) -> anyhow::Result<()> {
-    refuse_existing(&a.out)?;
-    let map = InputMap {
-        scale: a.input_scale,
-        offset: a.input_offset,
-    };
-    if !(map.scale.is_finite() && map.offset.is_finite()) {
-        bail!("--input-scale and --input-offset must be finite numbers");
+    exported(a, &mut |l| say!("{l}")).map_err(Failure::into_error)
+}
+
+/// `systole export` with its lines said through `say`: the ONNX file written at `--out`.
+pub fn exported(a: &ExportArgs, say: &mut dyn FnMut(&str)) -> Result<(), Failure> {
+    refuse_existing(&a.out).map_err(Failure::Options)?;
+    let map = input_map(a.input_scale, a.input_offset)?;
+    model_exists(&a.run).map_err(Failure::Options)?;
+    if !a.run.is_dir() && a.dataset.is_none() {
+        return Err(Failure::Options(anyhow::anyhow!(
+            "exporting an ONNX file needs --dataset: its training images calibrate the formats"
+        )));
     }
-    let (net, name) = if a.run.is_dir() {
-        let (net, cp) = ox::net_from_run(&a.run)?;
-        if a.dataset
-            .as_ref()
-            .is_some_and(|d| *d != cp.config.dataset.to_string())
-        {
-            bail!(
-                "the run was trained on {}: leave out --dataset",
-                cp.config.dataset
-            );
-        }
-        (net, cp.config.dataset.to_string())
-    } else {
-        let net = load_model(&a.run)?;
-        let Some(d) = a.dataset.clone() else {
-            bail!(
-                "exporting an ONNX file needs --dataset: its training images calibrate the formats"
-            );
+    let mut run = || -> anyhow::Result<()> {
+        let (net, name) = if a.run.is_dir() {
+            let (net, cp) = ox::net_from_run(&a.run)?;
+            if a.dataset
+                .as_ref()
+                .is_some_and(|d| *d != cp.config.dataset.to_string())
+            {
+                bail!(
+                    "the run was trained on {}: leave out --dataset",
+                    cp.config.dataset
+                );
+            }
+            (net, cp.config.dataset.to_string())
+        } else {
+            let net = load_model(&a.run, say)?;
+            (net, a.dataset.clone().unwrap_or_default())
         };
-        (net, d)
-    };
-    let ds = systole_train::data::load(&name)?;
-    ox::check_fits(&net, &ds)?;
-    let r = ox::ready(net, &ds, map)?;
-    let divisor = ds.byte_divisor.unwrap_or(1);
-    let meta = vec![
-        (
-            "systole.input".to_string(),
-            format!(
-                "pixel / {divisor} x {} + {} (pixels of {}, as systole trained on them)",
-                map.scale, map.offset, ds.name
+        let ds = systole_train::data::load(&name)?;
+        ox::check_fits(&net, &ds)?;
+        let r = ox::ready(net, &ds, map)?;
+        let divisor = ds.byte_divisor.unwrap_or(1);
+        let meta = vec![
+            (
+                "systole.input".to_string(),
+                format!(
+                    "pixel / {divisor} x {} + {} (pixels of {}, as systole trained on them)",
+                    map.scale, map.offset, ds.name
+                ),
             ),
-        ),
-        ("systole.formats".to_string(), r.formats_from.clone()),
-        ("systole.dataset".to_string(), ds.name.clone()),
-        ("systole.classes".to_string(), ds.classes.to_string()),
-    ];
-    let m = systole_onnx::export(&r.net, &r.weights, &r.formats, &meta);
-    write_atomic(&a.out, &systole_onnx::build::encode(&m))?;
-    say!(
-        "wrote {} ({} layers, opset {}, formats {})",
-        a.out.display(),
-        r.net.nodes.len(),
-        systole_onnx::EXPORT_OPSET,
-        r.formats_from
-    );
-    Ok(())
+            ("systole.formats".to_string(), r.formats_from.clone()),
+            ("systole.dataset".to_string(), ds.name.clone()),
+            ("systole.classes".to_string(), ds.classes.to_string()),
+        ];
+        let m = systole_onnx::export(&r.net, &r.weights, &r.formats, &meta);
+        write_atomic(&a.out, &systole_onnx::build::encode(&m))?;
+        say(&format!(
+            "wrote {} ({} layers, opset {}, formats {})",
+            a.out.display(),
+            r.net.nodes.len(),
+            systole_onnx::EXPORT_OPSET,
+            r.formats_from
+        ));
+        Ok(())
+    };
+    run().map_err(Failure::Run)
 }

@@ -7,7 +7,7 @@ pub mod cli;
 use anyhow::{bail, Context};
 use std::path::Path;
 use systole_core::ArrayConfig;
-use systole_onnx::calibrate::calibrate;
+use systole_onnx::calibrate::calibrate_at;
 use systole_onnx::infer::{self, Formats, Weights};
 use systole_onnx::Net;
 use systole_train::arith::TensorState;
@@ -70,8 +70,10 @@ pub fn net_from_run(dir: &Path) -> anyhow::Result<(Net, Checkpoint)> {
         ds.classes,
     )?;
     let params: Vec<_> = cp.params.iter().map(values).collect();
-    let net = systole_onnx::graph::from_graph(&graph, &params)
+    let mut net = systole_onnx::graph::from_graph(&graph, &params)
         .with_context(|| format!("the checkpoint {}", path.display()))?;
+    // A run at narrower words is evaluated and exported at its own width.
+    net.word_bits = cp.config.word_bits;
     Ok((net, cp))
 }
 
@@ -116,9 +118,9 @@ pub fn check_fits(net: &Net, ds: &Dataset) -> anyhow::Result<()> {
 }
 
 /// Weights as words and the frozen formats: the model's own, or calibrated on the first
-/// [`CALIBRATION_IMAGES`] training images of `ds` under `map`.
+/// [`CALIBRATION_IMAGES`] training images of `ds` under `map`; words of the network's width.
 pub fn ready(net: Net, ds: &Dataset, map: InputMap) -> anyhow::Result<Ready> {
-    let weights = infer::weights(&net);
+    let weights = infer::weights_at(&net, net.word_bits);
     let (formats, formats_from) = match net.formats() {
         Some(f) => (
             f.map_err(anyhow::Error::msg)
@@ -129,7 +131,7 @@ pub fn ready(net: Net, ds: &Dataset, map: InputMap) -> anyhow::Result<Ready> {
             let n = CALIBRATION_IMAGES.min(ds.train.len());
             let imgs = map.apply(&ds.train.images[..n * ds.features()]);
             (
-                calibrate(&net, &weights, &imgs, n, map.range()),
+                calibrate_at(&net, &weights, &imgs, n, map.range(), net.word_bits),
                 format!("calibrated on the first {n} training images of {}", ds.name),
             )
         }
@@ -145,8 +147,22 @@ pub fn ready(net: Net, ds: &Dataset, map: InputMap) -> anyhow::Result<Ready> {
 
 /// The device `spec` as products for inference (an `array` x `array` array at 16 bits).
 pub fn products(spec: &str, array: usize, check: bool) -> anyhow::Result<DeviceProducts> {
+    products_at(spec, array, check, infer::WORD_BITS)
+}
+
+/// [`products`] on an array of `word_bits`-bit words (its products saturate there).
+pub fn products_at(
+    spec: &str,
+    array: usize,
+    check: bool,
+    word_bits: u32,
+) -> anyhow::Result<DeviceProducts> {
     let square = ArrayConfig::square(array);
-    let ac = ArrayConfig::new(array, square.frac_bits, square.buffer_depth)?;
+    let mut ac = ArrayConfig::new(array, square.frac_bits, square.buffer_depth)?;
+    if word_bits != infer::WORD_BITS {
+        ac = ac.with_word_bits(word_bits);
+        ac.validate_built()?;
+    }
     let dev =
         systole_device::open(spec, ac).with_context(|| format!("opening the device '{spec}'"))?;
     Ok(DeviceProducts::new(dev, check))
@@ -206,7 +222,7 @@ pub fn evaluate(
     for start in (0..n).step_by(EVAL_BATCH) {
         let rows = EVAL_BATCH.min(n - start);
         let x = map.apply(&split.images[start * per..(start + rows) * per]);
-        let xq = infer::input_words(&x, rows, r.formats.input);
+        let xq = infer::input_words(&x, rows, r.formats.input, r.formats.word_bits);
         let z = infer::forward(p, &r.net, &r.weights, &r.formats, xq)?;
         for row in z.to_f32().chunks_exact(z.cols) {
             let best = (0..row.len()).fold(0, |b, j| if row[j] > row[b] { j } else { b });

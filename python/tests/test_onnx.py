@@ -1,0 +1,132 @@
+"""systole.eval and systole.export: the CLI's options as keyword arguments, results as numpy,
+the CLI's files bit for bit, onnxruntime on the export, and bad input."""
+
+import csv
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+import systole
+from conftest import ARRAY, cli
+
+SMALL = dict(dataset="digits", model="mlp", hidden=[16], limit=96, epochs=1, batch=32, seed=3)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A small trained run folder."""
+    out = tmp_path_factory.mktemp("onnx") / "run"
+    systole.train(device="golden", array=ARRAY, out=out, verbose=False, **SMALL)
+    return out
+
+
+def read_csv(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def test_eval_returns_the_results_as_numpy_and_writes_the_clis_files(run, tmp_path, capsys):
+    r = systole.eval(run, dataset="digits", array=ARRAY, out=tmp_path / "e")
+    n = r["images"]
+    assert n > 300 and r["out"] == tmp_path / "e"
+    assert r["logits"].dtype == np.float32 and r["logits"].shape == (n, 10)
+    assert r["predictions"].dtype == np.int64 and r["labels"].dtype == np.int64
+    # The first largest logit; the accuracy and the loss are the arrays'.
+    assert (r["predictions"] == r["logits"].argmax(axis=1)).all()
+    assert r["correct"] == int((r["predictions"] == r["labels"]).sum())
+    assert r["accuracy"] == pytest.approx(100 * r["correct"] / n)
+    z = r["logits"].astype(np.float64)
+    m = z.max(axis=1, keepdims=True)
+    lse = (m + np.log(np.exp(z - m).sum(axis=1, keepdims=True)))[:, 0]
+    assert r["loss"] == pytest.approx((lse - z[np.arange(n), r["labels"]]).mean(), rel=1e-9)
+    report = json.loads((tmp_path / "e" / "eval.json").read_text())
+    assert report == {k: v for k, v in r.items() if k not in ("logits", "predictions", "labels", "out")}
+    rows = read_csv(tmp_path / "e" / "predictions.csv")
+    assert [int(row["predicted"]) for row in rows] == r["predictions"].tolist()
+    assert np.array_equal(np.array([[float(row[f"logit_{j}"]) for j in range(10)] for row in rows], np.float32), r["logits"])
+    printed = capsys.readouterr().out
+    assert "formats: calibrated on the first 256 training images of digits" in printed, printed
+    assert f"{n} test images of digits: accuracy" in printed
+
+
+def test_eval_is_the_clis_bit_for_bit(run, tmp_path):
+    if cli() is None:
+        pytest.skip("SYSTOLE_CLI is not set (./x test sets it)")
+    systole.eval(run, dataset="digits", array=ARRAY, limit=100, out=tmp_path / "py", verbose=False)
+    args = ["eval", "--model", str(run), "--dataset", "digits", "--array", str(ARRAY), "--limit", "100"]
+    subprocess.run([cli(), *args, "--out", str(tmp_path / "cli")], check=True, capture_output=True, timeout=300)
+    for f in ("eval.json", "predictions.csv"):
+        assert (tmp_path / "py" / f).read_bytes() == (tmp_path / "cli" / f).read_bytes(), f
+    systole.export(run, tmp_path / "py.onnx", verbose=False)
+    subprocess.run([cli(), "export", str(run), "--out", str(tmp_path / "cli.onnx")], check=True, capture_output=True, timeout=300)
+    assert (tmp_path / "py.onnx").read_bytes() == (tmp_path / "cli.onnx").read_bytes()
+
+
+def test_eval_on_the_verilated_array_equals_golden_and_writes_nothing_without_out(run, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    g = systole.eval(run, dataset="digits", array=ARRAY, limit=64, verbose=False)
+    v = systole.eval(run, dataset="digits", device="verilator", array=ARRAY, limit=64, check=True, verbose=False)
+    assert np.array_equal(g["logits"], v["logits"]) and g["images"] == 64
+    assert v["device"] == f"verilator {ARRAY}x{ARRAY}" and v["device_stats"]["cycles"] > 0 and v["check"]
+    assert g["out"] is None and list(tmp_path.iterdir()) == []
+
+
+def test_export_round_trips_and_onnxruntime_agrees(run, tmp_path):
+    path = systole.export(run, tmp_path / "m.onnx", verbose=False)
+    assert path == tmp_path / "m.onnx" and path.is_file()
+    a = systole.eval(run, dataset="digits", array=ARRAY, verbose=False)
+    b = systole.eval(path, dataset="digits", array=ARRAY, verbose=False)
+    # Imported again, the export is the run word for word.
+    assert np.array_equal(a["logits"], b["logits"])
+    assert b["formats"]["from"] == "the model's QuantizeLinear/DequantizeLinear pairs"
+    ort = pytest.importorskip("onnxruntime")
+    d = systole.dataset("digits")
+    x = d["test_images"][: a["images"]]
+    assert np.array_equal(d["test_labels"][: a["images"]], a["labels"])
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    logits = sess.run(None, {"input": x})[0]
+    same = int((logits.argmax(axis=1) == a["predictions"]).sum())
+    assert same >= 0.98 * a["images"], f"{same} of {a['images']}"
+
+
+def test_bad_input_raises_the_clis_sentences(run, tmp_path):
+    with pytest.raises(systole.OptionError, match="does not exist: give a run folder"):
+        systole.eval(tmp_path / "nothing", dataset="digits")
+    junk = tmp_path / "junk.onnx"
+    junk.write_bytes(b"\x08\x07\x12\xff\xff")
+    with pytest.raises(systole.ModelError, match="not a readable ONNX model"):
+        systole.eval(junk, dataset="digits", out=tmp_path / "e")
+    assert not (tmp_path / "e").exists()
+    with pytest.raises(systole.OptionError, match="--dataset <DATASET>"):
+        systole.eval(run)
+    with pytest.raises(systole.OptionError, match="unknown dataset|data set"):
+        systole.eval(run, dataset="imagenet")
+    with pytest.raises(TypeError, match="eval\\(\\) got an unexpected keyword argument 'epochs'"):
+        systole.eval(run, dataset="digits", epochs=2)
+    with pytest.raises(systole.OptionError, match="must be finite numbers"):
+        systole.eval(run, dataset="digits", input_scale=float("nan"))
+    with pytest.raises(systole.OptionError, match="unknown device|device"):
+        systole.eval(run, dataset="digits", device="tpu", verbose=False)
+    with pytest.raises(systole.DeviceError, match="/nonexistent/tty"):
+        systole.eval(run, dataset="digits", device="serial:/nonexistent/tty", verbose=False)
+    # A data set of 4x4 images for a network of 8x8 inputs.
+    small = tmp_path / "small.npz"
+    x, y = np.zeros((8, 4, 4), np.uint8), np.arange(8, dtype=np.uint8) % 10
+    np.savez(small, x_train=x, y_train=y, x_test=x, y_test=y)
+    with pytest.raises(systole.ModelError, match="the model takes 1x8x8 inputs; .* has 1x4x4 images"):
+        systole.eval(systole.export(run, tmp_path / "m.onnx", verbose=False), dataset=f"npz:{small}", verbose=False)
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "eval.json").write_text("mine")
+    with pytest.raises(systole.OptionError, match="exists: choose another --out"):
+        systole.eval(run, dataset="digits", out=tmp_path / "taken")
+    assert (tmp_path / "taken" / "eval.json").read_text() == "mine"
+    with pytest.raises(systole.OptionError, match="exists: choose another --out"):
+        systole.export(run, tmp_path / "m.onnx")
+    with pytest.raises(systole.OptionError, match="exporting an ONNX file needs --dataset"):
+        systole.export(tmp_path / "m.onnx", tmp_path / "n.onnx")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(systole.ModelError, match="checkpoint"):
+        systole.export(tmp_path / "empty", tmp_path / "n.onnx")
+    assert not (tmp_path / "n.onnx").exists()
