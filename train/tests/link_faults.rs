@@ -199,7 +199,6 @@ fn a_board_that_stops_during_an_upload_is_detected_in_seconds() {
 /// within seconds (it waited a minute a try before).
 #[test]
 fn a_board_that_stops_during_a_product_is_detected_in_seconds() {
-    use systole_device::Device;
     use systole_golden::tensor::QMatrix;
     use systole_golden::OutputSpec;
     let config = ArrayConfig::square(4);

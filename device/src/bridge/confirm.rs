@@ -12,7 +12,8 @@
 //! end as the host wrote them whatever ran before. A write that must not run twice (`COMMAND`,
 //! the gather engines' registers: [`Unconfirmed::replayable`] says no) is only sent when no
 //! write is waiting for its echo, so it is always the first of its batch: it is sent again when
-//! the bridge refused it, and otherwise the bus stops with [`BridgeError::Unconfirmed`].
+//! the bridge refused it, and otherwise the bus stops with [`BridgeError::Unconfirmed`]. The
+//! tries ([`WRITE_TRIES`]) count rounds in a row that confirmed no write.
 
 use super::{show, BridgeBus, BridgeError, READ_TRIES, WRITE_TRIES};
 use std::io::{Read, Write};
@@ -112,7 +113,9 @@ impl<T: Read + Write> BridgeBus<T> {
             self.counters.commands += exact as u64;
             self.unacked.drain(..exact);
             if !self.unacked.is_empty() {
-                write_tries += 1;
+                // Tries count rounds that confirmed nothing: a long batch on a noisy line
+                // goes through a part a round.
+                write_tries = if exact > 0 { 1 } else { write_tries + 1 };
                 self.resend(buf.get(exact).filter(|_| got > exact).copied(), write_tries)?;
                 continue;
             }

@@ -1,10 +1,10 @@
 //! The bridge backend against a scripted board, with literal bytes.
 
 use super::*;
-use systole_firmware::crc;
 use crate::Device;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+use systole_firmware::crc;
 
 /// A board that answers from a script: each step is the length of the command the host
 /// must have written before the step's reply becomes readable. Replies come out in pieces
@@ -161,9 +161,11 @@ fn a_reply_failing_its_crc_is_read_again() {
     for flip in [(3, 0x01), (4, 0x80), (5, 0x10)] {
         let mut bad = good.clone();
         bad[flip.0] ^= flip.1;
-        let (mut b, w) = bus(&[(2, &bad), (2, &good)], 2);
+        let (mut b, w) = bus(&[(2, &bad), (filler(2).len() + 2, &good)], 2);
         assert_eq!(b.read_reg(9).unwrap(), 7);
-        assert_eq!(*w.lock().unwrap(), [b'R', 9, b'R', 9]);
+        // Read again once in step (after the filler).
+        let want = [&[b'R', 9][..], &filler(2), &[b'R', 9]].concat();
+        assert_eq!(*w.lock().unwrap(), want);
         assert_eq!(b.counters().retries, 1);
         assert_eq!(b.counters().commands, 1);
         // Each try waited for its reply.
@@ -172,7 +174,7 @@ fn a_reply_failing_its_crc_is_read_again() {
     // The board answered register 8 (the address byte flipped on the way): its CRC covers
     // the address it saw, so the host's check over the address it sent fails.
     let wrong_reg = checked(&[b'R', 8], &[0, 0, 0, 7]);
-    let (mut b, _) = bus(&[(2, &wrong_reg), (2, &good)], 2);
+    let (mut b, _) = bus(&[(2, &wrong_reg), (filler(2).len() + 2, &good)], 2);
     assert_eq!(b.read_reg(9).unwrap(), 7);
     assert_eq!(b.counters().retries, 1);
 }
@@ -181,7 +183,10 @@ fn a_reply_failing_its_crc_is_read_again() {
 fn a_link_that_keeps_corrupting_replies_stops_with_an_error() {
     let mut bad = checked(&[b'C', 0, 0, 1], &[0, 1, 0, 2]);
     bad[1] ^= 4;
-    let steps: Vec<(usize, &[u8])> = (0..READ_TRIES).map(|_| (4, &bad[..])).collect();
+    let again = filler(2).len() + 4;
+    let steps: Vec<(usize, &[u8])> = (0..READ_TRIES)
+        .map(|i| (if i == 0 { 4 } else { again }, &bad[..]))
+        .collect();
     let (mut b, w) = bus(&steps, 2);
     let e = b.read_c_row(0, 1, &mut [0; 2]).unwrap_err();
     assert!(
@@ -189,7 +194,7 @@ fn a_link_that_keeps_corrupting_replies_stops_with_an_error() {
         "{e}"
     );
     assert!(e.to_string().contains("CRC"), "{e}");
-    assert_eq!(w.lock().unwrap().len(), 4 * READ_TRIES as usize);
+    assert_eq!(w.lock().unwrap().len(), 4 + (READ_TRIES as usize - 1) * again);
 }
 
 #[test]
