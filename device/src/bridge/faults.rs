@@ -15,9 +15,9 @@ use systole_golden::OutputSpec;
 use systole_sim::ImagePins;
 
 /// A link to a board that flips one bit in every `every`-th reply byte it picks: only bytes of
-/// read replies (`R`, `C`), or any reply byte (write echoes too); and in every
-/// `every_sent`-th byte the host sends (0: none). It follows the host's commands to know which
-/// reply byte belongs to which command.
+/// read replies (`R`, `C`), or any reply byte (write echoes too); and in one of every
+/// `every_sent` bytes the host sends, picked at random (0: none). It follows the host's
+/// commands to know which reply byte belongs to which command.
 struct Noisy {
     board: ImagePins,
     n: usize,
@@ -63,8 +63,11 @@ impl Write for Noisy {
         let mut bytes = buf.to_vec();
         for b in &mut bytes {
             self.sent += 1;
-            if self.every_sent > 0 && self.sent.is_multiple_of(self.every_sent) {
-                *b ^= 1 << ((self.sent / self.every_sent) % 8);
+            // Bytes picked at random (a fixed stream), one in `every_sent` on average: a
+            // periodic pick could hit the same byte of every resend of a batch.
+            let pick = self.sent.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+            if self.every_sent > 0 && pick.is_multiple_of(self.every_sent) {
+                *b ^= 1 << (self.sent % 8);
                 self.flips.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -235,7 +238,7 @@ fn flips_anywhere_in_replies_give_exact_results_or_an_error() {
     assert!(resent > 0 && flips.load(Ordering::Relaxed) > 0);
 }
 
-/// One bit flipped in every `every`-th byte the host sends, wherever it falls: opcodes,
+/// One bit flipped in one of every `every` bytes the host sends, wherever it falls: opcodes,
 /// addresses, words and CRCs of writes and reads, and the filler. Damaged writes are refused
 /// by the bridge and sent again, damaged reads read again, a line out of step brought back in
 /// step: every product is exact.

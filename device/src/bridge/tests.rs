@@ -194,7 +194,10 @@ fn a_link_that_keeps_corrupting_replies_stops_with_an_error() {
         "{e}"
     );
     assert!(e.to_string().contains("CRC"), "{e}");
-    assert_eq!(w.lock().unwrap().len(), 4 + (READ_TRIES as usize - 1) * again);
+    assert_eq!(
+        w.lock().unwrap().len(),
+        4 + (READ_TRIES as usize - 1) * again
+    );
 }
 
 #[test]
