@@ -5,9 +5,11 @@
 
 use crate::serial::link_error::LinkError;
 use crate::{DeviceError, DeviceStats};
+use std::collections::BTreeMap;
 use systole_firmware::protocol::train::RunCounters;
 pub use systole_firmware::protocol::train::{EvalAnswer, HeapUse};
 use systole_step::resident::{DataSet, TrainState};
+use systole_step::SaturationCount;
 
 pub use systole_firmware::protocol::train::MAX_RUN_STEPS;
 
@@ -50,6 +52,11 @@ pub trait TrainLink {
     /// Evaluates the board's state on its test split after `epochs` completed epochs
     /// (`EVALUATE`).
     fn evaluate(&mut self, epochs: u32) -> Result<EvalAnswer, LinkError>;
+    /// Whether the board counts the saturation of what it runs (`CAP_SATURATION`).
+    fn counts_saturation(&self) -> bool;
+    /// The saturation counts of the steps and evaluations run on the board's installed state,
+    /// per operation (`SATURATION`).
+    fn saturation(&mut self) -> Result<BTreeMap<String, SaturationCount>, LinkError>;
     /// Runs `steps` (at most [`MAX_RUN_STEPS`]) steps: batches `first_batch..` of epoch
     /// `epochs_done + 1` at batch size `batch` and rate `lr` (`in_order`: of the resident
     /// images in their stored order). Returns the board's counters and each step's loss and
@@ -231,6 +238,16 @@ impl BoardTraining<'_> {
         Ok(a)
     }
 
+    /// The saturation counts of the steps and evaluations run on the board's installed state
+    /// (they start at zero when a state goes up); `None` from a board that does not count them
+    /// (older firmware).
+    pub fn saturation(&mut self) -> Result<Option<BTreeMap<String, SaturationCount>>, DeviceError> {
+        if !self.link.counts_saturation() {
+            return Ok(None);
+        }
+        self.counted(|l| l.saturation()).map(Some)
+    }
+
     /// Runs `steps` steps (see [`TrainLink::run_steps`]; `in_order`: of the resident images
     /// in their stored order); the board's cycles go into the stats (`firmware_cycles`: its
     /// CPU's, `cycles` / `mac_cycles`: the array's).
@@ -309,6 +326,12 @@ mod tests {
         }
         fn evaluate(&mut self, _: u32) -> Result<EvalAnswer, LinkError> {
             Err(LinkError::Protocol("no evaluation".into()))
+        }
+        fn counts_saturation(&self) -> bool {
+            false
+        }
+        fn saturation(&mut self) -> Result<BTreeMap<String, SaturationCount>, LinkError> {
+            Err(LinkError::Protocol("no saturation counts".into()))
         }
         fn run_steps(
             &mut self,

@@ -2,16 +2,23 @@
 //! UART byte bridge of `systole_hdl::bridge_top` (protocol table in that module's docs).
 //!
 //! [`BridgeBus`] is an [`AcceleratorBus`] that turns each register access and row port use into
-//! one bridge command. Writes (`W`, `A`, `B`, `F`) stream back to back: the bridge takes the
-//! next command as soon as it starts sending a one-byte echo, and the echoes are checked in
-//! order later. A read (`R`, `C`) waits for its whole reply before anything else is sent (the
-//! bridge drops bytes that arrive while it sends a longer reply), so only reads cost a round
-//! trip on the link. A read's reply ends with the board's CRC-16 over the request and the
-//! reply data: on a mismatch the bus drains the line and reads again (reads change nothing on
-//! the board), up to [`READ_TRIES`] times, then stops with [`BridgeError::Corrupt`]; a flipped
-//! write echo is a protocol error. So a noisy link costs retries or ends the run, and never
-//! returns a wrong word. Idles send nothing: the board's clock runs freely and
-//! the tile driver polls `STATUS`/`DONE_COUNT`, so wall-clock time is the only idle there is.
+//! one bridge command. Writes (`W`, `A`, `B`, `F`) end with their CRC and stream back to back:
+//! the bridge takes the next command as soon as it starts sending a one-byte echo, and the
+//! echoes are checked in order later. A read (`R`, `C`) waits for its whole reply before
+//! anything else is sent (the bridge drops bytes that arrive while it sends a longer reply), so
+//! only reads cost a round trip on the link. A read's reply ends with the board's CRC-16 over
+//! the request and the reply data: on a mismatch the bus drains the line and reads again (reads
+//! change nothing on the board), up to [`READ_TRIES`] times, then stops with
+//! [`BridgeError::Corrupt`]. The bridge checks each write's CRC before it writes and answers
+//! `'!'` to a damaged one, writing nothing; any write whose echo is not exact (refused, lost,
+//! damaged on the way back, or the line out of step after a damaged opcode) is sent again with
+//! every write after it, in order, once the line is back in step (`confirm.rs`), up to
+//! [`WRITE_TRIES`] times. Writes that must not happen twice (`COMMAND`, the gather engines'
+//! registers) are sent only once the writes before them are confirmed, so a doubt about one
+//! of them stops the run ([`BridgeError::Unconfirmed`]) instead of repeating it. So a noisy link
+//! costs resends or ends the run, and never returns a wrong word. Idles send nothing: the
+//! board's clock runs freely and the tile driver polls `STATUS`/`DONE_COUNT`, so wall-clock
+//! time is the only idle there is.
 //! A board built with the conv unit (`systole bitstream --fm-depth N`) takes feature-map rows
 //! with the `'F'` command and [`BridgeDevice`] runs convolutions on it, each map sent once;
 //! without it (`CONFIG` says `fm_depth` 0, the default build) convolutions are lowered on the
@@ -23,9 +30,9 @@ use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 use systole_core::bus::Beat;
 use systole_core::{regmap, AcceleratorBus, ArrayConfig};
-use systole_firmware::crc;
+
 use systole_hdl::bridge_top::{
-    OP_READ_C, OP_READ_REG, OP_WRITE_A, OP_WRITE_B, OP_WRITE_FM, OP_WRITE_REG, REPLY_UNKNOWN,
+    OP_READ_C, OP_READ_REG, OP_WRITE_A, OP_WRITE_B, OP_WRITE_FM, OP_WRITE_REG,
 };
 
 /// Line rate of the bridge: the one `systole bitstream` builds the board's UART for.
@@ -59,6 +66,26 @@ pub enum BridgeError {
     /// The reply (or the request) does not fit the protocol.
     #[error("bridge protocol error: {0}")]
     Protocol(String),
+    /// Writes were not confirmed on any of [`WRITE_TRIES`] tries.
+    #[error("the bridge did not confirm the write '{cmd}' on {tries} tries (last: {what}): the serial link corrupts data (check the cable and the ground, or use a lower baud rate)")]
+    WritesDamaged {
+        /// The first unconfirmed write's opcode.
+        cmd: char,
+        /// Tries made.
+        tries: u32,
+        /// What came instead of its echo the last time.
+        what: String,
+    },
+    /// A write that must not run twice got an answer that does not say whether it ran.
+    #[error("the bridge answered {what} to '{cmd}' instead of echoing it; that write (register {reg:#04x}) must not run twice and may have run, so the operation stops: the serial link corrupts data (check the cable and the ground, or use a lower baud rate)")]
+    Unconfirmed {
+        /// The write's opcode.
+        cmd: char,
+        /// Its register.
+        reg: u8,
+        /// What came instead of its echo.
+        what: String,
+    },
     /// Every try of a read came back failing its CRC.
     #[error("the reply to '{cmd}' failed its CRC check {tries} times in a row: the serial link corrupts data (check the cable and the ground, or use a lower baud rate)")]
     Corrupt {
@@ -88,7 +115,8 @@ pub struct BridgeCounters {
     pub bytes_in: u64,
     /// Commands that got their full reply.
     pub commands: u64,
-    /// Reads sent again because their reply failed the CRC check.
+    /// Commands sent again: reads whose reply failed the CRC check, writes whose echo was not
+    /// exact (each write sent again counts).
     pub retries: u64,
     /// Times the bus waited for the bridge: each try of a read, each wait for the echoes of
     /// the writes in flight.
@@ -97,6 +125,9 @@ pub struct BridgeCounters {
 
 /// Tries of one read whose replies fail the CRC check before the bus gives up.
 pub const READ_TRIES: u32 = 4;
+
+/// Tries of writes whose echoes are not exact before the bus gives up.
+pub const WRITE_TRIES: u32 = 4;
 
 /// [`AcceleratorBus`] over a byte stream to the UART bridge of an array of `n` lanes.
 pub struct BridgeBus<T> {
@@ -107,8 +138,8 @@ pub struct BridgeBus<T> {
     /// A command failed midway: late reply bytes may still come and must not be taken for
     /// the next command's reply.
     stale: bool,
-    /// Opcodes of the writes sent whose echoes are not read yet.
-    unacked: Vec<u8>,
+    /// The writes sent whose echoes are not read yet, in order.
+    unacked: Vec<confirm::Unconfirmed>,
 }
 
 /// Writes sent before their echoes are read (a few hundred bytes in flight on the line).
@@ -139,90 +170,30 @@ impl<T: Read + Write> BridgeBus<T> {
     }
 
     /// Sends `request` (a register or C-row read) and fills `reply` with exactly
-    /// `reply.len()` bytes whose CRC matches. The acknowledgements of the writes sent before
-    /// it come first on the line; they are read and checked here too.
+    /// `reply.len()` bytes whose CRC matches. The echoes of the writes sent before it come
+    /// first on the line; they are read and checked here too.
     fn command(&mut self, request: &[u8], reply: &mut [u8]) -> Result<(), BridgeError> {
-        let mut checked = vec![0u8; reply.len() + 2];
-        for _ in 0..READ_TRIES {
-            let r = self.exchange(request, &mut checked);
-            self.settled(r)?;
-            let (data, crc) = checked.split_at(reply.len());
-            let want = crc::update(crc::crc16(request), data);
-            if crc == want.to_be_bytes() {
-                reply.copy_from_slice(data);
-                self.counters.commands += 1;
-                return Ok(());
-            }
-            // Bytes may have been added or lost, not only flipped: start the retry on a
-            // quiet line.
-            self.counters.retries += 1;
-            self.stale = true;
-        }
-        Err(BridgeError::Corrupt {
-            cmd: char::from(request[0]),
-            tries: READ_TRIES,
-        })
+        let r = self.round(Some(request), reply);
+        self.settled(r)
     }
 
-    fn exchange(&mut self, request: &[u8], reply: &mut [u8]) -> Result<(), BridgeError> {
-        if self.stale {
-            self.drain()?;
-        }
-        let end = Instant::now() + self.deadline;
-        self.send(request, end)?;
-        self.counters.round_trips += 1;
-        let acks = self.unacked.len();
-        let mut buf = vec![0u8; acks + reply.len()];
-        self.receive(char::from(request[0]), &mut buf, end)?;
-        self.check_acks(&buf[..acks])?;
-        reply.copy_from_slice(&buf[acks..]);
-        Ok(())
-    }
-
-    /// Reads and checks the acknowledgements of every write sent so far. Call it before
-    /// relying on the writes having happened (a run's end).
+    /// Reads and checks the echoes of every write sent so far (sending again those not
+    /// confirmed). Call it before relying on the writes having happened (a run's end).
     pub fn settle(&mut self) -> Result<(), BridgeError> {
         if self.unacked.is_empty() {
             return Ok(());
         }
-        let end = Instant::now() + self.deadline;
-        self.counters.round_trips += 1;
-        let mut buf = vec![0u8; self.unacked.len()];
-        let r = self
-            .receive(char::from(self.unacked[0]), &mut buf, end)
-            .and_then(|()| self.check_acks(&buf));
+        let r = self.round(None, &mut []);
         self.settled(r)
     }
 
     /// After a failure, late reply bytes may still come and the writes in flight are unknown.
-    fn settled(&mut self, r: Result<(), BridgeError>) -> Result<(), BridgeError> {
+    fn settled<R>(&mut self, r: Result<R, BridgeError>) -> Result<R, BridgeError> {
         if r.is_err() {
             self.stale = true;
             self.unacked.clear();
         }
         r
-    }
-
-    /// The acknowledgements `got` of the writes in `unacked`, in order: each echoes its opcode.
-    fn check_acks(&mut self, got: &[u8]) -> Result<(), BridgeError> {
-        for (&ack, &op) in got.iter().zip(&self.unacked) {
-            if ack == REPLY_UNKNOWN {
-                return Err(BridgeError::Protocol(format!(
-                    "the bridge answered '?' to '{}': it does not know the opcode (is the board flashed with a `systole bitstream` build?)",
-                    char::from(op)
-                )));
-            }
-            if ack != op {
-                return Err(BridgeError::Protocol(format!(
-                    "the bridge answered {} to '{}' instead of echoing it",
-                    show(ack),
-                    char::from(op)
-                )));
-            }
-        }
-        self.counters.commands += self.unacked.len() as u64;
-        self.unacked.clear();
-        Ok(())
     }
 
     /// Writes all of `request` before `end`.
@@ -246,8 +217,8 @@ impl<T: Read + Write> BridgeBus<T> {
         Ok(())
     }
 
-    /// Fills `reply` before `end`; `cmd` names the command in errors.
-    fn receive(&mut self, cmd: char, reply: &mut [u8], end: Instant) -> Result<(), BridgeError> {
+    /// Reads into `reply` until it is full or `end` passes; the bytes read.
+    fn receive(&mut self, reply: &mut [u8], end: Instant) -> Result<usize, BridgeError> {
         let mut got = 0;
         while got < reply.len() {
             match self.stream.read(&mut reply[got..]) {
@@ -260,17 +231,10 @@ impl<T: Read + Write> BridgeBus<T> {
                 Err(e) => return Err(e.into()),
             }
             if got < reply.len() && Instant::now() >= end {
-                // A lone '?' is the bridge refusing the opcode; inside a longer reply it could
-                // be a data byte, so only a reply that stopped after it is taken as one.
-                if got == 1 && reply[0] == REPLY_UNKNOWN {
-                    return Err(BridgeError::Protocol(format!(
-                        "the bridge answered '?' to '{cmd}': it does not know the opcode (is the board flashed with a `systole bitstream` build?)"
-                    )));
-                }
-                return Err(self.timeout(cmd));
+                break;
             }
         }
-        Ok(())
+        Ok(got)
     }
 
     fn timeout(&self, cmd: char) -> BridgeError {
@@ -297,12 +261,17 @@ impl<T: Read + Write> BridgeBus<T> {
         Ok(())
     }
 
-    /// Sends a write command (acknowledged by an echo of its opcode) without waiting for the
-    /// echo: the bridge is ready for the next command as soon as it starts sending the echo,
-    /// so writes stream at the line rate. The echoes are checked in order by the next read
-    /// command or [`Self::settle`], at the latest after [`MAX_UNACKED`] writes.
+    /// Sends a write command (acknowledged by an echo of its opcode) with its CRC, without
+    /// waiting for the echo: the bridge is ready for the next command as soon as it starts
+    /// sending the echo, so writes stream at the line rate. The echoes are checked in order by
+    /// the next read command or [`Self::settle`], at the latest after [`MAX_UNACKED`] writes. A
+    /// write that must not run twice waits until every write before it is confirmed.
     fn acked(&mut self, request: &[u8]) -> Result<(), BridgeError> {
-        let r = self.stream_write(request);
+        let write = confirm::Unconfirmed::new(request);
+        if !write.replayable() {
+            self.settle()?;
+        }
+        let r = self.stream_write(write);
         self.settled(r)?;
         if self.unacked.len() >= MAX_UNACKED {
             self.settle()?;
@@ -310,12 +279,12 @@ impl<T: Read + Write> BridgeBus<T> {
         Ok(())
     }
 
-    fn stream_write(&mut self, request: &[u8]) -> Result<(), BridgeError> {
+    fn stream_write(&mut self, write: confirm::Unconfirmed) -> Result<(), BridgeError> {
         if self.stale {
-            self.drain()?;
+            self.resync()?;
         }
-        self.send(request, Instant::now() + self.deadline)?;
-        self.unacked.push(request[0]);
+        self.send(write.bytes(), Instant::now() + self.deadline)?;
+        self.unacked.push(write);
         Ok(())
     }
 
@@ -519,6 +488,7 @@ impl BridgeDevice {
     }
 }
 
+mod confirm;
 #[cfg(test)]
 mod faults;
 #[cfg(test)]

@@ -31,8 +31,8 @@ use systole_firmware::frame::{Decoder, MAX_PAYLOAD};
 use systole_firmware::protocol::board_ops::{CAP_BOARD_OPS, PING_REPLY, PING_REPLY_WITH_CAPS};
 use systole_firmware::protocol::stack::{StackUse, STACK_USE, STEP_PROFILE};
 use systole_firmware::protocol::train::{
-    CAP_EVALUATE, CAP_HEAP_USE, CAP_PACKED_DATA, CAP_PROGRESS, CAP_STATE_PARTS, CAP_TRAIN,
-    PING_REPLY_WITH_TRAIN,
+    CAP_EVALUATE, CAP_HEAP_USE, CAP_PACKED_DATA, CAP_PROGRESS, CAP_SATURATION, CAP_STATE_PARTS,
+    CAP_TRAIN, PING_REPLY_WITH_TRAIN,
 };
 use systole_firmware::protocol::{
     cmd, Buffer, Request, Words, BATCH_ENTRY_HEADER, COUNTERS_REPLY, WRITE_FM_HEADER,
@@ -88,7 +88,7 @@ pub struct BoardInfo {
     /// (`protocol::train`); `None` on a board that does not.
     pub heap_bytes: Option<u32>,
     /// The capability byte's training bits (`protocol::train::CAP_PACKED_DATA`,
-    /// `CAP_HEAP_USE`, `CAP_STATE_PARTS`, `CAP_EVALUATE`, `CAP_PROGRESS`), 0 on a board that
+    /// `CAP_HEAP_USE`, `CAP_STATE_PARTS`, `CAP_EVALUATE`, `CAP_PROGRESS`, `CAP_SATURATION`), 0 on a board that
     /// does not train.
     pub train_caps: u8,
 }

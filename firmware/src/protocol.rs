@@ -33,6 +33,7 @@
 //! | 0x14 | `DATA_WRITE_PACKED` | features u16, divisor u16, bits u8 (1..=8), total u32, offset u32, bytes | — | as `DATA_WRITE`, each record's pixels packed at `bits` bits (`systole_step::resident::DataSet`: image `i` is `ceil(features·bits/8)` bytes, pixel `j` the `bits`-bit field at bit `j·bits`, least significant bit first, unused bits 0; then the label byte); at 8 bits the records are `DATA_WRITE`'s; the board keeps them packed. The bits byte with [`train::TEST_SPLIT`] (0x80, with [`train::CAP_EVALUATE`]) puts them in the test split's slot (`EVALUATE`'s), which replaces only the test split; without it the training set's, as before |
 //! | 0x15 | `HEAP_USE` | — | heap bytes u32, in use u32, peak u32 ([`train::HeapUse`]) | the heap's bytes, the bytes allocated now and the most allocated at once since the previous `HEAP_USE` (or the start); the peak then restarts from what is in use, so two `HEAP_USE` around a `RUN_STEPS` measure its heap; refused as unknown on a board that cannot measure its heap |
 //! | 0x16 | `FORMATS_WRITE` | the remembered formats (`systole_step::resident::encode_formats`: count u16, each key length u8, key, frac u8) | — | replaces the state's remembered formats (an evaluation on the host changed them) and leaves the rest; with [`train::CAP_STATE_PARTS`]; refused `NotLoaded` without a state, `BadTrainState` (detail: the error code) when they do not decode or a frac is over the state's word |
+//! | 0x17 | `SATURATION` | first entry u16 | entries in all u16, entries here u16, then per entry: name length u8, name (UTF-8), device operations u64, retries u64, saturated words u64 ([`train::SaturationEntry`]) | the saturation counts (`systole_step::SaturationCount`) of every `RUN_STEPS` and `EVALUATE` run on the installed state, per operation in the order of their names, from entry `first`, as many as fit the answer (the next request starts where it ended); they start at zero when a state is installed; with [`train::CAP_SATURATION`]; read-only |
 //! | 0x18 | `STACK_USE` | — | reserve bytes u32, deepest use u32 | the firmware's stack high-water mark ([`stack`]) |
 //! | 0x19 | `STEP_PROFILE` | — | per section: cycles u32, entries u32 (`systole_step::profile::encode`, in `Section::ALL` order) | the training step's CPU cycles by section since the start (the training image, `with_step_profile`); a board without a profile refuses it as unknown; read-only |
 //! | 0x1A | `EVALUATE` | epochs completed u32 | images u32, correct u32, mean loss f32 bits u32, CPU cycles u64, array cycles u64, MAC cycles u64 ([`train::EvalAnswer`]) | the state's evaluation on the resident test split (`systole_step::resident::evaluate_resident`: the host trainer's `systole_step::step::evaluate`, batches of `EVAL_BATCH` in the stored order, seeds from the epochs completed); the state's remembered formats change as the host's evaluation changes them; refused `NotLoaded` (detail 2) without a test split, `BadData` (detail 2) when it does not fit the model; a failure drops the state (`StepFailed`); with [`train::CAP_EVALUATE`] |
@@ -59,11 +60,12 @@
 //! another shape, a word past a tensor's end), `Driver` (detail: [`DriverFailure`]). A refused
 //! `MATMUL` / `CONV` may leave `out` holding a partial result; it is never answered as one.
 //!
-//! **Training on the board** (`0x10`..`0x16` and `0x1A`, [`train`]; on a board whose `PING`
+//! **Training on the board** (`0x10`..`0x17` and `0x1A`, [`train`]; on a board whose `PING`
 //! answer is 20 bytes with capability bit [`train::CAP_TRAIN`] and the heap's bytes u32 after
 //! the store's words; `0x14` with [`train::CAP_PACKED_DATA`] too, `0x15` with
 //! [`train::CAP_HEAP_USE`], `0x16` and `STATE_READ`'s part with [`train::CAP_STATE_PARTS`],
-//! `0x1A` and the test split's slot with [`train::CAP_EVALUATE`];
+//! `0x1A` and the test split's slot with [`train::CAP_EVALUATE`], `0x17` with
+//! [`train::CAP_SATURATION`];
 //! a host facing a board without a bit uses the first forms): the state and the data set live on the board's heap; the whole request
 //! is checked before it changes anything. Refusals: `NotLoaded` (detail 0: no state, 1: no data
 //! set, 2: no test split), `BadTrainState` (detail: the state's error code), `OutOfMemory` (detail: free heap in
@@ -87,8 +89,9 @@
 //! frame's wait: the request's and the longest answer's bytes on the line at the link's baud
 //! rate plus the frame timeout (500 ms by default), and for work the board does before it
 //! answers, `SLACK` (4) times the slowest pace measured so far on the link (per step between
-//! two progress frames, per evaluation), or a fixed bound before the first measurement (120 s a
-//! step; 60 s for board operations and the training uploads). A board that acknowledged a
+//! two progress frames, per evaluation; per multiply-accumulate of `MATMUL` / `CONV`, at most
+//! 60 s), or a fixed bound before the first measurement (120 s a step; 60 s for board
+//! operations, the last chunk of a training upload and the first of a state read). A board that acknowledged a
 //! `RUN_STEPS` and then sends nothing for that long has stopped: the host ends the operation
 //! at once with that error instead of resending. When the tries run out the host says what it
 //! saw: requests reported damaged, answers arriving damaged, or silence
@@ -159,6 +162,8 @@ pub mod cmd {
     pub const HEAP_USE: u8 = 0x15;
     /// Replace the state's remembered formats.
     pub const FORMATS_WRITE: u8 = 0x16;
+    /// The saturation counts of the steps and evaluations run on the board.
+    pub const SATURATION: u8 = 0x17;
     /// Evaluate the state on the resident test split.
     pub const EVALUATE: u8 = 0x1A;
 }
@@ -447,7 +452,7 @@ impl<'a> Request<'a> {
             cmd::FREE_TENSORS => Request::FreeTensors(p),
             cmd::MATMUL => Request::Matmul(board_ops::parse_matmul(p)?),
             cmd::CONV => Request::Conv(board_ops::parse_conv(p)?),
-            cmd::STATE_WRITE..=cmd::FORMATS_WRITE | cmd::EVALUATE => {
+            cmd::STATE_WRITE..=cmd::SATURATION | cmd::EVALUATE => {
                 Request::Train(train::parse(cmd, p)?)
             }
             _ => return Err(ErrorCode::UnknownCommand),

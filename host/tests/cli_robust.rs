@@ -117,7 +117,11 @@ fn check_takes_the_word_width() {
     let o = systole(&["check", "--array", "4", "--cases", "1", "--word-bits", "8"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let printed = String::from_utf8_lossy(&o.stdout);
-    assert!(printed.contains("agree with the golden model"), "{printed}");
+    assert!(
+        printed.contains("golden 4x4 (8-bit words): ")
+            && printed.contains("agree with the golden model"),
+        "{printed}"
+    );
     let o = systole(&["check", "--array", "4", "--word-bits", "7"]);
     fails_with(&o, &["--word-bits 7"]);
 }

@@ -25,6 +25,15 @@ pub struct SaturationCount {
     pub saturated_words: u64,
 }
 
+impl SaturationCount {
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &SaturationCount) {
+        self.ops += other.ops;
+        self.retries += other.retries;
+        self.saturated_words += other.saturated_words;
+    }
+}
+
 /// A tensor as stored in a checkpoint.
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]

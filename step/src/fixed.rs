@@ -105,6 +105,14 @@ impl<P: Products> Fixed<P> {
         &mut self.products
     }
 
+    /// Adds counts of operations run elsewhere (a board that trained on its own copy of this
+    /// arithmetic) to this one's, per operation name.
+    pub fn add_saturation(&mut self, counts: &BTreeMap<String, SaturationCount>) {
+        for (op, c) in counts {
+            self.saturation.entry(op.clone()).or_default().add(c);
+        }
+    }
+
     /// The next operation's seed (from the run seed, the step or shard and the op index).
     pub(crate) fn next_seed(&mut self) -> u32 {
         let run_seed = match self.shard {

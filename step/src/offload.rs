@@ -101,11 +101,7 @@ impl<'a> Chunks<'a> {
 /// Adds `add` to the counters of operation `op` (its key allocated the first time only).
 fn count(counts: &mut BTreeMap<String, SaturationCount>, op: &str, add: SaturationCount) {
     match counts.get_mut(op) {
-        Some(c) => {
-            c.ops += add.ops;
-            c.retries += add.retries;
-            c.saturated_words += add.saturated_words;
-        }
+        Some(c) => c.add(&add),
         None => {
             counts.insert(String::from(op), add);
         }

@@ -13,10 +13,12 @@ use crate::data::Dataset;
 use crate::fixed::{self, FixedArith};
 use crate::run_options::{RunOptions, RunSummary};
 use crate::{checkpoint, EpochRecord, Observer, TrainConfig, TrainError, Trainer};
+use std::collections::BTreeMap;
 use systole_device::board_train::BoardTraining;
 use systole_device::DeviceError;
 use systole_step::arith::Arith;
 use systole_step::resident::{DataSet, TrainState};
+use systole_step::SaturationCount;
 
 pub(crate) mod plan;
 
@@ -312,8 +314,10 @@ pub(crate) fn run(
 }
 
 /// What the host knows of the board's state between epochs.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct BoardSync {
+    /// The board's saturation counts (since its state went up) already added to the host's.
+    saturation: BTreeMap<String, SaturationCount>,
     /// The board holds the run's state (else it goes up before the next steps).
     on_board: bool,
     /// The host's momentum tensors are older than the board's (only the parameters came
@@ -338,6 +342,7 @@ fn epoch(
             .write_state(&state_of(t))
             .map_err(dev_err("uploading the training state"))?;
         sync.on_board = true;
+        sync.saturation.clear();
     }
     let n = set.len();
     let batch = t.cfg.batch;
@@ -398,6 +403,7 @@ fn epoch(
     if evaluates && (check || !whole) {
         t.epoch += 1;
         let test = evaluate_on_board(t, board, data, (check, whole), sync)?;
+        take_saturation(t, board, sync, check)?;
         return t.record_epoch(t0, (loss_sum, n), correct, sat0, test, obs);
     }
     // Under --check the host ran every step itself: its state is the board's already.
@@ -414,6 +420,7 @@ fn epoch(
         take_params(t, s)?;
         sync.velocity_stale = true;
     }
+    take_saturation(t, board, sync, check)?;
     let fracs = t.arith.state();
     t.epoch += 1;
     let rec = t.finish_epoch(data, t0, (loss_sum, n), correct, sat0, obs)?;
@@ -486,6 +493,37 @@ fn evaluate_on_board(
         sync.velocity_stale = true;
     }
     Ok(test)
+}
+
+/// Adds the board's saturation counts since the last look to the host's (not under `check`).
+fn take_saturation(
+    t: &mut Trainer<FixedArith>,
+    board: &mut BoardTraining<'_>,
+    sync: &mut BoardSync,
+    check: bool,
+) -> Result<(), TrainError> {
+    let read = (!check).then(|| board.saturation());
+    let Some(Some(now)) = read
+        .transpose()
+        .map_err(dev_err("reading the saturation counts"))?
+    else {
+        return Ok(());
+    };
+    let new: BTreeMap<String, SaturationCount> = now
+        .iter()
+        .map(|(op, c)| {
+            let seen = sync.saturation.get(op).copied().unwrap_or_default();
+            let add = SaturationCount {
+                ops: c.ops.saturating_sub(seen.ops),
+                retries: c.retries.saturating_sub(seen.retries),
+                saturated_words: c.saturated_words.saturating_sub(seen.saturated_words),
+            };
+            (op.clone(), add)
+        })
+        .collect();
+    t.arith.add_saturation(&new);
+    sync.saturation = now;
+    Ok(())
 }
 
 /// After an evaluation changed the remembered formats: the formats alone to a board that

@@ -170,3 +170,77 @@ fn damaged_answers_are_reported_as_damage_not_silence() {
     assert!(text(&e).contains("answers arrived damaged"), "{}", text(&e));
     assert!(t < Duration::from_secs(10), "{t:?}");
 }
+
+/// The board stops as the training state goes up (after its first chunk arrived): the host
+/// waits a frame's time for each chunk but the last, so it says so within seconds, not after
+/// four tries of a minute.
+#[test]
+fn a_board_that_stops_during_an_upload_is_detected_in_seconds() {
+    let Some(b) = board() else { return };
+    let proxy = FaultProxy::spawn(b.path()).unwrap();
+    let d = data::load("digits").unwrap();
+    proxy.arm(Fault::StallWhenSent {
+        cmd: systole_firmware::protocol::cmd::STATE_WRITE,
+    });
+    let (r, t) = train_through(&proxy, &d, 1, None);
+    let e = r.expect_err("a stalled board gives no result");
+    eprintln!("after {t:?}: {}", text(&e));
+    assert!(proxy.stalled_at().is_some());
+    assert!(
+        text(&e).contains("uploading the training state"),
+        "{}",
+        text(&e)
+    );
+    assert!(t < Duration::from_secs(10), "{t:?}");
+}
+
+/// A board with a tensor store stops while it runs a `MATMUL`: once a product's pace was
+/// measured on the link, the wait is a few times the product's own time, so the host says so
+/// within seconds (it waited a minute a try before).
+#[test]
+fn a_board_that_stops_during_a_product_is_detected_in_seconds() {
+    use systole_golden::tensor::QMatrix;
+    use systole_golden::OutputSpec;
+    let config = ArrayConfig::square(4);
+    if systole_sim::VerilatedArray::new(&config).is_err() {
+        eprintln!("skipped: no Verilated array");
+        return;
+    }
+    let b = SimBoard::spawn_verilated_with_store(config, 1 << 16).unwrap();
+    let proxy = FaultProxy::spawn(b.path()).unwrap();
+    let spec = format!("serial:{}", proxy.path().display());
+    let (tx, rx) = mpsc::channel();
+    let stop = std::sync::Arc::new(std::sync::Mutex::new(None::<Instant>));
+    let (arm, stalled) = (std::sync::Arc::new(proxy), stop.clone());
+    let p = arm.clone();
+    std::thread::spawn(move || {
+        let mut dev = systole_device::open(&spec, config).unwrap();
+        let a = QMatrix::from_vec(24, 40, 8, (0..960).map(|i| (i % 97) as i16).collect()).unwrap();
+        let w = QMatrix::from_vec(40, 24, 8, (0..960).map(|i| (i % 89) as i16).collect()).unwrap();
+        let out = OutputSpec {
+            frac: 8,
+            rounding: Rounding::NearestEven,
+            seed: 1,
+        };
+        for _ in 0..3 {
+            dev.matmul(&a, &w, &out).unwrap();
+        }
+        p.arm(Fault::StallWhenSent {
+            cmd: systole_firmware::protocol::cmd::MATMUL,
+        });
+        *stalled.lock().unwrap() = Some(Instant::now());
+        let r = dev
+            .matmul(&a, &w, &out)
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        let _ = tx.send(r);
+    });
+    let r = rx
+        .recv_timeout(WATCHDOG)
+        .unwrap_or_else(|_| panic!("the product did not end within {WATCHDOG:?}"));
+    let t = stop.lock().unwrap().expect("the stall was armed").elapsed();
+    let e = r.expect_err("a stalled board gives no result");
+    eprintln!("after {t:?}: {e}");
+    assert!(arm.stalled_at().is_some());
+    assert!(t < Duration::from_secs(10), "{t:?}");
+}

@@ -209,6 +209,31 @@ fn the_board_step_equals_the_host_step_and_resumes() {
     );
 }
 
+/// A run trained on the board counts saturation as the golden model's run of the same steps:
+/// per operation and per epoch, the board's steps and evaluations counted there and read back
+/// after each epoch. The rate is high enough that outputs saturate and are retried.
+#[test]
+fn the_board_counts_saturation_as_the_golden_run_does() {
+    let Some(b) = board() else { return };
+    let d = data::load("digits").unwrap();
+    let c = TrainConfig { lr: 0.5, ..cfg(2) };
+    let device = format!("serial:{}", b.path().display());
+    let on_board = run(&c, &d, &soc_opts(device), &mut Quiet).unwrap();
+    b.close().unwrap();
+    let golden = run(&c, &d, &soc_opts("golden".into()), &mut Quiet).unwrap();
+    assert_eq!(on_board.params, golden.params);
+    let retries: u64 = golden.saturation.values().map(|c| c.retries).sum();
+    assert!(retries > 0, "no retries to count: {:?}", golden.saturation);
+    assert_eq!(on_board.saturation, golden.saturation);
+    let per_epoch = |s: &RunSummary| -> Vec<(u64, u64)> {
+        s.history
+            .iter()
+            .map(|r| (r.retries, r.saturated_words))
+            .collect()
+    };
+    assert_eq!(per_epoch(&on_board), per_epoch(&golden));
+}
+
 /// The training firmware on the Verilated SoC (VexRiscv, the 4x4 array, 16 clocks a UART bit)
 /// on a pty: 3 digits-MLP steps (batch 32) run by the board through `systole train`'s run end
 /// bit-identical to the same steps on the golden model, and the link carries the state and the

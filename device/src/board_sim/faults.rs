@@ -48,6 +48,13 @@ pub enum Fault {
         /// Frames to hit.
         times: usize,
     },
+    /// Stops forwarding in both directions once the next frame of command `cmd` went to the
+    /// board (a board that stops while it works on that request), until
+    /// [`FaultProxy::resume`].
+    StallWhenSent {
+        /// The request's command byte.
+        cmd: u8,
+    },
     /// Stops forwarding in both directions after `count` frames of command `cmd` went to the
     /// host (0: at once), until [`FaultProxy::resume`].
     StallAfter {
@@ -74,6 +81,8 @@ pub struct ProxyCounts {
 #[derive(Default)]
 struct State {
     faults: Vec<Fault>,
+    /// A [`Fault::StallWhenSent`] frame is on its way: stall once it went out.
+    stall_pending: bool,
     counts: ProxyCounts,
     stalled_at: Option<std::time::Instant>,
 }
@@ -196,6 +205,12 @@ fn forward(mut host: File, mut board: File, stop: &AtomicBool, state: &Mutex<Sta
             if n == 0 || board.write_all(&buf[..n]).is_err() {
                 return;
             }
+            let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+            if std::mem::take(&mut s.stall_pending) {
+                s.counts.stalled = true;
+                s.stalled_at = Some(std::time::Instant::now());
+                continue;
+            }
         }
         if from_board {
             let Ok(n) = board.read(&mut buf) else { return };
@@ -248,6 +263,13 @@ fn apply(s: &mut State, dir: Direction, t: &mut Track, bytes: &mut [u8]) {
             t.header.push(bytes[i]);
         }
         let ahead = bytes.get(i + 5).copied();
+        let sent = |f: &Fault| matches!(f, Fault::StallWhenSent { cmd } if Some(*cmd) == ahead);
+        if dir == Direction::ToBoard && pos == 0 {
+            if let Some(k) = s.faults.iter().position(sent) {
+                s.faults.remove(k);
+                s.stall_pending = true;
+            }
+        }
         let mut flip = 0u8;
         for f in &mut s.faults {
             match f {

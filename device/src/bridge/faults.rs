@@ -1,6 +1,7 @@
 //! The bridge backend against the Verilated bridge image over a link that flips bits in the
-//! board's replies: results stay bit-identical to the golden model (reads are retried on a
-//! CRC mismatch) or the operation fails, never a wrong result.
+//! board's replies or in the host's commands: results stay bit-identical to the golden model
+//! (reads are retried on a CRC mismatch, writes the bridge refused or whose echo is not exact
+//! are sent again) or the operation fails, never a wrong result.
 
 use super::*;
 use crate::golden::GoldenDevice;
@@ -14,13 +15,16 @@ use systole_golden::OutputSpec;
 use systole_sim::ImagePins;
 
 /// A link to a board that flips one bit in every `every`-th reply byte it picks: only bytes of
-/// read replies (`R`, `C`), or any reply byte (write echoes too). It follows the host's
+/// read replies (`R`, `C`), or any reply byte (write echoes too); and in one of every
+/// `every_sent` bytes the host sends, picked at random (0: none). It follows the host's
 /// commands to know which reply byte belongs to which command.
 struct Noisy {
     board: ImagePins,
     n: usize,
     every: u64,
     only_reads: bool,
+    every_sent: u64,
+    sent: u64,
     /// Bytes written that do not yet make a whole command.
     partial: Vec<u8>,
     /// For each reply byte still to come: whether it belongs to a read's reply.
@@ -34,11 +38,11 @@ impl Noisy {
     fn lengths(&self, op: u8) -> (usize, usize) {
         let row = 1usize << (usize::BITS - 1 - self.n.leading_zeros());
         match op {
-            OP_WRITE_REG => (6, 1),
+            OP_WRITE_REG => (8, 1),
             OP_READ_REG => (2, 6),
-            OP_WRITE_A | OP_WRITE_B => (4 + 2 * self.n, 1),
+            OP_WRITE_A | OP_WRITE_B => (6 + 2 * self.n, 1),
             OP_READ_C => (4, 2 * self.n + 2),
-            OP_WRITE_FM => (3 + 2 * row, 1),
+            OP_WRITE_FM => (5 + 2 * row, 1),
             _ => (1, 1),
         }
     }
@@ -56,7 +60,18 @@ impl Write for Noisy {
             let read = op == OP_READ_REG || op == OP_READ_C;
             self.coming.extend(std::iter::repeat_n(read, reply));
         }
-        self.board.write(buf)
+        let mut bytes = buf.to_vec();
+        for b in &mut bytes {
+            self.sent += 1;
+            // Bytes picked at random (a fixed stream), one in `every_sent` on average: a
+            // periodic pick could hit the same byte of every resend of a batch.
+            let pick = self.sent.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+            if self.every_sent > 0 && pick.is_multiple_of(self.every_sent) {
+                *b ^= 1 << (self.sent % 8);
+                self.flips.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.board.write(&bytes)
     }
     fn flush(&mut self) -> std::io::Result<()> {
         self.board.flush()
@@ -83,6 +98,17 @@ impl Read for Noisy {
 /// A bridge device on a fresh bridge image behind a [`Noisy`] link, or `None` when this build
 /// has no board model.
 fn noisy_device(every: u64, only_reads: bool, flips: &Arc<AtomicU64>) -> Option<BridgeDevice> {
+    noisy_both_ways(every, only_reads, 0, flips)
+}
+
+/// [`noisy_device`] that also flips a bit in every `every_sent`-th byte the host sends (0: none;
+/// counted from the first byte after the device opened).
+fn noisy_both_ways(
+    every: u64,
+    only_reads: bool,
+    every_sent: u64,
+    flips: &Arc<AtomicU64>,
+) -> Option<BridgeDevice> {
     let Ok(board) = ImagePins::bridge_image() else {
         eprintln!("SKIPPED: no board model in this build");
         return None;
@@ -93,12 +119,37 @@ fn noisy_device(every: u64, only_reads: bool, flips: &Arc<AtomicU64>) -> Option<
         n,
         every,
         only_reads,
+        every_sent: 0,
+        sent: 0,
         partial: Vec::new(),
         coming: VecDeque::new(),
         picked: 0,
         flips: flips.clone(),
     };
-    Some(BridgeDevice::over(Box::new(link), "noisy link", ArrayConfig::square(n)).unwrap())
+    // Opened on a clean line; the flips of the bytes sent start after.
+    let shared = Arc::new(std::sync::Mutex::new(link));
+    let config = ArrayConfig::square(n);
+    let dev = BridgeDevice::over(Box::new(Shared(shared.clone())), "noisy link", config);
+    shared.lock().unwrap().every_sent = every_sent;
+    Some(dev.unwrap())
+}
+
+/// A [`Noisy`] link the test can still reach after the device took it.
+struct Shared(Arc<std::sync::Mutex<Noisy>>);
+
+impl Read for Shared {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().read(buf)
+    }
+}
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.lock().unwrap().flush()
+    }
 }
 
 /// Operands of product `i`: sizes that need several tiles and padding, full-range words.
@@ -143,9 +194,12 @@ fn flipped_read_replies_are_read_again_and_results_stay_exact() {
     assert_eq!(c.retries, flips, "{c:?}");
 }
 
+/// One bit in every `every`-th reply byte, write echoes included: a flipped echo of a row or
+/// a register that holds a value costs a resend; only one of a write that must not run twice
+/// (`COMMAND`) ends the product, with an error that says so.
 #[test]
 fn flips_anywhere_in_replies_give_exact_results_or_an_error() {
-    let (mut exact, mut failed) = (0, 0);
+    let (mut exact, mut failed, mut resent) = (0, 0, 0);
     let flips = Arc::new(AtomicU64::new(0));
     let mut golden = GoldenDevice::new(ArrayConfig::square(4)).unwrap();
     for (i, every) in [
@@ -161,13 +215,16 @@ fn flips_anywhere_in_replies_give_exact_results_or_an_error() {
         };
         let (a, b, out) = operands(i);
         let want = golden.matmul(&a, &b, &out).unwrap();
-        match dev.matmul(&a, &b, &out) {
+        let got = dev.matmul(&a, &b, &out);
+        resent += dev.link_counters().retries;
+        match got {
             Ok(got) => {
                 assert_eq!(got, want, "product {i}: a wrong result was returned");
                 exact += 1;
             }
             Err(e) => {
-                // A flipped echo, or a read corrupted on every try: said so.
+                // A flipped echo of a write that must not run twice, or a read corrupted on
+                // every try: said so.
                 let named = |m: &str| m.contains("instead of echoing") || m.contains("CRC");
                 let cause = e.cause::<BridgeError>().map(|b| b.to_string());
                 assert!(cause.as_deref().is_some_and(named), "{e:?}");
@@ -175,7 +232,32 @@ fn flips_anywhere_in_replies_give_exact_results_or_an_error() {
             }
         }
     }
-    eprintln!("{exact} exact, {failed} stopped with an error");
-    // The schedules are deterministic: both outcomes occur.
-    assert!(exact > 0 && failed > 0 && flips.load(Ordering::Relaxed) > 0);
+    eprintln!("{exact} exact, {failed} stopped with an error, {resent} commands sent again");
+    // The schedules are deterministic: none hits a COMMAND's echo.
+    assert_eq!((exact, failed), (6, 0));
+    assert!(resent > 0 && flips.load(Ordering::Relaxed) > 0);
+}
+
+/// One bit flipped in one of every `every` bytes the host sends, wherever it falls: opcodes,
+/// addresses, words and CRCs of writes and reads, and the filler. Damaged writes are refused
+/// by the bridge and sent again, damaged reads read again, a line out of step brought back in
+/// step: every product is exact.
+#[test]
+fn flips_on_the_way_to_the_board_are_sent_again_and_results_stay_exact() {
+    let flips = Arc::new(AtomicU64::new(0));
+    let mut golden = GoldenDevice::new(ArrayConfig::square(4)).unwrap();
+    for (i, every) in [(0u64, 53u64), (1, 89), (2, 131), (3, 199)] {
+        let Some(mut dev) = noisy_both_ways(u64::MAX, false, every, &flips) else {
+            return;
+        };
+        let (a, b, out) = operands(i);
+        let want = golden.matmul(&a, &b, &out).unwrap();
+        let got = dev.matmul(&a, &b, &out);
+        let c = dev.link_counters();
+        let got = got.unwrap_or_else(|e| panic!("product {i}: {}", crate::error_chain(&e)));
+        assert_eq!(got, want, "product {i}: a wrong result was returned");
+        eprintln!("product {i}, a flip every {every} bytes sent: {c:?}");
+        assert!(c.retries > 0, "product {i}: {c:?}");
+    }
+    assert!(flips.load(Ordering::Relaxed) > 4);
 }

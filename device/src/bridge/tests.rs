@@ -4,6 +4,7 @@ use super::*;
 use crate::Device;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+use systole_firmware::crc;
 
 /// A board that answers from a script: each step is the length of the command the host
 /// must have written before the step's reply becomes readable. Replies come out in pieces
@@ -86,6 +87,20 @@ fn cfg(size: usize) -> ArrayConfig {
     ArrayConfig::square(size)
 }
 
+/// A write as the host sends it: `bytes`, then their CRC.
+fn sent(bytes: &[u8]) -> Vec<u8> {
+    bytes
+        .iter()
+        .copied()
+        .chain(crc::crc16(bytes).to_be_bytes())
+        .collect()
+}
+
+/// The filler that brings a bridge of `n` lanes back in step.
+fn filler(n: usize) -> Vec<u8> {
+    vec![0xFF; 2 * n + 6]
+}
+
 /// A read's reply as the board sends it: `data`, then the CRC of `request` and `data`.
 fn checked(request: &[u8], data: &[u8]) -> Vec<u8> {
     let crc = crc::update(crc::crc16(request), data);
@@ -94,14 +109,17 @@ fn checked(request: &[u8], data: &[u8]) -> Vec<u8> {
 
 #[test]
 fn write_reg_sends_opcode_addr_and_big_endian_data() {
-    let (mut b, w) = bus(&[(6, b"W")], 2);
+    let (mut b, w) = bus(&[(8, b"W")], 2);
     b.write_reg(0x0B, 0x0102_0304).unwrap();
-    assert_eq!(*w.lock().unwrap(), [b'W', 0x0B, 0x01, 0x02, 0x03, 0x04]);
+    assert_eq!(
+        *w.lock().unwrap(),
+        sent(&[b'W', 0x0B, 0x01, 0x02, 0x03, 0x04])
+    );
     // Sent, its echo not read yet.
     assert_eq!(
         b.counters(),
         BridgeCounters {
-            bytes_out: 6,
+            bytes_out: 8,
             bytes_in: 0,
             commands: 0,
             retries: 0,
@@ -112,7 +130,7 @@ fn write_reg_sends_opcode_addr_and_big_endian_data() {
     assert_eq!(
         b.counters(),
         BridgeCounters {
-            bytes_out: 6,
+            bytes_out: 8,
             bytes_in: 1,
             commands: 1,
             retries: 0,
@@ -143,9 +161,11 @@ fn a_reply_failing_its_crc_is_read_again() {
     for flip in [(3, 0x01), (4, 0x80), (5, 0x10)] {
         let mut bad = good.clone();
         bad[flip.0] ^= flip.1;
-        let (mut b, w) = bus(&[(2, &bad), (2, &good)], 2);
+        let (mut b, w) = bus(&[(2, &bad), (filler(2).len() + 2, &good)], 2);
         assert_eq!(b.read_reg(9).unwrap(), 7);
-        assert_eq!(*w.lock().unwrap(), [b'R', 9, b'R', 9]);
+        // Read again once in step (after the filler).
+        let want = [&[b'R', 9][..], &filler(2), &[b'R', 9]].concat();
+        assert_eq!(*w.lock().unwrap(), want);
         assert_eq!(b.counters().retries, 1);
         assert_eq!(b.counters().commands, 1);
         // Each try waited for its reply.
@@ -154,7 +174,7 @@ fn a_reply_failing_its_crc_is_read_again() {
     // The board answered register 8 (the address byte flipped on the way): its CRC covers
     // the address it saw, so the host's check over the address it sent fails.
     let wrong_reg = checked(&[b'R', 8], &[0, 0, 0, 7]);
-    let (mut b, _) = bus(&[(2, &wrong_reg), (2, &good)], 2);
+    let (mut b, _) = bus(&[(2, &wrong_reg), (filler(2).len() + 2, &good)], 2);
     assert_eq!(b.read_reg(9).unwrap(), 7);
     assert_eq!(b.counters().retries, 1);
 }
@@ -163,7 +183,10 @@ fn a_reply_failing_its_crc_is_read_again() {
 fn a_link_that_keeps_corrupting_replies_stops_with_an_error() {
     let mut bad = checked(&[b'C', 0, 0, 1], &[0, 1, 0, 2]);
     bad[1] ^= 4;
-    let steps: Vec<(usize, &[u8])> = (0..READ_TRIES).map(|_| (4, &bad[..])).collect();
+    let again = filler(2).len() + 4;
+    let steps: Vec<(usize, &[u8])> = (0..READ_TRIES)
+        .map(|i| (if i == 0 { 4 } else { again }, &bad[..]))
+        .collect();
     let (mut b, w) = bus(&steps, 2);
     let e = b.read_c_row(0, 1, &mut [0; 2]).unwrap_err();
     assert!(
@@ -171,12 +194,15 @@ fn a_link_that_keeps_corrupting_replies_stops_with_an_error() {
         "{e}"
     );
     assert!(e.to_string().contains("CRC"), "{e}");
-    assert_eq!(w.lock().unwrap().len(), 4 * READ_TRIES as usize);
+    assert_eq!(
+        w.lock().unwrap().len(),
+        4 + (READ_TRIES as usize - 1) * again
+    );
 }
 
 #[test]
 fn row_writes_send_bank_row_and_big_endian_words() {
-    let (mut b, w) = bus(&[(8, b"A"), (8, b"B")], 2);
+    let (mut b, w) = bus(&[(10, b"A"), (10, b"B")], 2);
     b.beat(
         &Beat {
             a: Some(systole_core::bus::RowWrite {
@@ -194,13 +220,9 @@ fn row_writes_send_bank_row_and_big_endian_words() {
         &mut [],
     )
     .unwrap();
-    assert_eq!(
-        *w.lock().unwrap(),
-        [
-            b'A', 1, 0x01, 0x02, 0x00, 0x01, 0xFF, 0xFE, //
-            b'B', 0, 0x00, 0x07, 0x80, 0x00, 0x12, 0x34
-        ]
-    );
+    let mut want = sent(&[b'A', 1, 0x01, 0x02, 0x00, 0x01, 0xFF, 0xFE]);
+    want.extend(sent(&[b'B', 0, 0x00, 0x07, 0x80, 0x00, 0x12, 0x34]));
+    assert_eq!(*w.lock().unwrap(), want);
 }
 
 #[test]
@@ -215,30 +237,114 @@ fn c_read_decodes_words_lane_zero_first() {
 
 #[test]
 fn unknown_opcode_reply_is_a_protocol_error() {
-    // Writes stream: a refused write is found when its echo is read.
-    let (mut b, _) = bus(&[(6, b"?")], 2);
+    // Writes stream: a refused write is found when its echo is read, and sent again (after
+    // the filler) until the tries run out.
+    let again = filler(2).len() + 8;
+    let steps: Vec<(usize, &[u8])> = (0..WRITE_TRIES)
+        .map(|i| (if i == 0 { 8 } else { again }, &b"?"[..]))
+        .collect();
+    let (mut b, w) = bus(&steps, 2);
     b.write_reg(1, 2).unwrap();
     let e = b.settle().unwrap_err();
     assert!(
-        matches!(&e, BridgeError::Protocol(m) if m.contains("'?'")),
+        matches!(&e, BridgeError::Protocol(m) if m.contains("'?'") && m.contains("CRC")),
         "{e}"
     );
-    // A read that stops after a lone '?' is one too, once the deadline passed.
-    let (mut b, _) = bus(&[(2, b"?")], 2);
+    assert_eq!(
+        w.lock().unwrap().len(),
+        8 + (WRITE_TRIES as usize - 1) * again
+    );
+    // A read that stops after a lone '?' on every try is one too.
+    let again = filler(2).len() + 2;
+    let steps: Vec<(usize, &[u8])> = (0..READ_TRIES)
+        .map(|i| (if i == 0 { 2 } else { again }, &b"?"[..]))
+        .collect();
+    let (mut b, _) = bus(&steps, 2);
     b.set_deadline(Duration::from_millis(30));
     let e = b.read_reg(regmap::ID).unwrap_err();
     assert!(
         matches!(&e, BridgeError::Protocol(m) if m.contains("'?'")),
         "{e}"
     );
-    // A different echo is one too.
-    let (mut b, _) = bus(&[(8, b"B")], 2);
+    // A different echo every time: the write's tries run out, saying what came.
+    let steps: Vec<(usize, &[u8])> = (0..WRITE_TRIES)
+        .map(|i| (if i == 0 { 10 } else { 10 + filler(2).len() }, &b"B"[..]))
+        .collect();
+    let (mut b, _) = bus(&steps, 2);
     b.write_a_row(0, 0, &[0, 0]).unwrap();
     let e = b.settle().unwrap_err();
     assert!(
-        matches!(&e, BridgeError::Protocol(m) if m.contains("'B'")),
+        matches!(&e, BridgeError::WritesDamaged { cmd: 'A', tries: WRITE_TRIES, what } if what == "'B'"),
         "{e}"
     );
+}
+
+/// A write the bridge refused as damaged (`'!'`), or whose echo came damaged, is sent again
+/// with every write after it, after the filler; the writes before it are not.
+#[test]
+fn unconfirmed_writes_are_sent_again_with_the_writes_after_them() {
+    let (a, shift, row_b) = (
+        sent(&[b'A', 0, 0, 3, 0, 4, 0, 5]),
+        sent(&[b'W', regmap::SHIFT, 0, 0, 0, 9]),
+        sent(&[b'B', 1, 0, 2, 0, 6, 0, 7]),
+    );
+    for (echoes, resent) in [(&b"A!B"[..], 2usize), (b"AWC", 1), (b"X", 3)] {
+        let again: Vec<u8> = [&a, &shift, &row_b][3 - resent..]
+            .iter()
+            .flat_map(|w| w.iter().copied())
+            .collect();
+        let first = echoes.len().min(3);
+        let steps: Vec<(usize, &[u8])> = vec![
+            (a.len() + shift.len() + row_b.len(), &echoes[..first]),
+            (filler(2).len() + again.len(), &b"AWB"[3 - resent..]),
+        ];
+        let (mut b, w) = bus(&steps, 2);
+        // (The lost echoes' wait.)
+        b.set_deadline(Duration::from_millis(50));
+        b.write_a_row(0, 3, &[4, 5]).unwrap();
+        b.write_reg(regmap::SHIFT, 9).unwrap();
+        b.write_b_row(1, 2, &[6, 7]).unwrap();
+        b.settle().unwrap();
+        let want = [a.clone(), shift.clone(), row_b.clone(), filler(2), again].concat();
+        assert_eq!(*w.lock().unwrap(), want, "{echoes:?}");
+        assert_eq!(b.counters().retries, resent as u64, "{echoes:?}");
+        assert_eq!(b.counters().commands, 3, "{echoes:?}");
+    }
+}
+
+/// `COMMAND` is sent only once the writes before it are confirmed; refused, it is sent
+/// again; a damaged echo leaves it unknown whether it ran, and the bus stops saying so.
+#[test]
+fn a_write_that_must_not_run_twice_is_never_sent_twice_after_a_doubt() {
+    let (a, cmd) = (
+        sent(&[b'A', 0, 0, 3, 0, 4, 0, 5]),
+        sent(&[b'W', regmap::COMMAND, 0, 0, 0, 1]),
+    );
+    let again = filler(2).len() + cmd.len();
+    let (mut b, w) = bus(&[(a.len(), b"A"), (cmd.len(), b"!"), (again, b"W")], 2);
+    b.write_a_row(0, 3, &[4, 5]).unwrap();
+    b.write_reg(regmap::COMMAND, 1).unwrap();
+    // The row's echo was read before COMMAND went out.
+    assert_eq!(b.counters().round_trips, 1);
+    b.settle().unwrap();
+    let want = [a.clone(), cmd.clone(), filler(2), cmd.clone()].concat();
+    assert_eq!(*w.lock().unwrap(), want);
+    let (mut b, w) = bus(&[(cmd.len(), b"V")], 2);
+    b.write_reg(regmap::COMMAND, 1).unwrap();
+    let e = b.settle().unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            BridgeError::Unconfirmed {
+                cmd: 'W',
+                reg: regmap::COMMAND,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("must not run twice"), "{e}");
+    assert_eq!(*w.lock().unwrap(), cmd);
 }
 
 /// Writes go out back to back; the next read takes their echoes (in order) with its reply,
@@ -246,25 +352,26 @@ fn unknown_opcode_reply_is_a_protocol_error() {
 #[test]
 fn writes_stream_and_their_echoes_are_checked_in_order() {
     let reply = checked(&[b'R', 9], &[0, 0, 0, 7]);
-    let (mut b, w) = bus(&[(6, b"W"), (8, b"A"), (6, b"W"), (2, &reply)], 2);
-    b.write_reg(1, 2).unwrap();
+    let (mut b, w) = bus(&[(8, b"W"), (10, b"A"), (8, b"W"), (2, &reply)], 2);
+    b.write_reg(regmap::SHIFT, 2).unwrap();
     b.write_a_row(1, 3, &[4, 5]).unwrap();
-    b.write_reg(6, 7).unwrap();
+    b.write_reg(regmap::K_LEN, 7).unwrap();
     assert_eq!(b.read_reg(9).unwrap(), 7);
-    assert_eq!(
-        *w.lock().unwrap(),
-        [b'W', 1, 0, 0, 0, 2, b'A', 1, 0, 3, 0, 4, 0, 5, b'W', 6, 0, 0, 0, 7, b'R', 9]
-    );
+    let mut want = sent(&[b'W', regmap::SHIFT, 0, 0, 0, 2]);
+    want.extend(sent(&[b'A', 1, 0, 3, 0, 4, 0, 5]));
+    want.extend(sent(&[b'W', regmap::K_LEN, 0, 0, 0, 7]));
+    want.extend([b'R', 9]);
+    assert_eq!(*w.lock().unwrap(), want);
     assert_eq!(b.counters().commands, 4);
     // One wait: the read's, which took the three echoes with its reply.
     assert_eq!(b.counters().round_trips, 1);
-    let steps: Vec<(usize, &[u8])> = (0..MAX_UNACKED + 1).map(|_| (6, &b"W"[..])).collect();
+    let steps: Vec<(usize, &[u8])> = (0..MAX_UNACKED + 1).map(|_| (8, &b"W"[..])).collect();
     let (mut b, _) = bus(&steps, 2);
     for i in 0..MAX_UNACKED {
-        b.write_reg(1, i as u32).unwrap();
+        b.write_reg(regmap::SEED, i as u32).unwrap();
     }
     assert_eq!(b.counters().commands, MAX_UNACKED as u64);
-    b.write_reg(1, 0).unwrap();
+    b.write_reg(regmap::SEED, 0).unwrap();
     assert_eq!(b.counters().commands, MAX_UNACKED as u64);
     b.settle().unwrap();
     assert_eq!(b.counters().commands, MAX_UNACKED as u64 + 1);
@@ -302,12 +409,11 @@ fn silence_is_a_timeout_and_wrong_lengths_are_refused() {
 #[test]
 fn feature_map_rows_and_idle() {
     // 3 lanes: rows of 2 words. Word 6 is row 3.
-    let (mut b, w) = bus(&[(7, b"F"), (7, b"F")], 3);
+    let (mut b, w) = bus(&[(9, b"F"), (9, b"F")], 3);
     b.write_fm(6, &[1, -2, 0x1234, -32768]).unwrap();
-    assert_eq!(
-        *w.lock().unwrap(),
-        [b'F', 0x00, 0x03, 0x00, 0x01, 0xFF, 0xFE, b'F', 0x00, 0x04, 0x12, 0x34, 0x80, 0x00]
-    );
+    let mut want = sent(&[b'F', 0x00, 0x03, 0x00, 0x01, 0xFF, 0xFE]);
+    want.extend(sent(&[b'F', 0x00, 0x04, 0x12, 0x34, 0x80, 0x00]));
+    assert_eq!(*w.lock().unwrap(), want);
     // Not a whole row, or not at a row boundary: refused before anything is sent.
     for (addr, words) in [(0u32, &[1i16][..]), (1, &[1, 2][..])] {
         assert!(matches!(
@@ -316,7 +422,7 @@ fn feature_map_rows_and_idle() {
         ));
     }
     b.idle(1000).unwrap();
-    assert_eq!(w.lock().unwrap().len(), 14);
+    assert_eq!(w.lock().unwrap().len(), 18);
 }
 
 #[test]

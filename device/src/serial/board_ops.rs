@@ -27,10 +27,17 @@ use systole_firmware::protocol::{
 };
 use systole_firmware::store::MAX_TENSORS;
 
-/// How long the host waits for a `MATMUL` / `CONV` answer before resending (the largest
-/// operation the store holds takes a real board at 100 MHz well under a second; a simulated
-/// SoC runs about a hundred times slower).
+/// How long the host waits for a `MATMUL` / `CONV` answer before resending, at most and
+/// before the link's pace was measured (the largest operation the store holds takes a real
+/// board at 100 MHz well under a second; a simulated SoC runs about a hundred times slower).
+/// Once measured, the wait is the operation's multiply-accumulates at that pace
+/// (`exchange`'s docs).
 pub const OP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The cost of a `MATMUL` / `CONV` request besides its multiply-accumulates (the request's
+/// decoding, the driver's setup, the answer), counted as this many of them: so the pace
+/// measured on a small product does not make a large one's wait many times too long.
+pub const OP_FIXED_MACS: u64 = 1 << 16;
 
 /// The tensor id every output is stored as.
 pub const OUT_ID: u8 = 0;
@@ -177,7 +184,8 @@ impl<T: Read + Write> SerialBus<T> {
         ];
         let shift = u8::try_from(job.shift).ok()?;
         let (m, n) = (job.m, job.n);
-        self.board_op(&ops, m * n, out, |ids| {
+        let macs = (m * job.k * n) as u64;
+        self.board_op(&ops, (m * n, macs), out, |ids| {
             Request::Matmul(MatmulRequest {
                 a: ids[0],
                 b: ids[1],
@@ -232,9 +240,9 @@ impl<T: Read + Write> SerialBus<T> {
             return None;
         }
         let shift = u8::try_from(job.shift).ok()?;
-        let (m, _, n) = job.shape();
+        let (m, k, n) = job.shape();
         let flags: Vec<bool> = all.iter().map(|o| o.0).collect();
-        self.board_op(&ops, m * n, out, |ids| {
+        self.board_op(&ops, (m * n, (m * k * n) as u64), out, |ids| {
             let mut it = ids.iter().copied();
             let mut next = |used: bool| {
                 if used {
@@ -259,12 +267,12 @@ impl<T: Read + Write> SerialBus<T> {
         })
     }
 
-    /// Makes `ops` resident, sends the request `make` builds from their ids and reads the
-    /// `out_len` output words back.
+    /// Makes `ops` resident, sends the request `make` builds from their ids (an operation of
+    /// `macs` multiply-accumulates) and reads the `out_len` output words back.
     fn board_op(
         &mut self,
         ops: &[Operand<'_>],
-        out_len: usize,
+        (out_len, macs): (usize, u64),
         out: &mut [i16],
         make: impl FnOnce(&[u8]) -> Request<'static>,
     ) -> Option<Result<DriverStats, LinkError>> {
@@ -287,7 +295,7 @@ impl<T: Read + Write> SerialBus<T> {
         let r = self.flush().and_then(|()| {
             let ids = self.make_resident(ops, out_len)?;
             let req = make(&ids);
-            self.run_op(&req, out)
+            self.run_op(&req, macs, out)
         });
         if r.is_err() {
             self.discard();
@@ -423,19 +431,26 @@ impl<T: Read + Write> SerialBus<T> {
     }
 
     /// Sends a `MATMUL` / `CONV` and reads its whole output into `out`.
-    fn run_op(&mut self, req: &Request<'_>, out: &mut [i16]) -> Result<DriverStats, LinkError> {
-        let (stats, first) = self.send_op(req, out.len())?;
+    fn run_op(
+        &mut self,
+        req: &Request<'_>,
+        macs: u64,
+        out: &mut [i16],
+    ) -> Result<DriverStats, LinkError> {
+        let (stats, first) = self.send_op(req, out.len(), macs)?;
         put(&first, &mut out[..first.len() / 2]);
         self.read_stored(OUT_ID, first.len() / 2, out)?;
         Ok(stats)
     }
 
-    /// Sends a `MATMUL` / `CONV` whose output has `out_len` words; returns the driver's
-    /// counters and the bytes of the output's first words the answer carries.
+    /// Sends a `MATMUL` / `CONV` of `macs` multiply-accumulates whose output has `out_len`
+    /// words; returns the driver's counters and the bytes of the output's first words the
+    /// answer carries.
     pub(crate) fn send_op(
         &mut self,
         req: &Request<'_>,
         out_len: usize,
+        macs: u64,
     ) -> Result<(DriverStats, Vec<u8>), LinkError> {
         let mut payload = [0u8; MAX_PAYLOAD];
         let len = req
@@ -443,7 +458,13 @@ impl<T: Read + Write> SerialBus<T> {
             .map_err(LinkError::Encode)?;
         // The board answers when the whole operation has run: wait for that, not a frame's
         // time (a resend would only wait in its receive FIFO and be answered from the copy).
-        let work = super::exchange::Work::Frame { extra: OP_TIMEOUT };
+        let units = (macs + OP_FIXED_MACS).min(u64::from(u32::MAX)) as u32;
+        let work = super::exchange::Work::Paced {
+            kind: super::exchange::Kind::Mac,
+            units,
+            unmeasured: OP_TIMEOUT,
+            capped: true,
+        };
         let mut p = self.transact_for(req.cmd(), &payload[..len], work)?;
         let bad = |what: String| LinkError::Protocol(what);
         let stats = OpStats::parse(p.get(4..).unwrap_or(&[]))

@@ -15,6 +15,14 @@
 //! * `EVALUATE` (and `RUN_STEPS` on a board without progress reports) wait [`SLACK`] times the
 //!   slowest pace measured so far on this link for that work (per step, per evaluation), or
 //!   their fixed bound before the first measurement.
+//! * `MATMUL` and `CONV` wait [`SLACK`] times the slowest pace per multiply-accumulate
+//!   measured so far on this link for their multiply-accumulates (plus a fixed share for the
+//!   request's own cost, `board_ops::OP_FIXED_MACS`), at most their fixed bound
+//!   (`board_ops::OP_TIMEOUT`, also the bound before the first measurement). So a board that
+//!   stops during a product is found in a few times the product's own time.
+//! * Uploads wait a frame's round trip for each chunk but the last, which the board decodes
+//!   and checks whole (the fixed bound); a state read the same for each chunk but the first,
+//!   for which the board encodes the state.
 //!
 //! **Known losses.** A resend goes out as soon as the frame is known lost instead of when its
 //! wait ends: the board's CRC error (it saw the request damaged), an answer that fails its CRC,
@@ -45,6 +53,8 @@ pub enum Kind {
     Step = 0,
     /// One evaluation of the test split (`EVALUATE`).
     Evaluate = 1,
+    /// One multiply-accumulate of a board operation (`MATMUL`, `CONV`).
+    Mac = 2,
 }
 
 /// What a request asks of the board beyond a frame's round trip.
@@ -52,11 +62,13 @@ pub enum Kind {
 pub(crate) enum Work {
     /// A frame's round trip, plus `extra` of board time (a fixed bound, not measured).
     Frame { extra: Duration },
-    /// `units` of `kind`, bounded by `unmeasured` until the pace of `kind` was measured.
+    /// `units` of `kind`, bounded by `unmeasured` until the pace of `kind` was measured (and
+    /// after, with `capped`, never longer).
     Paced {
         kind: Kind,
         units: u32,
         unmeasured: Duration,
+        capped: bool,
     },
     /// `RUN_STEPS` of `steps` steps on a board that reports progress.
     Reported { steps: u16 },
@@ -72,7 +84,7 @@ impl Work {
 /// The slowest pace measured so far of each [`Kind`] on this link.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Pace {
-    slowest: [Option<Duration>; 2],
+    slowest: [Option<Duration>; 3],
 }
 
 impl Pace {
@@ -149,12 +161,15 @@ impl<T: Read + Write> SerialBus<T> {
                     kind,
                     units,
                     unmeasured,
+                    capped,
                 } => {
+                    let paced = self.pace.slowest(kind).map(|p| p * SLACK * units);
                     round_trip
-                        + self
-                            .pace
-                            .slowest(kind)
-                            .map_or(unmeasured, |p| p * SLACK * units)
+                        + match (paced, capped) {
+                            (Some(p), true) => p.min(unmeasured),
+                            (Some(p), false) => p,
+                            (None, _) => unmeasured,
+                        }
                 }
                 Work::Reported { .. } => round_trip,
             };
@@ -174,7 +189,10 @@ impl<T: Read + Write> SerialBus<T> {
                 Heard::Answer(c, p) if c == command | RESPONSE => {
                     if attempt == 0 {
                         if let Work::Paced { kind, units, .. } = work {
-                            self.pace.note(kind, sent.elapsed() / units.max(1));
+                            // The bytes' time on the line is waited for apart from the work.
+                            let line = self.line_time(len + p.len() + frame::OVERHEAD);
+                            let busy = sent.elapsed().saturating_sub(line);
+                            self.pace.note(kind, busy / units.max(1));
                         }
                     }
                     return Ok(p);

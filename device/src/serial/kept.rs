@@ -166,7 +166,15 @@ impl<T: Read + Write> SerialBus<T> {
                 seed: p.seed,
             });
             bus.flush()?;
-            let (stats, _first) = bus.send_op(&req, p.m * p.n)?;
+            // K is the stored A's inner dimension (its rows when read transposed).
+            let k = store.tensors.iter().find(|t| t.id == a).map_or(0, |t| {
+                if p.tr.a {
+                    t.rows
+                } else {
+                    t.cols
+                }
+            });
+            let (stats, _first) = bus.send_op(&req, p.m * p.n, (p.m * k * p.n) as u64)?;
             store.tensors.push(Resident {
                 id: out,
                 rows: p.m,

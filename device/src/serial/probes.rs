@@ -78,7 +78,8 @@ impl<T: Read + Write> SerialBus<T> {
                             | CAP_HEAP_USE
                             | CAP_STATE_PARTS
                             | CAP_EVALUATE
-                            | CAP_PROGRESS)
+                            | CAP_PROGRESS
+                            | CAP_SATURATION)
                 }
                 false => 0,
             },

@@ -6,17 +6,19 @@
 use super::exchange::{Kind, Work};
 use super::{LinkError, SerialBus};
 use crate::board_train::{Counts, TrainLink};
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::time::Duration;
 use systole_firmware::frame::MAX_PAYLOAD;
 use systole_firmware::protocol::train::{
-    EvalAnswer, HeapUse, RunCounters, StepFailure, TrainRequest, CAP_EVALUATE, CAP_HEAP_USE,
-    CAP_PACKED_DATA, CAP_PROGRESS, CAP_STATE_PARTS, DATA_WRITE_HEADER, DATA_WRITE_PACKED_HEADER,
-    IN_ORDER, MAX_RUN_STEPS, PART_PARAMS, PART_WHOLE, PROGRESS, STATE_READ_HEADER,
-    STATE_WRITE_HEADER,
+    parse_saturation, EvalAnswer, HeapUse, RunCounters, StepFailure, TrainRequest, CAP_EVALUATE,
+    CAP_HEAP_USE, CAP_PACKED_DATA, CAP_PROGRESS, CAP_SATURATION, CAP_STATE_PARTS,
+    DATA_WRITE_HEADER, DATA_WRITE_PACKED_HEADER, IN_ORDER, MAX_RUN_STEPS, PART_PARAMS, PART_WHOLE,
+    PROGRESS, STATE_READ_HEADER, STATE_WRITE_HEADER,
 };
 use systole_firmware::protocol::{ErrorCode, Request};
 use systole_step::resident::StateError;
+use systole_step::SaturationCount;
 
 /// How long the host waits for one step before any step's pace was measured on the link (a
 /// real board at 100 MHz runs a digits step in well under a second; the simulated SoC a
@@ -65,8 +67,9 @@ impl<T: Read + Write> SerialBus<T> {
                 (None, false) => DATA_WRITE_HEADER,
                 _ => DATA_WRITE_PACKED_HEADER,
             };
+        let chunks = records.len().div_ceil(per);
         for (i, chunk) in records.chunks(per).enumerate() {
-            self.train_request(&TrainRequest::DataWrite {
+            let req = TrainRequest::DataWrite {
                 test,
                 features,
                 divisor,
@@ -74,9 +77,20 @@ impl<T: Read + Write> SerialBus<T> {
                 total,
                 offset: (i * per) as u32,
                 bytes: chunk,
-            })?;
+            };
+            self.upload_chunk(&req, i + 1 == chunks)?;
         }
         Ok(())
+    }
+
+    /// One chunk of an upload: the board stores it and answers at once, but for the `last`,
+    /// which it decodes and checks whole ([`Self::train_request`]'s wait).
+    fn upload_chunk(&mut self, req: &TrainRequest<'_>, last: bool) -> Result<(), LinkError> {
+        match last {
+            true => self.train_request(req),
+            false => self.train_request_for(req, Work::FRAME),
+        }
+        .map(|_| ())
     }
 
     /// One training request. The board may work a while before it answers (the last chunk of
@@ -118,13 +132,14 @@ impl<T: Read + Write> TrainLink for SerialBus<T> {
     fn write_state(&mut self, bytes: &[u8]) -> Result<(), LinkError> {
         let total = u32::try_from(bytes.len())
             .map_err(|_| LinkError::Protocol("a training state over 4 GiB".into()))?;
-        for (i, chunk) in bytes.chunks(MAX_PAYLOAD - STATE_WRITE_HEADER).enumerate() {
-            let offset = (i * (MAX_PAYLOAD - STATE_WRITE_HEADER)) as u32;
-            self.train_request(&TrainRequest::StateWrite {
+        let per = MAX_PAYLOAD - STATE_WRITE_HEADER;
+        for (i, chunk) in bytes.chunks(per).enumerate() {
+            let req = TrainRequest::StateWrite {
                 total,
-                offset,
+                offset: (i * per) as u32,
                 bytes: chunk,
-            })?;
+            };
+            self.upload_chunk(&req, (i + 1) * per >= bytes.len())?;
         }
         Ok(())
     }
@@ -144,11 +159,16 @@ impl<T: Read + Write> TrainLink for SerialBus<T> {
         let mut out = Vec::new();
         loop {
             let offset = out.len() as u32;
-            let p = self.train_request(&TrainRequest::StateRead {
+            let req = TrainRequest::StateRead {
                 offset,
                 count,
                 part,
-            })?;
+            };
+            // The first takes the snapshot (the board encodes the state); the rest copy it.
+            let p = match offset {
+                0 => self.train_request(&req)?,
+                _ => self.train_request_for(&req, Work::FRAME)?,
+            };
             let bad = || LinkError::Protocol(format!("STATE_READ answer of {} bytes", p.len()));
             let total =
                 u32::from_le_bytes(p.get(..4).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
@@ -204,10 +224,42 @@ impl<T: Read + Write> TrainLink for SerialBus<T> {
             kind: Kind::Evaluate,
             units: 1,
             unmeasured: STEP_TIMEOUT * 4,
+            capped: false,
         };
         let p = self.train_request_for(&TrainRequest::Evaluate { epochs }, work)?;
         EvalAnswer::parse(&p)
             .ok_or_else(|| LinkError::Protocol(format!("EVALUATE answer of {} bytes", p.len())))
+    }
+
+    fn counts_saturation(&self) -> bool {
+        self.train_caps & CAP_SATURATION != 0
+    }
+
+    fn saturation(&mut self) -> Result<BTreeMap<String, SaturationCount>, LinkError> {
+        let mut out = BTreeMap::new();
+        loop {
+            let first = u16::try_from(out.len())
+                .map_err(|_| LinkError::Protocol("over 65,535 saturation entries".into()))?;
+            let req = TrainRequest::Saturation { first };
+            let p = self.train_request_for(&req, Work::FRAME)?;
+            let bad = || LinkError::Protocol(format!("SATURATION answer of {} bytes", p.len()));
+            let (total, entries) = parse_saturation(&p).ok_or_else(bad)?;
+            let before = out.len();
+            for e in entries {
+                let c = SaturationCount {
+                    ops: e.ops,
+                    retries: e.retries,
+                    saturated_words: e.saturated_words,
+                };
+                out.insert(e.op.to_string(), c);
+            }
+            if out.len() >= usize::from(total) {
+                return Ok(out);
+            }
+            if out.len() == before {
+                return Err(bad());
+            }
+        }
     }
 
     fn run_steps(
@@ -231,6 +283,7 @@ impl<T: Read + Write> TrainLink for SerialBus<T> {
                 kind: Kind::Step,
                 units: steps.into(),
                 unmeasured: STEP_TIMEOUT * u32::from(steps),
+                capped: false,
             },
         };
         let flags = if in_order { IN_ORDER } else { 0 } | if reports { PROGRESS } else { 0 };

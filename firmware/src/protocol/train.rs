@@ -27,6 +27,9 @@ pub const CAP_EVALUATE: u8 = 0x20;
 /// `RUN_STEPS` that asks for it ([`PROGRESS`]): a [`WORKING`] frame when it accepts the request
 /// and one after each step.
 pub const CAP_PROGRESS: u8 = 0x40;
+/// `PING` answer capability bit (with [`CAP_TRAIN`]): the board counts the saturation of the
+/// steps and evaluations it runs, per operation, and answers `SATURATION` with them.
+pub const CAP_SATURATION: u8 = 0x80;
 /// `RUN_STEPS` flag (with [`CAP_PROGRESS`]): send [`WORKING`] frames while the steps run, so
 /// the host knows the request arrived and the board is alive.
 pub const PROGRESS: u8 = 0x02;
@@ -71,6 +74,13 @@ pub const IN_ORDER: u8 = 0x01;
 pub const RUN_REPLY_HEADER: usize = 26;
 /// Bytes of one step's result in a `RUN_STEPS` answer: loss (f32 bits) u32, correct u16.
 pub const STEP_RESULT_BYTES: usize = 6;
+/// Bytes of a `SATURATION` payload (first entry u16).
+pub const SATURATION_LEN: usize = 2;
+/// Bytes of a `SATURATION` answer before its entries: entries in all u16, entries here u16.
+pub const SATURATION_HEADER: usize = 4;
+/// Bytes of a `SATURATION` entry besides its name: name length u8, then after the name device
+/// operations u64, retries u64, saturated words u64.
+pub const SATURATION_ENTRY_FIXED: usize = 25;
 /// Most steps one `RUN_STEPS` runs (its answer holds every step's result).
 pub const MAX_RUN_STEPS: usize = (MAX_PAYLOAD - RUN_REPLY_HEADER) / STEP_RESULT_BYTES;
 
@@ -145,6 +155,12 @@ pub enum TrainRequest<'a> {
         /// Epochs completed (the evaluation's seeds derive from it).
         epochs: u32,
     },
+    /// `SATURATION`: the saturation counts of the steps and evaluations run on the installed
+    /// state, from entry `first` in the order of the operations' names.
+    Saturation {
+        /// First entry.
+        first: u16,
+    },
 }
 
 impl TrainRequest<'_> {
@@ -164,6 +180,7 @@ impl TrainRequest<'_> {
             TrainRequest::RunSteps { .. } => cmd::RUN_STEPS,
             TrainRequest::HeapUse => cmd::HEAP_USE,
             TrainRequest::FormatsWrite { .. } => cmd::FORMATS_WRITE,
+            TrainRequest::Saturation { .. } => cmd::SATURATION,
         }
     }
 }
@@ -221,6 +238,9 @@ pub(super) fn parse(cmd: u8, p: &[u8]) -> Result<TrainRequest<'_>, ErrorCode> {
         c::HEAP_USE if p.is_empty() => TrainRequest::HeapUse,
         c::EVALUATE if p.len() == EVALUATE_LEN => TrainRequest::Evaluate {
             epochs: u32_at(p, 0),
+        },
+        c::SATURATION if p.len() == SATURATION_LEN => TrainRequest::Saturation {
+            first: u16_at(p, 0),
         },
         c::RUN_STEPS if p.len() == RUN_STEPS_LEN => {
             let steps = u16_at(p, 8);
@@ -306,7 +326,94 @@ pub(super) fn encode(r: &TrainRequest<'_>, w: &mut Writer<'_>) -> Result<(), Enc
         }
         TrainRequest::HeapUse => Ok(()),
         TrainRequest::Evaluate { epochs } => w.put(&epochs.to_le_bytes()),
+        TrainRequest::Saturation { first } => w.put(&first.to_le_bytes()),
     }
+}
+
+/// One operation's entry in a `SATURATION` answer (`systole_step::SaturationCount` under the
+/// operation's name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SaturationEntry<'a> {
+    /// The operation's name (at most 255 bytes of UTF-8).
+    pub op: &'a str,
+    /// Device operations run.
+    pub ops: u64,
+    /// Re-runs because an output saturated.
+    pub retries: u64,
+    /// Saturated words kept.
+    pub saturated_words: u64,
+}
+
+/// Writes a `SATURATION` answer into `out`: `total` entries in all, then as many of `entries`
+/// (the answer's, from its first) as fit whole. Returns the answer's length.
+pub fn encode_saturation<'a>(
+    total: u16,
+    entries: impl Iterator<Item = SaturationEntry<'a>>,
+    out: &mut [u8],
+) -> usize {
+    let mut at = SATURATION_HEADER;
+    let mut count = 0u16;
+    for e in entries {
+        let name = e.op.as_bytes();
+        let len = SATURATION_ENTRY_FIXED + name.len();
+        if name.len() > usize::from(u8::MAX) || at + len > out.len() {
+            break;
+        }
+        out[at] = name.len() as u8;
+        out[at + 1..at + 1 + name.len()].copy_from_slice(name);
+        let mut f = at + 1 + name.len();
+        for v in [e.ops, e.retries, e.saturated_words] {
+            out[f..f + 8].copy_from_slice(&v.to_le_bytes());
+            f += 8;
+        }
+        at += len;
+        count += 1;
+    }
+    out[..2].copy_from_slice(&total.to_le_bytes());
+    out[2..4].copy_from_slice(&count.to_le_bytes());
+    at
+}
+
+/// Reads a `SATURATION` answer: the entries in all and this answer's entries; `None` when it is
+/// not one (lengths that do not add up, a name that is not UTF-8).
+pub fn parse_saturation(p: &[u8]) -> Option<(u16, impl Iterator<Item = SaturationEntry<'_>> + '_)> {
+    let (total, count) = (u16_at(p.get(..SATURATION_HEADER)?, 0), u16_at(p, 2));
+    let entry = |at: usize| -> Option<(SaturationEntry<'_>, usize)> {
+        let len = usize::from(*p.get(at)?);
+        let name = core::str::from_utf8(p.get(at + 1..at + 1 + len)?).ok()?;
+        let f = p.get(at + 1 + len..at + SATURATION_ENTRY_FIXED + len)?;
+        let u64_at = |i: usize| u64::from(u32_at(f, i)) | (u64::from(u32_at(f, i + 4)) << 32);
+        let e = SaturationEntry {
+            op: name,
+            ops: u64_at(0),
+            retries: u64_at(8),
+            saturated_words: u64_at(16),
+        };
+        Some((e, at + SATURATION_ENTRY_FIXED + len))
+    };
+    // Checked whole first, so the iterator below never stops early.
+    let mut at = SATURATION_HEADER;
+    for _ in 0..count {
+        at = entry(at)?.1;
+    }
+    if at != p.len() || count > total {
+        return None;
+    }
+    let mut at = SATURATION_HEADER;
+    let entries = (0..count).map(move |_| {
+        let (e, next) = entry(at).unwrap_or((
+            SaturationEntry {
+                op: "",
+                ops: 0,
+                retries: 0,
+                saturated_words: 0,
+            },
+            at,
+        ));
+        at = next;
+        e
+    });
+    Some((total, entries))
 }
 
 /// An `EVALUATE` answer: images u32, correct u32, mean loss (f32 bits) u32, then the board's

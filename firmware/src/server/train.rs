@@ -6,17 +6,20 @@ use super::Failure;
 use crate::frame::MAX_PAYLOAD;
 use crate::products::{BoardProducts, ProductsError};
 use crate::protocol::train::{
-    EvalAnswer, HeapUse, RunCounters, StepFailure, TrainRequest, EVALUATE_REPLY, HEAP_USE_REPLY,
-    IN_ORDER, PART_WHOLE, PROGRESS, RUN_REPLY_HEADER, STATE_READ_HEADER, STEP_RESULT_BYTES,
+    encode_saturation, EvalAnswer, HeapUse, RunCounters, SaturationEntry, StepFailure,
+    TrainRequest, EVALUATE_REPLY, HEAP_USE_REPLY, IN_ORDER, PART_WHOLE, PROGRESS, RUN_REPLY_HEADER,
+    STATE_READ_HEADER, STEP_RESULT_BYTES,
 };
 use crate::protocol::ErrorCode;
+use alloc::collections::BTreeMap;
+use alloc::string::String;
 use alloc::vec::Vec;
 use systole_core::{AcceleratorBus, ArrayConfig};
 use systole_step::resident::{
     decode_formats, evaluate_resident, image_bytes, run_steps, short_order, DataSet, RunSteps,
     TrainState, MAX_RESIDENT_IMAGES,
 };
-use systole_step::StepError;
+use systole_step::{Arith, SaturationCount, StepError};
 
 /// What an epoch order is drawn from: run seed, epochs done (`None`: the stored order),
 /// images.
@@ -52,6 +55,9 @@ pub struct Session {
     /// `STATE_READ` at offset 0 found it.
     snapshot: Vec<u8>,
     snapshot_part: u8,
+    /// The saturation counts of the steps and evaluations run on the installed state
+    /// (`SATURATION`).
+    saturation: BTreeMap<String, SaturationCount>,
 }
 
 impl Session {
@@ -70,6 +76,7 @@ impl Session {
             test_upload: None,
             snapshot: Vec::new(),
             snapshot_part: PART_WHOLE,
+            saturation: BTreeMap::new(),
         }
     }
 
@@ -215,6 +222,30 @@ pub(super) fn execute<B: AcceleratorBus>(
             out[..HEAP_USE_REPLY].copy_from_slice(&h.encode());
             Ok(HEAP_USE_REPLY)
         }
+        TrainRequest::Saturation { first } => {
+            let total = u16::try_from(s.saturation.len()).unwrap_or(u16::MAX);
+            let entries = s
+                .saturation
+                .iter()
+                .skip(first.into())
+                .map(|(op, c)| SaturationEntry {
+                    op,
+                    ops: c.ops,
+                    retries: c.retries,
+                    saturated_words: c.saturated_words,
+                });
+            Ok(encode_saturation(total, entries, &mut out[..MAX_PAYLOAD]))
+        }
+    }
+}
+
+/// Adds the counts of a request's arithmetic to the session's.
+fn note_saturation(
+    into: &mut BTreeMap<String, SaturationCount>,
+    counts: &BTreeMap<String, SaturationCount>,
+) {
+    for (op, c) in counts {
+        into.entry(op.clone()).or_default().add(c);
     }
 }
 
@@ -249,6 +280,7 @@ fn state_write(
         let st = TrainState::decode(&up.into).map_err(|e| (ErrorCode::BadTrainState, e.code()))?;
         drop(up);
         s.state = Some(st);
+        s.saturation = BTreeMap::new();
     }
     Ok(0)
 }
@@ -344,7 +376,9 @@ fn evaluate_request<B: AcceleratorBus>(
     let mut a = st.arith(BoardProducts::new(&mut *bus, *config));
     let result = evaluate_resident(&mut a, st, test, epochs.into());
     let stats = *a.products().stats();
+    let sat = a.saturation();
     drop(a);
+    note_saturation(&mut s.saturation, &sat);
     let (loss, correct) = match result {
         Ok(r) => r,
         Err(e) => {
@@ -421,7 +455,9 @@ fn run_request<B: AcceleratorBus>(
         progress(done);
     });
     let stats = *a.products().stats();
+    let sat = a.saturation();
     drop(a);
+    note_saturation(&mut s.saturation, &sat);
     if let Err(e) = result {
         // The state is part-way through a step: it must not be trained on or read back.
         s.state = None;
@@ -446,10 +482,15 @@ pub(super) fn train_caps(train: &Option<Session>, caps_len: usize, out: &mut [u8
     match train {
         Some(s) if caps_len > 0 => {
             use crate::protocol::train::{
-                CAP_EVALUATE, CAP_HEAP_USE, CAP_PACKED_DATA, CAP_PROGRESS, CAP_STATE_PARTS,
-                CAP_TRAIN,
+                CAP_EVALUATE, CAP_HEAP_USE, CAP_PACKED_DATA, CAP_PROGRESS, CAP_SATURATION,
+                CAP_STATE_PARTS, CAP_TRAIN,
             };
-            out[0] |= CAP_TRAIN | CAP_PACKED_DATA | CAP_STATE_PARTS | CAP_EVALUATE | CAP_PROGRESS;
+            out[0] |= CAP_TRAIN
+                | CAP_PACKED_DATA
+                | CAP_STATE_PARTS
+                | CAP_EVALUATE
+                | CAP_PROGRESS
+                | CAP_SATURATION;
             if s.measures_heap() {
                 out[0] |= CAP_HEAP_USE;
             }

@@ -1,9 +1,11 @@
 //! The byte-protocol bridge of the bridge top (protocol in the parent module's docs).
 //!
-//! The check of read replies is a bit-serial CRC-16 ([`systole_core::crc`]): each byte the
-//! CRC covers is shifted in one bit per clock, eight clocks per byte, while the UART takes at
-//! least 40 clocks per byte (4 clocks per bit at the least), so a 16-bit register, a byte
-//! shift register and a bit counter are all it costs.
+//! The check of writes and of read replies is one bit-serial CRC-16 ([`systole_core::crc`]):
+//! each byte the CRC covers is shifted in one bit per clock, eight clocks per byte, while the
+//! UART takes at least 40 clocks per byte (4 clocks per bit at the least), so a 16-bit
+//! register, a byte shift register and a bit counter are all it costs. A write's own CRC is
+//! shifted in after its bytes: the register then reads zero exactly when the write arrived as
+//! sent (the CRC has no final XOR and no reflection), and only then is it carried out.
 
 use rust_hdl_core::prelude::*;
 use rust_hdl_widgets::{dff::DFF, dff_setup};
@@ -23,6 +25,11 @@ pub const OP_READ_C: u8 = b'C';
 pub const OP_WRITE_FM: u8 = b'F';
 /// Reply to an unknown opcode.
 pub const REPLY_UNKNOWN: u8 = b'?';
+/// Reply to a write whose CRC did not match its bytes: nothing was written. At least two bits
+/// from every echo and from [`REPLY_UNKNOWN`], so one flipped bit never turns one into another.
+pub const REPLY_DAMAGED: u8 = b'!';
+/// Bytes of the CRC that ends every write command.
+pub const WRITE_CRC_BYTES: usize = 2;
 
 /// Bridge states.
 #[derive(Copy, Clone, Debug, PartialEq, LogicState)]
@@ -33,6 +40,10 @@ enum BridgeState {
     Header,
     /// Collecting row words into the lane chain.
     Payload,
+    /// Collecting a write's two CRC bytes (`header_left` counts them).
+    Trailer,
+    /// Waiting for the CRC to take the last byte in, then checking it.
+    Verify,
     /// One cycle with the register or row strobe.
     Exec,
     /// The C row is valid: copy it into the lane chain.
@@ -264,6 +275,9 @@ impl Logic for UartBridge {
                             self.state.d.next = BridgeState::Payload;
                             self.words_left.d.next = self.fm_words.val();
                             self.high_byte.d.next = true;
+                        } else if self.op.q.val() == 0x57 {
+                            self.state.d.next = BridgeState::Trailer;
+                            self.header_left.d.next = 2.into();
                         } else {
                             self.state.d.next = BridgeState::Exec;
                         }
@@ -272,6 +286,8 @@ impl Logic for UartBridge {
             }
             BridgeState::Payload => {
                 if self.rx_valid.val() {
+                    self.crc_byte.d.next = self.rx_data.val();
+                    self.crc_bits_left.d.next = 8.into();
                     if self.high_byte.q.val() {
                         self.held.d.next = self.rx_data.val();
                         self.high_byte.d.next = false;
@@ -286,8 +302,30 @@ impl Logic for UartBridge {
                         self.high_byte.d.next = true;
                         self.words_left.d.next = self.words_left.q.val() - 1;
                         if self.words_left.q.val() == 1 {
-                            self.state.d.next = BridgeState::Exec;
+                            self.state.d.next = BridgeState::Trailer;
+                            self.header_left.d.next = 2.into();
                         }
+                    }
+                }
+            }
+            BridgeState::Trailer => {
+                if self.rx_valid.val() {
+                    self.crc_byte.d.next = self.rx_data.val();
+                    self.crc_bits_left.d.next = 8.into();
+                    self.header_left.d.next = self.header_left.q.val() - 1;
+                    if self.header_left.q.val() == 1 {
+                        self.state.d.next = BridgeState::Verify;
+                    }
+                }
+            }
+            BridgeState::Verify => {
+                // The write and its CRC leave zero in the register only when undamaged.
+                if !self.crc_bits_left.q.val().any() {
+                    if self.crc.q.val().any() {
+                        self.op.d.next = bits::<8>(0x21);
+                        self.state.d.next = BridgeState::Ack;
+                    } else {
+                        self.state.d.next = BridgeState::Exec;
                     }
                 }
             }
@@ -502,6 +540,12 @@ mod tests {
             .unwrap()
     }
 
+    /// A write command: `bytes` followed by their CRC, high byte first.
+    fn write(bytes: &[u8]) -> Vec<u8> {
+        let crc = systole_core::crc::crc16_bitwise(bytes);
+        bytes.iter().copied().chain(crc.to_be_bytes()).collect()
+    }
+
     /// `data` followed by the CRC of `request` and `data`, high byte first: a read's reply.
     fn checked(request: &[u8], data: &[u8]) -> Vec<u8> {
         let all: Vec<u8> = request.iter().chain(data).copied().collect();
@@ -512,7 +556,7 @@ mod tests {
     #[test]
     fn register_write_and_read() {
         let s = run(vec![
-            (vec![b'W', 0x0B, 0x00, 0x01, 0x02, 0x03], 1),
+            (write(&[b'W', 0x0B, 0x00, 0x01, 0x02, 0x03]), 1),
             (vec![b'R', 0x00], 6),
             (vec![b'R', 0x07], 6),
         ]);
@@ -536,8 +580,8 @@ mod tests {
             b.extend(w.to_be_bytes());
         }
         let s = run(vec![
-            (a, 1),
-            (b, 1),
+            (write(&a), 1),
+            (write(&b), 1),
             (vec![b'C', 1, 0x00, 0x03], 2 * N + 2),
             (vec![b'x'], 1),
         ]);
@@ -567,7 +611,10 @@ mod tests {
             }
             let s = run_lanes(
                 n,
-                vec![(f, 1), (vec![b'F', 0, 1, 0, 9, 0, 8, 0, 7, 0, 6], 1)],
+                vec![
+                    (write(&f), 1),
+                    (write(&[b'F', 0, 1, 0, 9, 0, 8, 0, 7, 0, 6]), 1),
+                ],
             );
             let want: Vec<i64> = words.iter().map(|&w| w.into()).collect();
             assert_eq!(
@@ -577,6 +624,36 @@ mod tests {
             );
             assert_eq!(s.sent, b"FF", "{n} lanes");
             assert!(s.a_rows.is_empty() && s.b_rows.is_empty() && s.reg_writes.is_empty());
+        }
+    }
+
+    /// Every write with one bit flipped anywhere (opcode aside: that makes another command)
+    /// is answered `'!'` and changes nothing; the same write intact then goes through.
+    #[test]
+    fn a_damaged_write_is_refused_and_changes_nothing() {
+        let mut a = vec![b'A', 1, 0x01, 0x05];
+        for w in [1i16, -2, 300, -32768] {
+            a.extend(w.to_be_bytes());
+        }
+        let f = vec![b'F', 0, 1, 0, 9, 0, 8, 0, 7, 0, 6];
+        let reg = vec![b'W', 0x0B, 0x00, 0x01, 0x02, 0x03];
+        for cmd in [reg, a, f] {
+            let good = write(&cmd);
+            let clean = run(vec![(good.clone(), 1)]);
+            for byte in 1..good.len() {
+                let mut bad = good.clone();
+                bad[byte] ^= 1 << (byte % 8);
+                let s = run(vec![(bad, 1), (good.clone(), 1)]);
+                assert_eq!(s.sent, [REPLY_DAMAGED, cmd[0]], "byte {byte} of {cmd:?}");
+                let strobes = (&s.reg_writes, &s.a_rows, &s.b_rows, &s.fm_rows);
+                let once = (
+                    &clean.reg_writes,
+                    &clean.a_rows,
+                    &clean.b_rows,
+                    &clean.fm_rows,
+                );
+                assert_eq!(strobes, once, "byte {byte} of {cmd:?}");
+            }
         }
     }
 

@@ -9,12 +9,13 @@
 //!
 //! | command | bytes sent | reply |
 //! |---------|-----------|-------|
-//! | write register | `'W'` addr data(4) | `'W'` once written |
+//! | write register | `'W'` addr data(4) crc(2) | `'W'` once written |
 //! | read register | `'R'` addr | data(4) crc(2) |
-//! | write A row | `'A'` bank row(2) then `n` words | `'A'` once written |
-//! | write B row | `'B'` bank row(2) then `n` words | `'B'` once written |
+//! | write A row | `'A'` bank row(2) then `n` words, crc(2) | `'A'` once written |
+//! | write B row | `'B'` bank row(2) then `n` words, crc(2) | `'B'` once written |
 //! | read C row | `'C'` bank row(2) | `n` words, crc(2) |
-//! | write feature-map row | `'F'` row(2) then `R` words | `'F'` once written |
+//! | write feature-map row | `'F'` row(2) then `R` words, crc(2) | `'F'` once written |
+//! | a write whose crc does not match | | `'!'`, nothing written |
 //! | anything else | one byte | `'?'` |
 //!
 //! `R` is the feature-map row width (`ArrayConfig::fm_row_words`: the largest power of two of
@@ -22,12 +23,15 @@
 //! the conv unit ([`BridgeTopOptions::fm_depth`] 0, the default of the board flows) accepts
 //! `'F'` and ignores it; its `CONFIG` register says the unit is absent.
 //!
-//! `crc` is the CRC-16 of [`systole_core::crc`] over the read command's bytes as the bridge
-//! received them (opcode and header) followed by the reply's data bytes, sent big-endian.
-//! It covers both directions of a read: a flipped bit in the address or in the data makes the
+//! `crc` is the CRC-16 of [`systole_core::crc`], sent big-endian. A write's covers its own
+//! bytes (opcode, header and words as sent): the bridge checks it before it writes anything,
+//! and answers `'!'` ([`REPLY_DAMAGED`]) instead of the echo when a byte arrived damaged, so a
+//! flipped bit on the way to the board is never written. A read's covers the read command's
+//! bytes as the bridge received them (opcode and header) followed by the reply's data bytes:
+//! it covers both directions of a read: a flipped bit in the address or in the data makes the
 //! host's CRC of what it sent and got differ, and the host reads again (reads change nothing on
-//! the board) or stops with an error. A write's reply is its opcode echoed: a flipped echo
-//! is caught as a wrong echo (the write's own bytes are not checked).
+//! the board) or stops with an error. A write's echo is one byte: a flipped echo is caught as
+//! a wrong echo (see `systole_device::bridge` for what the host does then).
 //!
 //! The bridge takes the next command as soon as it starts sending a write's one-byte echo, so
 //! the host streams writes and checks their echoes later; bytes that arrive while a read's
@@ -43,7 +47,7 @@ mod bridge;
 
 pub use bridge::{
     UartBridge, OP_READ_C, OP_READ_REG, OP_WRITE_A, OP_WRITE_B, OP_WRITE_FM, OP_WRITE_REG,
-    REPLY_UNKNOWN,
+    REPLY_DAMAGED, REPLY_UNKNOWN, WRITE_CRC_BYTES,
 };
 
 use crate::top::{Core, CORE_TILE_ROW_BITS};
@@ -311,7 +315,9 @@ mod tests {
                 wait_clock_cycles!(ep, clock, x, 8);
                 x.reset_pin.next = true;
                 wait_clock_cycles!(ep, clock, x, 8);
-                let cmds: [&[u8]; 3] = [&[b'R', 0], &[b'W', 8, 0, 0, 0, 5], &[b'R', 8]];
+                let crc = systole_core::crc::crc16_bitwise(&[b'W', 8, 0, 0, 0, 5]).to_be_bytes();
+                let write = [b'W', 8, 0, 0, 0, 5, crc[0], crc[1]];
+                let cmds: [&[u8]; 3] = [&[b'R', 0], &write, &[b'R', 8]];
                 for cmd in cmds {
                     for &b in cmd {
                         let frame = (0..10).map(|i| match i {

@@ -133,8 +133,9 @@ fn check_on(
     }
     let st = dev.stats();
     outln!(
-        "{}: {total} operations agree with the golden model bit for bit ({} MACs, {} cycles)",
+        "{} ({}-bit words): {total} operations agree with the golden model bit for bit ({} MACs, {} cycles)",
         dev.name(),
+        w,
         st.macs,
         st.cycles
     );

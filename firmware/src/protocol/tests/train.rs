@@ -231,3 +231,35 @@ fn evaluation_payloads_with_literal_bytes() {
     assert_eq!(EvalAnswer::parse(&bytes), Some(a));
     assert_eq!(EvalAnswer::parse(&bytes[..35]), None);
 }
+
+/// `SATURATION`: the request's first entry, and answers that hold the entries that fit, whole,
+/// and read back as written; a name cut short or a count that does not add up is no answer.
+#[test]
+fn saturation_requests_and_answers() {
+    use crate::protocol::train::{encode_saturation, parse_saturation, SaturationEntry};
+    let req = Request::parse(0x17, &[3, 1]).unwrap();
+    assert_eq!(
+        req,
+        Request::Train(TrainRequest::Saturation { first: 0x0103 })
+    );
+    assert_eq!(Request::parse(0x17, &[3]), Err(ErrorCode::Malformed));
+    let entry = |op, n| SaturationEntry {
+        op,
+        ops: n,
+        retries: n + 1,
+        saturated_words: 1 << 40,
+    };
+    let all = [entry("layer 1 forward", 7), entry("layer 2 backward dW", 9)];
+    let mut out = [0u8; 128];
+    let len = encode_saturation(2, all.iter().copied(), &mut out);
+    assert_eq!(len, 4 + 2 * 25 + 15 + 19);
+    let (total, got) = parse_saturation(&out[..len]).unwrap();
+    assert_eq!((total, got.collect::<Vec<_>>()), (2, all.to_vec()));
+    // Room for one entry: the answer holds it and says there are two.
+    let len = encode_saturation(2, all.iter().copied(), &mut out[..4 + 25 + 15 + 5]);
+    let (total, got) = parse_saturation(&out[..len]).unwrap();
+    assert_eq!((total, got.collect::<Vec<_>>()), (2, all[..1].to_vec()));
+    assert!(parse_saturation(&out[..len - 1]).is_none());
+    out[2] = 2;
+    assert!(parse_saturation(&out[..len]).is_none());
+}

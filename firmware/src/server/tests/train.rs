@@ -166,9 +166,9 @@ fn steps_over_two_requests_equal_the_step_library() {
     let a = exchange(cfg, &reqs);
     assert_eq!(a.len(), reqs.len());
     assert_eq!(a[0].1.len(), PING_REPLY_WITH_TRAIN);
-    // Board operations, training, packed data sets, state parts, evaluation, progress; no
-    // HEAP_USE without a heap probe.
-    assert_eq!(a[0].1[11], 0x77);
+    // Board operations, training, packed data sets, state parts, evaluation, progress,
+    // saturation counts; no HEAP_USE without a heap probe.
+    assert_eq!(a[0].1[11], 0xF7);
     assert_eq!(&a[0].1[16..], &0x0003_0000u32.to_le_bytes());
     refused(&a[1], ErrorCode::NotLoaded, 0);
     assert_eq!(a[3], (0x90, vec![]));
@@ -283,7 +283,7 @@ fn packed_pixels_train_as_bytes_and_the_heap_is_measured() {
         ],
         Some(probe),
     );
-    assert_eq!(with_bits[0].1[11], 0x7F, "HEAP_USE announced");
+    assert_eq!(with_bits[0].1[11], 0xFF, "HEAP_USE announced");
     assert_eq!(with_bits[2], (0x94, vec![]));
     assert_eq!(with_bits[3], with_bytes[2], "the steps' answers");
     assert_eq!(with_bits[5], with_bytes[4], "the state after them");
