@@ -5,7 +5,7 @@
 use super::rng::SplitMix64;
 use super::TrainError;
 use serde::{Deserialize, Serialize};
-pub use systole_step::graph::run::{backward, forward, Span, Tape};
+pub use systole_step::graph::run::{backward, backward_span, forward, forward_span, Span, Tape};
 pub use systole_step::graph::{builtin, Graph, Shape, Src};
 pub use systole_step::Layer;
 
