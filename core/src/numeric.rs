@@ -112,14 +112,31 @@ impl Rounding {
         }
     }
 
-    /// Parses a command-line name (`truncate`, `nearest`/`rne`, `stochastic`/`sr`).
-    pub fn parse(name: &str) -> Option<Rounding> {
-        match name {
-            "truncate" | "trunc" | "floor" => Some(Rounding::Truncate),
-            "nearest" | "rne" | "nearest-even" => Some(Rounding::NearestEven),
-            "stochastic" | "sr" => Some(Rounding::Stochastic),
-            _ => None,
+    /// Other names the command line accepts.
+    pub const fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Rounding::Truncate => &["trunc", "floor"],
+            Rounding::NearestEven => &["rne", "nearest-even"],
+            Rounding::Stochastic => &["sr"],
         }
+    }
+
+    /// Parses a command-line name ([`Rounding::name`] or one of its [`Rounding::aliases`]).
+    pub fn parse(name: &str) -> Option<Rounding> {
+        let named = |r: &&Rounding| r.name() == name || r.aliases().contains(&name);
+        Rounding::ALL.iter().find(named).copied()
+    }
+}
+
+/// `--rounding` as the command line takes it: the names and aliases above.
+#[cfg(feature = "clap")]
+impl clap::ValueEnum for Rounding {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Rounding::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()).aliases(self.aliases().iter().copied()))
     }
 }
 

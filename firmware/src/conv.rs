@@ -334,14 +334,13 @@ pub fn sends_maps_once(cfg: &ArrayConfig, job: &ConvJob<'_>) -> bool {
     ConvGeom::slots(slot, cfg.fm_depth).is_ok_and(|slots| span <= slots)
 }
 
-/// Computes one convolution op on the conv unit behind `bus`, bit-exact with the golden
-/// model. `out` receives the lowered output matrix (see the module table), row-major.
-pub fn conv2d<B: AcceleratorBus>(
-    bus: &mut B,
+/// The checks of [`conv2d`] before the bus is touched: the configuration, the geometry, the
+/// operands' lengths and words, K and the shift.
+fn check_job<E>(
     cfg: &ArrayConfig,
     job: &ConvJob<'_>,
-    out: &mut [i16],
-) -> Result<DriverStats, DriverError<B::Error>> {
+    out_len: usize,
+) -> Result<(), DriverError<E>> {
     cfg.validate().map_err(DriverError::Config)?;
     if cfg.size > MAX_LANES {
         return Err(DriverError::TooManyLanes(cfg.size));
@@ -373,7 +372,7 @@ pub fn conv2d<B: AcceleratorBus>(
             len(g.out_ch, g.in_ch * g.kernel * g.kernel)?,
             job.w.len(),
         ),
-        ("out", true, len(m, n)?, out.len()),
+        ("out", true, len(m, n)?, out_len),
     ] {
         if used && expected != found {
             return Err(DriverError::Length {
@@ -400,6 +399,20 @@ pub fn conv2d<B: AcceleratorBus>(
     if job.shift > MAX_SHIFT {
         return Err(DriverError::Shift(job.shift));
     }
+    Ok(())
+}
+
+/// Computes one convolution op on the conv unit behind `bus`, bit-exact with the golden
+/// model. `out` receives the lowered output matrix (see the module table), row-major.
+pub fn conv2d<B: AcceleratorBus>(
+    bus: &mut B,
+    cfg: &ArrayConfig,
+    job: &ConvJob<'_>,
+    out: &mut [i16],
+) -> Result<DriverStats, DriverError<B::Error>> {
+    check_job(cfg, job, out.len())?;
+    let g = &job.geom;
+    let (m, _, n) = job.shape();
     let mut stats = DriverStats::default();
     if m == 0 || n == 0 {
         return Ok(stats);

@@ -229,9 +229,18 @@ pub fn agree(
 
 impl fmt::Display for LinkBench {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (n, b) = (self.size, &self.board);
         let board = self.board_run();
-        let runs = [&board, &self.soc, &self.bridge];
+        self.write_table(f, &board)?;
+        self.write_board_step(f, &board)?;
+        self.write_demo(f, &board)
+    }
+}
+
+impl LinkBench {
+    /// The three paths' counters per step and their projected epochs, one row each.
+    fn write_table(&self, f: &mut fmt::Formatter<'_>, board: &LinkRun) -> fmt::Result {
+        let (n, b) = (self.size, &self.board);
+        let runs = [board, &self.soc, &self.bridge];
         writeln!(
             f,
             "digits MLP, batch {}, {n}x{n} array, {} steps, one run; per step (mean):",
@@ -298,9 +307,16 @@ impl fmt::Display for LinkBench {
             "(projection: 10*bytes/baud + round trips*1 ms + (array MAC + firmware cycles)/{} MHz; no test pass)",
             self.clock_hz / 1_000_000
         )?;
+        Ok(())
+    }
+
+    /// The board step against the bridge: bytes and round trips, the data's traffic, the fit
+    /// and the one-time costs.
+    fn write_board_step(&self, f: &mut fmt::Formatter<'_>, board: &LinkRun) -> fmt::Result {
+        let b = &self.board;
         let bytes = |r: &LinkRun| r.mean(|s| s.bytes_to_device + s.bytes_from_device);
         let trips = |r: &LinkRun| r.mean(|s| s.round_trips);
-        for (label, r) in [("board step", &board), ("host step", &self.soc)] {
+        for (label, r) in [("board step", board), ("host step", &self.soc)] {
             let xb = bytes(&self.bridge) / bytes(r).max(1e-9);
             let xt = trips(&self.bridge) / trips(r).max(1e-9);
             writeln!(
@@ -326,9 +342,9 @@ impl fmt::Display for LinkBench {
                 f,
                 "board step: data set batch by batch (it does not fit the heap beside the step; {} batches a request): {up:.0} bytes of uploads a step + {:.0} of RUN_STEPS = {:.2}x the batch's own {own:.0} bytes (goal 1.25x: {})",
                 b.per_request,
-                bytes(&board) - up,
-                bytes(&board) / own,
-                met(bytes(&board) <= 1.25 * own)
+                bytes(board) - up,
+                bytes(board) / own,
+                met(bytes(board) <= 1.25 * own)
             )?;
         }
         writeln!(f, "board step, the fit: {}", b.fit)?;
@@ -352,6 +368,12 @@ impl fmt::Display for LinkBench {
             total(&b.params_read),
             b.params_read.round_trips
         )?;
+        Ok(())
+    }
+
+    /// The demo's projected time at each baud rate.
+    fn write_demo(&self, f: &mut fmt::Formatter<'_>, board: &LinkRun) -> fmt::Result {
+        let b = &self.board;
         let e = DEMO_EPOCHS as f64;
         let steps = self.steps_per_epoch as f64;
         for baud in PROJECTED_BAUDS {

@@ -115,6 +115,41 @@ fn two_stages_of_two_replicas_match_one_process_bit_for_bit() {
     pipeline_matches_one_process("2", "2", "4");
 }
 
+/// A network whose every cut two tensors cross (two branches meeting at an Add), as a network
+/// file, in 3 stages of one rank each: the checkpoint equals one process's. In the middle
+/// stage one tensor only passes through, forward and back.
+#[test]
+fn cuts_that_residual_connections_cross_match_one_process_bit_for_bit() {
+    use systole_train::model::{builtin, graph_json, Shape};
+    let bin = env!("CARGO_BIN_EXE_systole");
+    let (one, many, files) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let g = builtin::every_kind(Shape { c: 1, h: 8, w: 8 }, 10).unwrap();
+    let net = files.path().join("branches.json");
+    std::fs::write(&net, graph_json(&g)).unwrap();
+    let args = |out: &Path| {
+        let mut a: Vec<String> = PIPE.iter().map(|s| s.to_string()).collect();
+        a.extend(["--model".into(), net.display().to_string()]);
+        a.extend(["--out".into(), out.display().to_string()]);
+        a
+    };
+    ok(Command::new(bin).args(args(one.path())).output().unwrap());
+    ok(Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "3", bin])
+        .args(args(many.path()))
+        .args(["--stages", "3", "--cut", "1,2"])
+        .output()
+        .unwrap());
+    let (a, b) = (checkpoint(one.path()), checkpoint(many.path()));
+    for k in ["params", "velocity", "fracs", "step", "epoch", "config"] {
+        assert_eq!(a[k], b[k], "{k} differs");
+    }
+    assert!(a["params"].as_array().is_some_and(|p| p.len() == 5));
+}
+
 /// A small run; the option under test is appended per rank.
 const SMALL: &[&str] = &[
     "train", "--device", "golden", "--array", "4", "--limit", "64", "--epochs", "1",

@@ -36,50 +36,23 @@ pub fn float_forward(
             Op::Dense { .. } | Op::Conv { .. } => {
                 let wt = ws[i].as_ref().expect("weights");
                 let wv = val(&wt.w);
-                let mut z = vec![0f64; oc * oh * ow];
-                match n.op {
+                let z = match n.op {
                     Op::Conv {
                         kernel: k,
                         stride: s,
                         pad: p,
                         ..
-                    } => {
-                        for o in 0..oc {
-                            for oy in 0..oh {
-                                for ox in 0..ow {
-                                    let mut acc = 0.0;
-                                    for ci in 0..c {
-                                        for ky in 0..k {
-                                            for kx in 0..k {
-                                                let (y, xx) = (
-                                                    (oy * s + ky) as isize - p as isize,
-                                                    (ox * s + kx) as isize - p as isize,
-                                                );
-                                                if y >= 0
-                                                    && xx >= 0
-                                                    && (y as usize) < h
-                                                    && (xx as usize) < w
-                                                {
-                                                    acc += a
-                                                        [(ci * h + y as usize) * w + xx as usize]
-                                                        * wv[((o * c + ci) * k + ky) * k + kx];
-                                                }
-                                            }
-                                        }
-                                    }
-                                    z[(o * oh + oy) * ow + ox] = acc;
-                                }
-                            }
-                        }
-                    }
+                    } => conv(a, &wv, (shapes[i], n.shape), (k, s, p)),
                     _ => {
+                        let mut z = vec![0f64; oc * oh * ow];
                         for (k, &xv) in a.iter().enumerate() {
                             for (o, zo) in z.iter_mut().enumerate() {
                                 *zo += xv * wv[k * oc + o];
                             }
                         }
+                        z
                     }
-                }
+                };
                 match &wt.b {
                     Some(b) => {
                         let bv = val(b);
@@ -101,23 +74,7 @@ pub fn float_forward(
                 stride: s,
             } => {
                 let avg = matches!(n.op, Op::AvgPool { .. });
-                let mut y = Vec::with_capacity(c * oh * ow);
-                for ch in 0..c {
-                    for oy in 0..oh {
-                        for ox in 0..ow {
-                            let cells = (0..*k)
-                                .flat_map(|ky| (0..*k).map(move |kx| (oy * s + ky, ox * s + kx)));
-                            let v: Vec<f64> =
-                                cells.map(|(yy, xx)| a[(ch * h + yy) * w + xx]).collect();
-                            y.push(if avg {
-                                v.iter().sum::<f64>() / v.len() as f64
-                            } else {
-                                v.iter().cloned().fold(f64::MIN, f64::max)
-                            });
-                        }
-                    }
-                }
-                y
+                pool(a, (shapes[i], n.shape), (*k, *s), avg)
             }
             Op::GlobalAvgPool => (0..c)
                 .map(|ch| a[ch * h * w..(ch + 1) * h * w].iter().sum::<f64>() / (h * w) as f64)
@@ -204,4 +161,62 @@ pub fn calibrate_at(
         fm.nodes.push(pts);
     }
     fm
+}
+
+/// A convolution of one image `a` (`[c, h, w]` in, `[oc, oh, ow]` out) with weights `wv`,
+/// kernel `k`, stride `s` and zero padding `p`, in f64.
+fn conv(
+    a: &[f64],
+    wv: &[f64],
+    ([c, h, w], [oc, oh, ow]): ([usize; 3], [usize; 3]),
+    (k, s, p): (usize, usize, usize),
+) -> Vec<f64> {
+    let mut z = vec![0f64; oc * oh * ow];
+    for o in 0..oc {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                let mut acc = 0.0;
+                for ci in 0..c {
+                    for ky in 0..k {
+                        for kx in 0..k {
+                            let (y, xx) = (
+                                (oy * s + ky) as isize - p as isize,
+                                (ox * s + kx) as isize - p as isize,
+                            );
+                            if y >= 0 && xx >= 0 && (y as usize) < h && (xx as usize) < w {
+                                acc += a[(ci * h + y as usize) * w + xx as usize]
+                                    * wv[((o * c + ci) * k + ky) * k + kx];
+                            }
+                        }
+                    }
+                }
+                z[(o * oh + oy) * ow + ox] = acc;
+            }
+        }
+    }
+    z
+}
+
+/// Max (or, `avg`, average) pooling of one image `a` with kernel `k` and stride `s`, in f64.
+fn pool(
+    a: &[f64],
+    ([c, h, w], [_, oh, ow]): ([usize; 3], [usize; 3]),
+    (k, s): (usize, usize),
+    avg: bool,
+) -> Vec<f64> {
+    let mut y = Vec::with_capacity(c * oh * ow);
+    for ch in 0..c {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                let cells = (0..k).flat_map(|ky| (0..k).map(move |kx| (oy * s + ky, ox * s + kx)));
+                let v: Vec<f64> = cells.map(|(yy, xx)| a[(ch * h + yy) * w + xx]).collect();
+                y.push(if avg {
+                    v.iter().sum::<f64>() / v.len() as f64
+                } else {
+                    v.iter().cloned().fold(f64::MIN, f64::max)
+                });
+            }
+        }
+    }
+    y
 }

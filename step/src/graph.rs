@@ -402,6 +402,29 @@ impl Graph {
         }
         c
     }
+
+    /// The tensors that cross into node `at` from before it: each source that a node at or
+    /// after `at` reads and that is the network's input or a node before `at`, the input
+    /// first, then the nodes in order. A pipeline stage starting at `at` receives these.
+    pub fn crossing(&self, at: usize) -> Vec<Src> {
+        let mut input = false;
+        let mut before = vec![false; at.min(self.nodes.len())];
+        for n in self.nodes.iter().skip(at) {
+            for s in &n.inputs {
+                match *s {
+                    Src::Input => input = true,
+                    Src::Node(j) if j < at => before[j] = true,
+                    Src::Node(_) => {}
+                }
+            }
+        }
+        let nodes = (0..before.len()).filter(|&j| before[j]).map(Src::Node);
+        input
+            .then_some(Src::Input)
+            .into_iter()
+            .chain(nodes)
+            .collect()
+    }
 }
 
 fn join(x: &[Shape]) -> String {

@@ -3,7 +3,7 @@
 //! order and with the operation names (and so the op seeds) the trainer has always used.
 
 use crate::arith::Arith;
-use crate::graph::run::{self, Span};
+use crate::graph::run;
 use crate::graph::Graph;
 use crate::loss::{softmax_xent, softmax_xent_scaled};
 use crate::profile::{section, Section};
@@ -59,7 +59,7 @@ fn grads_from<A: Arith>(
 ) -> Result<LossAndGrads<A::T>, A::Error> {
     let rows = labels.len();
     let classes = graph.classes;
-    let (logits, tape) = run::forward(a, graph, Span::all(graph), params, x, rows)?;
+    let (logits, tape) = run::forward(a, graph, params, x, rows)?;
     let logits = a.to_host(&logits);
     let (loss, ok, grad) = {
         let _softmax = section(Section::Softmax);
@@ -69,7 +69,7 @@ fn grads_from<A: Arith>(
         return Err(StepError::Diverged { step, loss }.into());
     }
     let dlogits = a.import("loss gradient", rows, classes, &grad)?;
-    let (grads, _) = run::backward(a, graph, params, tape, dlogits, (rows, false))?;
+    let grads = run::backward(a, graph, params, tape, dlogits, rows)?;
     Ok((loss, ok, grads))
 }
 
@@ -180,7 +180,7 @@ fn forward_loss<A: Arith>(
     x: A::T,
     labels: &[u8],
 ) -> Result<(f32, usize), A::Error> {
-    let (logits, _) = run::forward(a, graph, Span::all(graph), params, x, labels.len())?;
+    let (logits, _) = run::forward(a, graph, params, x, labels.len())?;
     let (loss, ok, _) = softmax_xent(&a.to_host(&logits), labels, graph.classes);
     Ok((loss, ok))
 }

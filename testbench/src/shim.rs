@@ -51,60 +51,14 @@ pub(crate) fn shim_cpp(spec: &ShimSpec<'_>) -> String {
         let _ = writeln!(cases, "        case {i}: return (void*){addr};");
     }
     let traced = spec.trace.is_some();
-    let (include, writer) = match spec.trace {
-        Some(TraceFormat::Vcd) => ("#include \"verilated_vcd_c.h\"\n", "VerilatedVcdC"),
-        Some(TraceFormat::Fst) => ("#include \"verilated_fst_c.h\"\n", "VerilatedFstC"),
-        None => ("", ""),
-    };
-    let member = if traced {
-        format!("    {writer}* tfp = nullptr;\n")
-    } else {
-        String::new()
-    };
-    let open = if traced {
-        format!(
-            "    {p}_trace_close(s);\n    s->tfp = new {writer};\n    s->m->trace(s->tfp, 99);\n    \
-             s->tfp->open(path);\n    if (!s->tfp->isOpen()) {{ delete s->tfp; s->tfp = nullptr; return 1; }}\n    \
-             return 0;\n"
-        )
-    } else {
-        "    (void)s; (void)path;\n    return 2;\n".into()
-    };
-    let close = if traced {
-        "    if (s->tfp) { s->tfp->close(); delete s->tfp; s->tfp = nullptr; }\n"
-    } else {
-        "    (void)s;\n"
-    };
-    let flush = if traced {
-        "    if (s->tfp) s->tfp->flush();\n"
-    } else {
-        "    (void)s;\n"
-    };
-    // With a trace open the settled inputs are dumped before the edge; otherwise the edge's
-    // own eval settles them.
-    let (settle, dump) = if traced {
-        (
-            "        if (s->tfp) { s->m->eval(); s->tfp->dump(s->t); }\n",
-            "        if (s->tfp) s->tfp->dump(s->t);\n",
-        )
-    } else {
-        ("", "")
-    };
-    let cycle = match spec.clock {
-        Some(c) => {
-            let fall = match spec.fall_member {
-                Some(m) => format!("        s->m->rootp->{m} = 0;\n"),
-                None => "        s->m->eval();\n".into(),
-            };
-            format!(
-                "{settle}        s->m->{0} = 1;\n        s->m->eval();\n        s->t++;\n{dump}        \
-                 s->m->{0} = 0;\n{fall}",
-                c.cpp()
-            )
-        }
-        // A block without a clock: its logic settles, the time advances.
-        None => format!("        s->m->eval();\n{dump}        s->t++;\n{dump}"),
-    };
+    let TraceParts {
+        include,
+        member,
+        open,
+        close,
+        flush,
+    } = trace_parts(spec);
+    let cycle = cycle_body(spec);
     let root = if spec.fall_member.is_some() {
         format!("#include \"{class}___024root.h\"\n")
     } else {
@@ -168,4 +122,84 @@ TB_EXPORT void {p}_trace_flush(State* s) {{
 {flush}}}
 "#,
     )
+}
+
+/// The shim's parts that depend on whether (and in which format) it traces.
+struct TraceParts {
+    include: &'static str,
+    member: String,
+    open: String,
+    close: &'static str,
+    flush: &'static str,
+}
+
+fn trace_parts(spec: &ShimSpec<'_>) -> TraceParts {
+    let p = spec.prefix;
+    let traced = spec.trace.is_some();
+    let (include, writer) = match spec.trace {
+        Some(TraceFormat::Vcd) => ("#include \"verilated_vcd_c.h\"\n", "VerilatedVcdC"),
+        Some(TraceFormat::Fst) => ("#include \"verilated_fst_c.h\"\n", "VerilatedFstC"),
+        None => ("", ""),
+    };
+    let member = if traced {
+        format!("    {writer}* tfp = nullptr;\n")
+    } else {
+        String::new()
+    };
+    let open = if traced {
+        format!(
+            "    {p}_trace_close(s);\n    s->tfp = new {writer};\n    s->m->trace(s->tfp, 99);\n    \
+             s->tfp->open(path);\n    if (!s->tfp->isOpen()) {{ delete s->tfp; s->tfp = nullptr; return 1; }}\n    \
+             return 0;\n"
+        )
+    } else {
+        "    (void)s; (void)path;\n    return 2;\n".into()
+    };
+    let close = if traced {
+        "    if (s->tfp) { s->tfp->close(); delete s->tfp; s->tfp = nullptr; }\n"
+    } else {
+        "    (void)s;\n"
+    };
+    let flush = if traced {
+        "    if (s->tfp) s->tfp->flush();\n"
+    } else {
+        "    (void)s;\n"
+    };
+    TraceParts {
+        include,
+        member,
+        open,
+        close,
+        flush,
+    }
+}
+
+/// One clock cycle's C++ (the body of `_clock`'s loop before its time step).
+fn cycle_body(spec: &ShimSpec<'_>) -> String {
+    let traced = spec.trace.is_some();
+    // With a trace open the settled inputs are dumped before the edge; otherwise the edge's
+    // own eval settles them.
+    let (settle, dump) = if traced {
+        (
+            "        if (s->tfp) { s->m->eval(); s->tfp->dump(s->t); }\n",
+            "        if (s->tfp) s->tfp->dump(s->t);\n",
+        )
+    } else {
+        ("", "")
+    };
+    match spec.clock {
+        Some(c) => {
+            let fall = match spec.fall_member {
+                Some(m) => format!("        s->m->rootp->{m} = 0;\n"),
+                None => "        s->m->eval();\n".into(),
+            };
+            format!(
+                "{settle}        s->m->{0} = 1;\n        s->m->eval();\n        s->t++;\n{dump}        \
+                 s->m->{0} = 0;\n{fall}",
+                c.cpp()
+            )
+        }
+        // A block without a clock: its logic settles, the time advances.
+        None => format!("        s->m->eval();\n{dump}        s->t++;\n{dump}"),
+    }
 }

@@ -8,7 +8,9 @@ use crate::arith::TensorState;
 use crate::board::{data_set, dev_err, host_trainer, plan, state_of, take_state};
 use crate::data::Dataset;
 use crate::{TrainConfig, TrainError};
+use systole_device::board_train::BoardTraining;
 use systole_device::{Device, DeviceStats};
+use systole_step::resident::DataSet;
 
 /// `op` applied counter by counter to `a` and `b` (the one list of the counters here).
 pub fn combine(a: &DeviceStats, b: &DeviceStats, op: impl Fn(u64, u64) -> u64) -> DeviceStats {
@@ -104,7 +106,7 @@ pub fn measure_steps(
         )));
     }
     let name = dev.name();
-    let no_board = || TrainError::Config(format!("{name} does not train itself"));
+    let no_board = || not_a_board(&name);
     let before = dev.stats();
     let test = match dev.board_training().ok_or_else(no_board)?.evaluates() {
         true => crate::board::test_set(data),
@@ -122,19 +124,6 @@ pub fn measure_steps(
         .ok_or_else(|| plan::no_room(&fit, data, &t))?;
     let (resident, per_request) = (p.resident, p.per_upload);
     let evaluates = fit.board_evaluates(&p);
-    // Each request alone between two readings of the device's counters.
-    let counted = |dev: &mut dyn Device,
-                   op: &str,
-                   call: &mut dyn FnMut(
-        &mut systole_device::board_train::BoardTraining<'_>,
-    ) -> Result<(), systole_device::DeviceError>|
-     -> Result<DeviceStats, TrainError> {
-        let before = dev.stats();
-        let mut board = dev.board_training().ok_or_else(no_board)?;
-        call(&mut board).map_err(dev_err(op))?;
-        drop(board);
-        Ok(difference(&dev.stats(), &before))
-    };
     let state = state_of(&t);
     let state_upload = counted(dev, "uploading the training state", &mut |b| {
         b.write_state(&state)
@@ -143,29 +132,7 @@ pub fn measure_steps(
     if resident {
         data_upload = counted(dev, "uploading the data set", &mut |b| b.write_data(&set))?;
     }
-    let order = systole_step::rng::epoch_order(cfg.seed, 0, n);
-    let lr = cfg.lr_at(0);
-    let batch16 = u16::try_from(batch)
-        .map_err(|_| TrainError::Config(format!("--batch {batch} is over the board's 65535")))?;
-    let (mut batch_uploads, mut runs) = (DeviceStats::default(), DeviceStats::default());
-    let mut first = 0;
-    while first < steps {
-        let k = per_request.min(steps - first);
-        let from = if resident {
-            first as u32
-        } else {
-            let part = set.select(&order[first * batch..((first + k) * batch).min(n)]);
-            let up = counted(dev, "uploading a batch", &mut |b| b.write_data(&part))?;
-            batch_uploads = combine(&batch_uploads, &up, |a, b| a + b);
-            0
-        };
-        let run = counted(dev, "training steps on the board", &mut |b| {
-            b.run_steps((0, from), k as u16, batch16, lr, !resident)
-                .map(|_| ())
-        })?;
-        runs = combine(&runs, &run, |a, b| a + b);
-        first += k;
-    }
+    let (batch_uploads, runs) = run_steps(dev, cfg, &set, (steps, per_request, resident))?;
     let (mut test_upload, mut evaluation, mut eval) = Default::default();
     if let Some(test) = test.as_ref().filter(|_| evaluates) {
         // A run keeps the probe's test split (its upload is in `probe`).
@@ -214,4 +181,62 @@ pub fn measure_steps(
         params: t.param_states(),
         fracs,
     })
+}
+
+fn not_a_board(name: &str) -> TrainError {
+    TrainError::Config(format!("{name} does not train itself"))
+}
+
+/// A request to a board that trains itself.
+type BoardCall<'c> =
+    dyn FnMut(&mut BoardTraining<'_>) -> Result<(), systole_device::DeviceError> + 'c;
+
+/// Runs one request alone between two readings of the device's counters: its cost.
+fn counted(
+    dev: &mut dyn Device,
+    op: &str,
+    call: &mut BoardCall<'_>,
+) -> Result<DeviceStats, TrainError> {
+    let before = dev.stats();
+    let name = dev.name();
+    let mut board = dev.board_training().ok_or_else(|| not_a_board(&name))?;
+    call(&mut board).map_err(dev_err(op))?;
+    drop(board);
+    Ok(difference(&dev.stats(), &before))
+}
+
+/// The first `steps` steps of the first epoch, `per_request` a `RUN_STEPS` request (each
+/// request's batches uploaded first unless the set is `resident`): the uploads' and the
+/// runs' costs.
+fn run_steps(
+    dev: &mut dyn Device,
+    cfg: &TrainConfig,
+    set: &DataSet,
+    (steps, per_request, resident): (usize, usize, bool),
+) -> Result<(DeviceStats, DeviceStats), TrainError> {
+    let (n, batch) = (set.len(), cfg.batch);
+    let order = systole_step::rng::epoch_order(cfg.seed, 0, n);
+    let lr = cfg.lr_at(0);
+    let batch16 = u16::try_from(batch)
+        .map_err(|_| TrainError::Config(format!("--batch {batch} is over the board's 65535")))?;
+    let (mut batch_uploads, mut runs) = (DeviceStats::default(), DeviceStats::default());
+    let mut first = 0;
+    while first < steps {
+        let k = per_request.min(steps - first);
+        let from = if resident {
+            first as u32
+        } else {
+            let part = set.select(&order[first * batch..((first + k) * batch).min(n)]);
+            let up = counted(dev, "uploading a batch", &mut |b| b.write_data(&part))?;
+            batch_uploads = combine(&batch_uploads, &up, |a, b| a + b);
+            0
+        };
+        let run = counted(dev, "training steps on the board", &mut |b| {
+            b.run_steps((0, from), k as u16, batch16, lr, !resident)
+                .map(|_| ())
+        })?;
+        runs = combine(&runs, &run, |a, b| a + b);
+        first += k;
+    }
+    Ok((batch_uploads, runs))
 }

@@ -21,15 +21,18 @@ pub enum Precision {
 }
 
 impl Precision {
-    /// Parses `fixed16`/`fixed`, `f32`, `f16`, `bf16`.
+    /// Every format, in the order the command line lists them.
+    pub const ALL: [Precision; 4] = [
+        Precision::Fixed16,
+        Precision::F32,
+        Precision::F16,
+        Precision::Bf16,
+    ];
+
+    /// Parses a command-line name ([`Precision::name`], or `fixed` for fixed16).
     pub fn parse(s: &str) -> Option<Precision> {
-        match s {
-            "fixed16" | "fixed" => Some(Precision::Fixed16),
-            "f32" => Some(Precision::F32),
-            "f16" => Some(Precision::F16),
-            "bf16" => Some(Precision::Bf16),
-            _ => None,
-        }
+        let named = |p: &&Precision| p.name() == s || p.aliases().contains(&s);
+        Precision::ALL.iter().find(named).copied()
     }
 
     /// Command-line name.
@@ -40,6 +43,27 @@ impl Precision {
             Precision::F16 => "f16",
             Precision::Bf16 => "bf16",
         }
+    }
+
+    /// Other names the command line accepts.
+    pub fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Precision::Fixed16 => &["fixed"],
+            _ => &[],
+        }
+    }
+}
+
+/// `--precision` as the command line takes it.
+#[cfg(feature = "clap")]
+impl clap::ValueEnum for Precision {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Precision::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let v = clap::builder::PossibleValue::new(self.name());
+        Some(v.aliases(self.aliases().iter().copied()))
     }
 }
 

@@ -150,7 +150,7 @@ mod mpi_impl {
     }
 
     /// Point-to-point messages on `MPI_COMM_WORLD` (a header of `i64` words, then the
-    /// tensor's 16-bit words; MPI keeps messages between two ranks in order) and the
+    /// tensors' 16-bit words; MPI keeps messages between two ranks in order) and the
     /// communicator of this rank's stage.
     struct MpiStages<'a> {
         world: &'a SimpleCommunicator,
@@ -161,7 +161,7 @@ mod mpi_impl {
         fn send(&self, to: usize, msg: &Message) {
             let p = self.world.process_at_rank(to as i32);
             p.send(&msg.header()[..]);
-            p.send(&msg.tensor.data[..]);
+            p.send(&msg.words()[..]);
         }
         fn recv(&self, from: usize) -> Result<Message, MessageError> {
             let p = self.world.process_at_rank(from as i32);

@@ -5,7 +5,7 @@
 use super::rng::SplitMix64;
 use super::TrainError;
 use serde::{Deserialize, Serialize};
-pub use systole_step::graph::run::{backward, forward, Span, Tape};
+pub use systole_step::graph::run::{backward, backward_span, forward, forward_span, Span, Tape};
 pub use systole_step::graph::{builtin, Graph, Shape, Src};
 pub use systole_step::Layer;
 
@@ -35,33 +35,83 @@ pub enum ModelSpec {
     },
 }
 
-impl ModelSpec {
-    /// The built-in networks' names, as `--model` takes them.
-    pub const NAMES: [&'static str; 4] = ["mlp", "cnn", "lenet5", "resnet8"];
+/// `--model` as given: a built-in network by name or a network file, parsed once (by clap on
+/// the command line); [`ModelSpec::new`] builds the spec (reading a `.json` file).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModelName {
+    /// `mlp` (the widths: `--hidden`).
+    Mlp,
+    /// `cnn` (the channels: `--channels`).
+    Cnn,
+    /// `lenet5`.
+    Lenet5,
+    /// `resnet8`.
+    Resnet8,
+    /// A network file (`.json`: a [`Graph`] as serde writes it).
+    Json(std::path::PathBuf),
+    /// An ONNX file (`.onnx`), which the `systole` command imports.
+    Onnx(std::path::PathBuf),
+}
 
-    /// The network `--model` names: a built-in one (`mlp` and `cnn` take `hidden` and
-    /// `channels`) or a network file (`.json`: a [`Graph`] as serde writes it).
-    pub fn parse(
-        model: &str,
+impl std::str::FromStr for ModelName {
+    type Err = TrainError;
+
+    fn from_str(s: &str) -> Result<Self, TrainError> {
+        Ok(match s {
+            "mlp" => ModelName::Mlp,
+            "cnn" => ModelName::Cnn,
+            "lenet5" => ModelName::Lenet5,
+            "resnet8" => ModelName::Resnet8,
+            f if f.ends_with(".json") => ModelName::Json(f.into()),
+            f if f.ends_with(".onnx") => ModelName::Onnx(f.into()),
+            m => {
+                return Err(TrainError::Config(format!(
+                    "unknown model '{m}': use mlp, cnn, lenet5, resnet8, a network file (.json) or an ONNX file (.onnx)"
+                )))
+            }
+        })
+    }
+}
+
+impl std::fmt::Display for ModelName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = match self {
+            ModelName::Json(p) | ModelName::Onnx(p) => return write!(f, "{}", p.display()),
+            ModelName::Mlp => "mlp",
+            ModelName::Cnn => "cnn",
+            ModelName::Lenet5 => "lenet5",
+            ModelName::Resnet8 => "resnet8",
+        };
+        f.write_str(name)
+    }
+}
+
+impl ModelSpec {
+    /// The network `model` names: a built-in one (`mlp` and `cnn` take `hidden` and
+    /// `channels`) or a network file, read here. An ONNX file is refused: the `systole`
+    /// command imports it (`systole::onnx::model_spec`).
+    pub fn new(
+        model: &ModelName,
         hidden: &[usize],
         channels: &[usize],
     ) -> Result<ModelSpec, TrainError> {
         Ok(match model {
-            "mlp" => ModelSpec::Mlp {
+            ModelName::Mlp => ModelSpec::Mlp {
                 hidden: hidden.to_vec(),
             },
-            "cnn" => ModelSpec::Cnn {
+            ModelName::Cnn => ModelSpec::Cnn {
                 channels: channels.to_vec(),
             },
-            "lenet5" => ModelSpec::Lenet5,
-            "resnet8" => ModelSpec::Resnet8,
-            f if f.ends_with(".json") => ModelSpec::Graph {
-                source: f.to_string(),
-                graph: read_graph(std::path::Path::new(f))?,
+            ModelName::Lenet5 => ModelSpec::Lenet5,
+            ModelName::Resnet8 => ModelSpec::Resnet8,
+            ModelName::Json(f) => ModelSpec::Graph {
+                source: f.display().to_string(),
+                graph: read_graph(f)?,
             },
-            m => {
+            ModelName::Onnx(f) => {
                 return Err(TrainError::Config(format!(
-                    "unknown model '{m}': use mlp, cnn, lenet5, resnet8 or a network file (.json)"
+                    "{}: an ONNX file is read by `systole train` and `systole eval`; here use mlp, cnn, lenet5, resnet8 or a network file (.json)",
+                    f.display()
                 )))
             }
         })

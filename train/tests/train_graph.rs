@@ -7,7 +7,7 @@ use systole_step::arith::Arith;
 use systole_step::step::{loss_and_grads, Batch};
 use systole_train::data::{Dataset, Split};
 use systole_train::float::{FloatArith, FloatFormat};
-use systole_train::model::{builtin, graph_json, ModelSpec, Shape};
+use systole_train::model::{builtin, graph_json, ModelName, ModelSpec, Shape};
 use systole_train::run::{run, RunOptions};
 use systole_train::{Precision, Quiet, TrainConfig, Trainer};
 
@@ -169,7 +169,7 @@ fn a_network_file_trains_as_the_built_in_it_describes() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("lenet5.json");
     std::fs::write(&file, graph_json(&g)).unwrap();
-    let spec = ModelSpec::parse(file.to_str().unwrap(), &[], &[]).unwrap();
+    let spec = ModelSpec::new(&ModelName::Json(file.clone()), &[], &[]).unwrap();
     let hist = |m: ModelSpec| {
         let c = TrainConfig {
             precision: Precision::F32,
@@ -195,12 +195,12 @@ fn a_network_file_trains_as_the_built_in_it_describes() {
     assert_eq!(bits(hist(spec)), bits(hist(ModelSpec::Lenet5)));
     // A file that does not type-check names the file and the layer.
     std::fs::write(&file, graph_json(&g).replace("\"out\": 120", "\"out\": 0")).unwrap();
-    let e = ModelSpec::parse(file.to_str().unwrap(), &[], &[])
+    let e = ModelSpec::new(&ModelName::Json(file.clone()), &[], &[])
         .unwrap_err()
         .to_string();
     assert!(e.contains("lenet5.json") && e.contains("dense"), "{e}");
     std::fs::write(&file, "{\"input\": 3").unwrap();
-    let e = ModelSpec::parse(file.to_str().unwrap(), &[], &[])
+    let e = ModelSpec::new(&ModelName::Json(file.clone()), &[], &[])
         .unwrap_err()
         .to_string();
     assert!(e.contains("not a network description"), "{e}");

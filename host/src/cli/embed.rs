@@ -159,14 +159,14 @@ mod tests {
     /// Options refused before anything starts are options failures.
     #[test]
     fn bad_options_fail_before_the_run() {
-        let a = train_args(&["--model".into(), "transformer".into()]).unwrap();
+        let e = train_args(&["--model".into(), "transformer".into()]).unwrap_err();
+        assert_eq!(
+            parse_error_sentence(&e),
+            "invalid value 'transformer' for '--model <MODEL>': unknown model 'transformer': use mlp, cnn, lenet5, resnet8, a network file (.json) or an ONNX file (.onnx)"
+        );
+        let a = train_args(&["--epochs".into(), "0".into()]).unwrap();
         match train(&a, &mut systole_train::Quiet) {
-            Err(Failure::Options(e)) => {
-                assert_eq!(
-                    e.to_string(),
-                    "unknown model 'transformer': use mlp, cnn, lenet5, resnet8 or a network file (.json)"
-                )
-            }
+            Err(Failure::Options(e)) => assert_eq!(e.to_string(), "--epochs must be at least 1"),
             other => panic!("{other:?}"),
         }
     }

@@ -1,7 +1,7 @@
 //! `systole explore`: parses the sweep's options, runs [`crate::explore`] with a progress bar
 //! and prints its table. The sweep itself lives in `crate::explore`.
 
-use super::ExploreArgs;
+use super::{ExploreArgs, Resources};
 use crate::explore::report::{self, PointResult, SweepFile};
 use crate::explore::sweep::{Progress, Sweep};
 use crate::explore::synth::{Estimated, Synthesizer, Yosys};
@@ -101,10 +101,9 @@ pub fn explore(a: &ExploreArgs) -> anyhow::Result<()> {
         .seed
         .checked_add(a.seeds - 1)
         .ok_or_else(|| anyhow::anyhow!("--seed + --seeds is beyond the largest seed"))?;
-    let synth: Box<dyn Synthesizer> = match a.resources.as_str() {
-        "yosys" => Box::new(Yosys::bridge(cache_dir(a))),
-        "estimate" => Box::new(Estimated),
-        r => anyhow::bail!("unknown --resources '{r}': use yosys or estimate"),
+    let synth: Box<dyn Synthesizer> = match a.resources {
+        Resources::Yosys => Box::new(Yosys::bridge(cache_dir(a))),
+        Resources::Estimate => Box::new(Estimated),
     };
     // Every input is checked before the folder is made or locked.
     let data = base.load_data()?;

@@ -12,6 +12,7 @@ mod args_hardware;
 mod bench;
 mod boards;
 mod check;
+mod choices;
 pub mod embed;
 mod explore;
 mod hardware;
@@ -23,9 +24,13 @@ pub(crate) use output::{progress_only, write_line, write_stdout};
 pub use trace::{finish as finish_trace, TraceArgs};
 
 pub use args_hardware::{BitstreamArgs, BoardsArgs, EmitArgs, ProgramArgs};
+pub use choices::{Format, Init, Resources};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
+use systole_core::Rounding;
 use systole_train::data::DatasetSpec;
+use systole_train::model::ModelName;
+use systole_train::Precision;
 
 /// systole: a systolic-array accelerator co-design kit. Train networks through a simulated
 /// (or real) accelerator, check devices against the golden model, emit Verilog.
@@ -164,10 +169,10 @@ pub struct RecipeArgs {
     pub device: DeviceArgs,
     /// Network: mlp, cnn, lenet5, resnet8, a network file (.json) or an ONNX file (.onnx).
     #[arg(long, default_value = "mlp")]
-    pub model: String,
+    pub model: ModelName,
     /// With --model FILE.onnx: start from the file's weights (file) or at random (random).
-    #[arg(long, default_value = "file")]
-    pub init: String,
+    #[arg(long, value_enum, default_value_t = Init::File)]
+    pub init: Init,
     /// MLP hidden widths, comma-separated.
     #[arg(long, value_parser = whole, default_value = "32", value_delimiter = ',')]
     pub hidden: Vec<usize>,
@@ -229,11 +234,11 @@ pub struct TrainArgs {
     #[allow(missing_docs)]
     pub recipe: RecipeArgs,
     /// Number format: fixed16 (on the device), f32, f16 or bf16 (on the host).
-    #[arg(long, default_value = "fixed16")]
-    pub precision: String,
-    /// Rounding of every fixed-point conversion: truncate, nearest or stochastic.
-    #[arg(long, default_value = "stochastic")]
-    pub rounding: String,
+    #[arg(long, value_enum, default_value_t = Precision::Fixed16)]
+    pub precision: Precision,
+    /// Rounding of every fixed-point conversion.
+    #[arg(long, value_enum, default_value_t = Rounding::Stochastic)]
+    pub rounding: Rounding,
     /// Run seed.
     #[arg(long, value_parser = whole_u64, default_value_t = 1)]
     pub seed: u64,
@@ -292,7 +297,7 @@ pub struct CompareArgs {
         value_delimiter = ',',
         default_value = "f32,f16,bf16,fixed16-stochastic,fixed16-nearest"
     )]
-    pub formats: Vec<String>,
+    pub formats: Vec<Format>,
     /// The first run seed: each format trains with seeds --seed, --seed + 1, ...
     #[arg(long, value_parser = whole_u64, default_value_t = 1)]
     pub seed: u64,
@@ -315,7 +320,7 @@ pub struct CompareArgs {
 pub struct ExploreArgs {
     /// Network: mlp, cnn, lenet5, resnet8, or a network file (.json).
     #[arg(long, default_value = "mlp")]
-    pub model: String,
+    pub model: ModelName,
     /// MLP hidden widths, comma-separated.
     #[arg(long, value_parser = whole, default_value = "32", value_delimiter = ',')]
     pub hidden: Vec<usize>,
@@ -376,8 +381,8 @@ pub struct ExploreArgs {
     pub sample_steps: usize,
     /// Resources from yosys (synth_xilinx, cached by design hash) or estimate (the resource
     /// model of `systole boards`, no synthesis).
-    #[arg(long, default_value = "yosys")]
-    pub resources: String,
+    #[arg(long, value_enum, default_value_t = Resources::Yosys)]
+    pub resources: Resources,
     /// Folder of the synthesis cache [default: ~/.cache/systole/synth].
     #[arg(long)]
     pub synth_cache: Option<PathBuf>,

@@ -1,36 +1,30 @@
 //! `systole train` and `systole compare`.
 
-use super::{CompareArgs, RecipeArgs, TrainArgs};
+use super::{CompareArgs, Init, RecipeArgs, TrainArgs};
 use crate::plot::{self, PlotText};
 use crate::report;
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use systole_core::Rounding;
+use systole_train::model::ModelName;
 use systole_train::pipeline::{run_pipelined, Placement, StagePlan};
 use systole_train::run::{claim_out_dir, run, run_dist, RunOptions, RunSummary};
 use systole_train::{EpochRecord, Observer, Precision, Quiet, TrainConfig};
 
 /// Turns command-line options into a run configuration, rejecting bad values with one sentence.
 pub fn config(a: &TrainArgs) -> anyhow::Result<TrainConfig> {
-    let precision = Precision::parse(&a.precision).with_context(|| {
-        format!(
-            "unknown precision '{}': use fixed16, f32, f16 or bf16",
-            a.precision
-        )
-    })?;
-    let rounding = parse_rounding(&a.rounding)?;
     let cfg = TrainConfig {
         seed: a.seed,
         shards: a.shards,
         microbatches: a.microbatches,
-        ..recipe_config(&a.recipe, precision, rounding)?
+        ..recipe_config(&a.recipe, a.precision, a.rounding)?
     };
     cfg.validate()?;
     Ok(cfg)
 }
 
-/// A `--rounding` value, refused with the sentence every caller shows (the CLI, the Python
-/// package's `rounding=` arguments).
+/// A `rounding=` argument of the Python package (the command line's `--rounding` is parsed by
+/// clap), refused with a sentence naming the choices.
 pub fn parse_rounding(name: &str) -> anyhow::Result<Rounding> {
     Rounding::parse(name)
         .with_context(|| format!("unknown rounding '{name}': use truncate, nearest or stochastic"))
@@ -170,15 +164,10 @@ pub fn train(a: &TrainArgs) -> anyhow::Result<()> {
 /// epoch-0 checkpoint written into `--out` and resumed.
 fn start_from_file(
     a: &TrainArgs,
+    onnx: &std::path::Path,
     opts: &mut systole_train::run::RunOptions,
     ranks: usize,
 ) -> anyhow::Result<()> {
-    if a.recipe.init != "file" {
-        bail!(
-            "unknown --init '{}': use file (the ONNX file's weights) or random",
-            a.recipe.init
-        );
-    }
     let Some(out) = &a.out else {
         bail!("training from an ONNX file's weights needs --out DIR (or --init random)");
     };
@@ -192,7 +181,7 @@ fn start_from_file(
             ck.display()
         );
     }
-    crate::onnx::write_start(&config(a)?, std::path::Path::new(&a.recipe.model), out)?;
+    crate::onnx::write_start(&config(a)?, onnx, out)?;
     opts.resume = true;
     opts.overwrite = false;
     Ok(())
@@ -317,8 +306,8 @@ fn train_on(a: &TrainArgs, dist: &dyn systole_train::dist::Collective) -> anyhow
     };
     let obs: &mut dyn Observer = if lead { &mut bars } else { &mut Quiet };
     let mut opts = options(a, window.clone());
-    if a.recipe.model.ends_with(".onnx") && a.recipe.init != "random" && !opts.resume {
-        start_from_file(a, &mut opts, dist.size())?;
+    if let (ModelName::Onnx(f), Init::File, false) = (&a.recipe.model, a.recipe.init, opts.resume) {
+        start_from_file(a, f, &mut opts, dist.size())?;
     }
     let summary = match stages {
         Some(s) => run_pipelined(&cfg, &data, &opts, obs, dist, (s, a.cut.as_deref())),
@@ -390,23 +379,6 @@ fn finish(s: &RunSummary, a: &TrainArgs, secs: f64, ranks: usize) -> anyhow::Res
     Ok(())
 }
 
-/// A `compare --formats` entry: `f32`, `f16`, `bf16` or `fixed16-ROUNDING`.
-fn parse_format(name: &str) -> anyhow::Result<(Precision, Rounding)> {
-    let bad = || {
-        anyhow::anyhow!(
-            "unknown format '{name}' in --formats: use f32, f16, bf16, fixed16-stochastic, fixed16-nearest or fixed16-truncate"
-        )
-    };
-    match name.split_once('-') {
-        Some(("fixed16", r)) => Ok((Precision::Fixed16, Rounding::parse(r).ok_or_else(bad)?)),
-        None if name != "fixed16" => Ok((
-            Precision::parse(name).ok_or_else(bad)?,
-            Rounding::NearestEven,
-        )),
-        _ => Err(bad()),
-    }
-}
-
 /// `systole compare`: every format of `--formats` with seeds `--seed`.. (`--seeds` of them).
 pub fn compare(c: &CompareArgs) -> anyhow::Result<()> {
     if c.seeds == 0 {
@@ -416,19 +388,16 @@ pub fn compare(c: &CompareArgs) -> anyhow::Result<()> {
         .seed
         .checked_add(c.seeds - 1)
         .context("--seed + --seeds is beyond the largest seed")?;
-    // A fixed-point format is named by its width: fixed8-stochastic under --word-bits 8.
-    let fixed_name = format!("fixed{}", c.recipe.word_bits);
     let names: Vec<String> = c
         .formats
         .iter()
-        .map(|f| f.replacen("fixed16", &fixed_name, 1))
+        .map(|f| f.name(c.recipe.word_bits))
         .collect();
-    let modes = c
-        .formats
+    let modes: Vec<(&str, (Precision, Rounding))> = names
         .iter()
-        .zip(&names)
-        .map(|(f, name)| Ok((name.as_str(), parse_format(f)?)))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .zip(&c.formats)
+        .map(|(name, f)| (name.as_str(), (f.precision, f.rounding)))
+        .collect();
     if let Some(dup) = (1..modes.len()).find(|&i| modes[..i].iter().any(|m| m.1 == modes[i].1)) {
         bail!("--formats names {} twice", modes[dup].0);
     }

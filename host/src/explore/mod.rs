@@ -251,8 +251,8 @@ mod tests;
 /// The training recipe of a sweep, as the command line gives it.
 #[derive(Clone, Debug)]
 pub struct Recipe {
-    /// `mlp` or `cnn`.
-    pub model: String,
+    /// The network.
+    pub model: systole_train::model::ModelName,
     /// MLP hidden widths.
     pub hidden: Vec<usize>,
     /// CNN block channels.
@@ -282,7 +282,7 @@ impl Recipe {
     /// sweep sets these per run), checked by the trainer.
     pub fn config(&self) -> Result<systole_train::TrainConfig, ExploreError> {
         use systole_train::model::ModelSpec;
-        let model = ModelSpec::parse(&self.model, &self.hidden, &self.channels)
+        let model = ModelSpec::new(&self.model, &self.hidden, &self.channels)
             .map_err(|e| ExploreError::Model(e.to_string()))?;
         if self.epochs == 0 {
             return Err(ExploreError::Zero { flag: "--epochs" });

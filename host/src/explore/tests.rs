@@ -48,7 +48,7 @@ impl Progress for Log {
 
 fn recipe() -> systole_train::TrainConfig {
     Recipe {
-        model: "mlp".into(),
+        model: systole_train::model::ModelName::Mlp,
         hidden: vec![16],
         channels: vec![],
         dataset: systole_train::data::DatasetSpec::Digits,
@@ -347,15 +347,15 @@ fn bad_axes_are_clear_errors() {
         systole_boards::list().len()
     );
     let mut r = Recipe {
-        model: "rnn".into(),
+        model: "net.onnx".parse().unwrap(),
         ..recipe_args()
     };
-    assert!(r
-        .config()
-        .unwrap_err()
-        .to_string()
-        .contains("unknown model 'rnn': use mlp, cnn, lenet5, resnet8 or a network file"));
-    r.model = "mlp".into();
+    let e = r.config().unwrap_err().to_string();
+    assert!(
+        e.contains("net.onnx: an ONNX file is read by `systole train`"),
+        "{e}"
+    );
+    r.model = systole_train::model::ModelName::Mlp;
     r.epochs = 0;
     assert!(r
         .config()
@@ -366,7 +366,7 @@ fn bad_axes_are_clear_errors() {
 
 fn recipe_args() -> Recipe {
     Recipe {
-        model: "mlp".into(),
+        model: systole_train::model::ModelName::Mlp,
         hidden: vec![16],
         channels: vec![],
         dataset: systole_train::data::DatasetSpec::Digits,

@@ -236,16 +236,16 @@ pub fn evaluate(
 /// `--model`: an ONNX file becomes an imported graph (printing what the import made of it);
 /// anything else is a built-in network or a network file.
 pub fn model_spec(
-    model: &str,
+    model: &model::ModelName,
     hidden: &[usize],
     channels: &[usize],
 ) -> anyhow::Result<model::ModelSpec> {
-    if !model.ends_with(".onnx") {
-        return Ok(model::ModelSpec::parse(model, hidden, channels)?);
-    }
-    let (_, (graph, _)) = import_graph(Path::new(model))?;
+    let model::ModelName::Onnx(file) = model else {
+        return Ok(model::ModelSpec::new(model, hidden, channels)?);
+    };
+    let (_, (graph, _)) = import_graph(file)?;
     Ok(model::ModelSpec::Graph {
-        source: model.to_string(),
+        source: file.display().to_string(),
         graph,
     })
 }

@@ -1,7 +1,7 @@
 //! Where the layers go: the cut of a model into stages ([`StagePlan`]), balanced by MACs or
 //! given by `--cut`, and where a rank stands in the pipeline ([`Placement`]).
 
-use crate::model::{Graph, Src};
+use crate::model::Graph;
 use crate::TrainError;
 
 /// The network's *layers* as the pipeline counts them: each node with parameters and the
@@ -15,8 +15,6 @@ pub struct Layers {
     pub param_starts: Vec<usize>,
     /// Forward MACs of one image through each layer.
     pub macs: Vec<u64>,
-    /// Whether a stage may start at each layer: only where one tensor crosses the cut.
-    pub cuttable: Vec<bool>,
 }
 
 impl Layers {
@@ -42,23 +40,10 @@ impl Layers {
         let macs = (0..n)
             .map(|l| macs[node_starts[l]..node_starts[l + 1]].iter().sum())
             .collect();
-        let cuttable = (0..n)
-            .map(|l| {
-                let at = node_starts[l];
-                l == 0
-                    || g.nodes[at..].iter().all(|node| {
-                        node.inputs.iter().all(|s| match *s {
-                            Src::Input => false,
-                            Src::Node(j) => j + 1 >= at,
-                        })
-                    })
-            })
-            .collect();
         Ok(Layers {
             node_starts,
             param_starts,
             macs,
-            cuttable,
         })
     }
 
@@ -84,8 +69,8 @@ pub struct StagePlan {
 impl StagePlan {
     /// `stages` stages of `graph`'s layers: cut after the layers `cut` names (1-based: `--cut 1`
     /// puts layer 1 on stage 1 and the rest on stage 2), or, without `cut`, the contiguous cut
-    /// whose largest stage has the fewest MACs (the first such cut). A cut must be where one
-    /// tensor crosses (not inside a residual block).
+    /// whose largest stage has the fewest MACs (the first such cut). Any layer boundary may be
+    /// cut: every tensor that crosses it (a residual connection's too) is sent.
     pub fn new(graph: &Graph, stages: usize, cut: Option<&[usize]>) -> Result<Self, TrainError> {
         let layers = Layers::of(graph)?;
         let n = layers.len();
@@ -119,25 +104,11 @@ impl StagePlan {
                             n - 1
                         ));
                     }
-                    if !layers.cuttable[after] {
-                        return bad(format!(
-                            "--cut {after}: a residual connection crosses the cut after layer {after}; cut where one tensor crosses"
-                        ));
-                    }
                     starts.push(after);
                 }
                 starts
             }
-            None => {
-                let starts = balanced(&layers.macs, &layers.cuttable, stages);
-                if starts.len() != stages {
-                    return bad(format!(
-                        "--stages {stages}: the network has only {} places where one tensor crosses (residual connections cannot be cut): use fewer stages",
-                        layers.cuttable.iter().filter(|&&c| c).count()
-                    ));
-                }
-                starts
-            }
+            None => balanced(&layers.macs, stages),
         };
         Ok(StagePlan { starts, layers })
     }
@@ -189,7 +160,7 @@ impl StagePlan {
 
 /// Stage starts of the contiguous cut of `costs` into `stages` parts whose largest part is
 /// smallest (dynamic programming; models have a handful of layers).
-fn balanced(costs: &[u64], cuttable: &[bool], stages: usize) -> Vec<usize> {
+fn balanced(costs: &[u64], stages: usize) -> Vec<usize> {
     let n = costs.len();
     let sum = |a: usize, b: usize| costs[a..b].iter().sum::<u64>();
     // best[s][i]: the smallest largest part of layers 0..i in s parts; from[s][i] its last start.
@@ -199,7 +170,7 @@ fn balanced(costs: &[u64], cuttable: &[bool], stages: usize) -> Vec<usize> {
     for s in 1..=stages {
         for i in s..=n {
             for j in (s - 1)..i {
-                if best[s - 1][j] == u64::MAX || (j > 0 && !cuttable[j]) {
+                if best[s - 1][j] == u64::MAX {
                     continue;
                 }
                 let c = best[s - 1][j].max(sum(j, i));
@@ -208,9 +179,6 @@ fn balanced(costs: &[u64], cuttable: &[bool], stages: usize) -> Vec<usize> {
                 }
             }
         }
-    }
-    if best[stages][n] == u64::MAX {
-        return Vec::new();
     }
     let mut starts = vec![0; stages];
     let mut i = n;

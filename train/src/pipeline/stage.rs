@@ -59,16 +59,16 @@ impl Trainer<FixedArith> {
         input: Option<Message>,
     ) -> Result<Forwarded, TrainError> {
         let rows = u.part.len();
-        let x = match input {
+        let xs = match input {
             None => {
                 self.arith.continue_at(self.step, Some(u.unit), 0);
                 let images = Self::batch_images(&data.train, u.part, data.features());
-                self.arith.import("input", rows, data.features(), &images)?
+                vec![self.arith.import("input", rows, data.features(), &images)?]
             }
             Some(m) => {
                 expect_unit(&m, u.unit, "forward")?;
                 self.arith.continue_at(self.step, Some(u.unit), m.op_index);
-                m.tensor
+                m.tensors
             }
         };
         let (lr, pr) = (plan.nodes(s), plan.params(s));
@@ -76,12 +76,12 @@ impl Trainer<FixedArith> {
             lo: lr.start,
             hi: lr.end,
         };
-        let (h, tape) = model::forward(
+        let (outs, tape) = model::forward_span(
             &mut self.arith,
             &self.graph,
             span,
             &self.params[pr],
-            x,
+            xs,
             rows,
         )?;
         let mut pending = Pending {
@@ -94,10 +94,14 @@ impl Trainer<FixedArith> {
             let out = Message {
                 unit: u.unit,
                 op_index: self.arith.op_index(),
-                tensor: h,
+                tensors: outs,
             };
             return Ok((pending, Some(out), (0, 0)));
         }
+        let h = outs
+            .into_iter()
+            .next()
+            .ok_or_else(|| TrainError::Config("the last stage handed on no logits".into()))?;
         // The last stage: the loss, as `systole_step::step::loss_and_grads` computes it.
         let labels: Vec<u8> = u.part.iter().map(|&i| data.train.labels[i]).collect();
         let (loss, ok, grad) = softmax_xent_scaled(
@@ -119,7 +123,7 @@ impl Trainer<FixedArith> {
         pending.tail = Some(Message {
             unit: u.unit,
             op_index: self.arith.op_index(),
-            tensor: dl,
+            tensors: vec![dl],
         });
         Ok((pending, None, (loss_sum_q(loss, rows), ok as i64)))
     }
@@ -152,21 +156,21 @@ impl Trainer<FixedArith> {
         };
         self.arith.continue_at(self.step, Some(p.unit), g.op_index);
         let pr = plan.params(s);
-        let (grads, dx) = model::backward(
+        let (grads, dins) = model::backward_span(
             &mut self.arith,
             &self.graph,
             &self.params[pr],
             p.tape,
-            g.tensor,
-            (p.rows, true),
+            g.tensors,
+            p.rows,
         )?;
         for (sum, g) in sums.iter_mut().zip(&grads) {
             add_exact_at(sum, g, GRAD_FRAC);
         }
-        Ok(dx.map(|tensor| Message {
+        Ok((s > 0).then(|| Message {
             unit: p.unit,
             op_index: self.arith.op_index(),
-            tensor,
+            tensors: dins,
         }))
     }
 

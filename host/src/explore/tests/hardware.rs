@@ -91,7 +91,7 @@ fn a_points_cycles_are_its_own_conv_units_whatever_trained_first() {
         fail_array: None,
     };
     let cnn = Recipe {
-        model: "cnn".into(),
+        model: systole_train::model::ModelName::Cnn,
         hidden: vec![],
         channels: vec![4],
         limit: Some(32),
