@@ -70,6 +70,9 @@ pub(crate) struct Plan {
     /// The accelerator's word width `W`: its row ports take the low `W` bits of the CPU's
     /// 16-bit lanes, and its C words reach the C stage sign-extended to 16 bits.
     word_bits: u32,
+    /// K rows of each array command the product sequencer issues: the buffer depth, at most
+    /// what a 16-bit `DMA_ROWS` moves.
+    chunk: u32,
     ram_bytes: u32,
     ram_addr_bits: usize,
     clock_hz: u32,
@@ -107,6 +110,7 @@ pub fn generate_soc_verilog(cfg: &ArrayConfig, opts: &SocOptions) -> Result<Stri
     let plan = Plan {
         n: cfg.size,
         word_bits: cfg.word_bits,
+        chunk: cfg.buffer_depth.min(1 << 15) as u32,
         ram_bytes: r,
         ram_addr_bits: (r / 4).trailing_zeros() as usize,
         clock_hz: opts.clock_hz,
