@@ -208,12 +208,7 @@ pub const DMA_REGISTERS: [(&str, u32, &str); 6] = [
 pub const DMA_COUNT: Field = Field::new("COUNT", 0, 16, "lanes or rows");
 
 /// [`SYS_FEATURES`]: the product sequencer ([`MM_CMD`] and its registers) is built.
-pub const SYS_FEATURE_MM: Field = Field::new(
-    "MM",
-    1,
-    1,
-    "the product sequencer (MM_*) is built",
-);
+pub const SYS_FEATURE_MM: Field = Field::new("MM", 1, 1, "the product sequencer (MM_*) is built");
 
 /// Product sequencer: byte address in RAM of `op(A)[0][0]`, the `m x k` left operand (bit 0
 /// ignored). Element `op(A)[i][k]` is at byte `MM_A_ADDR + 2 * (i * MM_A_STRIDE_I + k *
@@ -261,12 +256,8 @@ pub const MM_SIZE_K: Field = Field::new("SIZE", 0, 17, "k, 1..=MAX_K (131071)");
 /// [`MM_CONVERT`]: the output right shift `frac_a + frac_b - frac_out`, 0..=32.
 pub const MM_SHIFT: Field = Field::new("SHIFT", 0, 8, "output right shift 0..=32");
 /// [`MM_CONVERT`]: the rounding code (0 truncate, 1 nearest-even, 2 stochastic).
-pub const MM_ROUNDING: Field = Field::new(
-    "ROUNDING",
-    8,
-    8,
-    "0 truncate, 1 nearest-even, 2 stochastic",
-);
+pub const MM_ROUNDING: Field =
+    Field::new("ROUNDING", 8, 8, "0 truncate, 1 nearest-even, 2 stochastic");
 /// [`MM_STATUS`]: refused, `m`, `n` or `k` was 0 or past its field (the whole 32-bit value
 /// is checked, so `k` above `MAX_K` is refused); nothing moved.
 pub const MM_ERR_SIZE: Field = Field::new(
@@ -293,22 +284,54 @@ pub const MM_ERR_DEVICE: Field = Field::new(
 );
 /// The product sequencer's registers, for tables and tests: `(name, address, what it holds)`.
 pub const MM_REGISTERS: [(&str, u32, &str); 16] = [
-    ("MM_A_ADDR", MM_A_ADDR, "byte address of op(A)[0][0] (bit 0 ignored)"),
-    ("MM_A_STRIDE_I", MM_A_STRIDE_I, "elements between op(A)'s rows i"),
-    ("MM_A_STRIDE_K", MM_A_STRIDE_K, "elements between op(A)'s columns k"),
+    (
+        "MM_A_ADDR",
+        MM_A_ADDR,
+        "byte address of op(A)[0][0] (bit 0 ignored)",
+    ),
+    (
+        "MM_A_STRIDE_I",
+        MM_A_STRIDE_I,
+        "elements between op(A)'s rows i",
+    ),
+    (
+        "MM_A_STRIDE_K",
+        MM_A_STRIDE_K,
+        "elements between op(A)'s columns k",
+    ),
     ("MM_B_ADDR", MM_B_ADDR, "byte address of op(B)[0][0]"),
-    ("MM_B_STRIDE_K", MM_B_STRIDE_K, "elements between op(B)'s rows k"),
-    ("MM_B_STRIDE_J", MM_B_STRIDE_J, "elements between op(B)'s columns j"),
+    (
+        "MM_B_STRIDE_K",
+        MM_B_STRIDE_K,
+        "elements between op(B)'s rows k",
+    ),
+    (
+        "MM_B_STRIDE_J",
+        MM_B_STRIDE_J,
+        "elements between op(B)'s columns j",
+    ),
     ("MM_C_ADDR", MM_C_ADDR, "byte address of C[0][0]"),
-    ("MM_C_STRIDE_I", MM_C_STRIDE_I, "elements between C's rows i"),
-    ("MM_C_STRIDE_J", MM_C_STRIDE_J, "elements between C's columns j"),
+    (
+        "MM_C_STRIDE_I",
+        MM_C_STRIDE_I,
+        "elements between C's rows i",
+    ),
+    (
+        "MM_C_STRIDE_J",
+        MM_C_STRIDE_J,
+        "elements between C's columns j",
+    ),
     ("MM_M", MM_M, "rows m of op(A) and C (15:0)"),
     ("MM_N", MM_N, "columns n of op(B) and C (15:0)"),
     ("MM_K", MM_K, "dot-product length k (16:0)"),
     ("MM_CONVERT", MM_CONVERT, "SHIFT (7:0), ROUNDING (15:8)"),
     ("MM_SEED", MM_SEED, "operation seed"),
     ("MM_CMD", MM_CMD, "runs the product; held until done"),
-    ("MM_STATUS", MM_STATUS, "read-only: the last product's error bits"),
+    (
+        "MM_STATUS",
+        MM_STATUS,
+        "read-only: the last product's error bits",
+    ),
 ];
 
 /// Number of 32-bit words of the row and C stages.
@@ -333,7 +356,11 @@ mod tests {
             (MM_A_ADDR, 4 * MM_REGISTERS.len() as u32),
         ];
         for (i, (_, addr, _)) in MM_REGISTERS.iter().enumerate() {
-            assert_eq!(*addr, MM_A_ADDR + 4 * i as u32, "MM registers are consecutive words");
+            assert_eq!(
+                *addr,
+                MM_A_ADDR + 4 * i as u32,
+                "MM registers are consecutive words"
+            );
         }
         for (i, (_, addr, _)) in DMA_REGISTERS.iter().enumerate() {
             assert_eq!(

@@ -185,7 +185,13 @@ impl Regs for Volatile {
 #[cfg(all(target_arch = "riscv32", target_os = "none", feature = "step"))]
 impl Volatile {
     /// [`Regs::product`] on the SoC (the training image only: the serving image has no room).
-    fn run_product(&mut self, job: &ProductJob, a: &[i16], b: &[i16], c: &mut [i16]) -> Option<u32> {
+    fn run_product(
+        &mut self,
+        job: &ProductJob,
+        a: &[i16],
+        b: &[i16],
+        c: &mut [i16],
+    ) -> Option<u32> {
         use systole_core::soc::*;
         if !product_fits(job, a.len(), b.len(), c.len()) {
             return None;
@@ -204,7 +210,10 @@ impl Volatile {
             (MM_M, job.m as u32),
             (MM_N, job.n as u32),
             (MM_K, job.k as u32),
-            (MM_CONVERT, MM_SHIFT.put(job.shift) | MM_ROUNDING.put(job.rounding)),
+            (
+                MM_CONVERT,
+                MM_SHIFT.put(job.shift) | MM_ROUNDING.put(job.rounding),
+            ),
             (MM_SEED, job.seed),
         ];
         for (addr, value) in words {
@@ -256,7 +265,10 @@ mod tests {
             !is_mmio(DMA_CMD),
             "only the checked DMA methods start a transfer"
         );
-        assert!(!is_mmio(MM_CMD), "only the checked product method starts one");
+        assert!(
+            !is_mmio(MM_CMD),
+            "only the checked product method starts one"
+        );
         assert!(is_mmio(systole_core::soc::DMA_ADDR));
     }
 }

@@ -22,7 +22,9 @@ pub(crate) fn sequence<B: AcceleratorBus>(
     let bad_size = [m, n].iter().any(|&x| x == 0 || x > 0xFFFF) || k == 0 || k > MAX_K;
     let bad_convert = job.shift > MAX_SHIFT || job.rounding > Rounding::Stochastic.code();
     if bad_size || bad_convert {
-        return Ok(MM_ERR_SIZE.put(u32::from(bad_size)) | MM_ERR_CONVERT.put(u32::from(bad_convert)));
+        return Ok(
+            MM_ERR_SIZE.put(u32::from(bad_size)) | MM_ERR_CONVERT.put(u32::from(bad_convert))
+        );
     }
     let wait = regmap::STATUS_BUSY | regmap::STATUS_QUEUE_FULL;
     while bus.read_reg(regmap::STATUS)? & wait != 0 {
@@ -34,8 +36,8 @@ pub(crate) fn sequence<B: AcceleratorBus>(
     bus.write_reg(regmap::SHIFT, job.shift)?;
     bus.write_reg(regmap::ROUNDING, job.rounding)?;
     let (size, chunk) = (cfg.size, chunk(cfg));
-    let block = |rows: usize, lanes: usize, offset: usize, [row_step, lane_step]: [usize; 2]| {
-        RowBlock {
+    let block =
+        |rows: usize, lanes: usize, offset: usize, [row_step, lane_step]: [usize; 2]| RowBlock {
             bank: 0,
             first_row: 0,
             rows: rows as u16,
@@ -43,8 +45,7 @@ pub(crate) fn sequence<B: AcceleratorBus>(
             offset,
             row_step,
             lane_step,
-        }
-    };
+        };
     let [ai, ak] = job.a_steps;
     let [bk, bj] = job.b_steps;
     let [ci, cj] = job.c_steps;
@@ -98,7 +99,9 @@ mod tests {
     use std::vec::Vec;
 
     fn transpose(x: &[i16], rows: usize, cols: usize) -> Vec<i16> {
-        (0..rows * cols).map(|t| x[(t % rows) * cols + t / rows]).collect()
+        (0..rows * cols)
+            .map(|t| x[(t % rows) * cols + t / rows])
+            .collect()
     }
 
     /// Random shapes (edges padded, K over several 16-row chunks), both transposes, every
@@ -116,7 +119,11 @@ mod tests {
                 (0..len).map(|_| rng.next() as i16 >> 4).collect()
             };
             let (a, b) = (words(&mut rng, m * k), words(&mut rng, k * n));
-            let rounding = [Rounding::Truncate, Rounding::NearestEven, Rounding::Stochastic][t % 3];
+            let rounding = [
+                Rounding::Truncate,
+                Rounding::NearestEven,
+                Rounding::Stochastic,
+            ][t % 3];
             let job = MatmulJob {
                 a: &a,
                 b: &b,
@@ -172,7 +179,14 @@ mod tests {
             (ProductJob { k: MAX_K + 1, ..ok }, size),
             (ProductJob { shift: 33, ..ok }, conv),
             (ProductJob { rounding: 3, ..ok }, conv),
-            (ProductJob { k: 0, shift: 40, ..ok }, size | conv),
+            (
+                ProductJob {
+                    k: 0,
+                    shift: 40,
+                    ..ok
+                },
+                size | conv,
+            ),
             (ok, 0),
         ] {
             let mut mock = MockArray::new(cfg);

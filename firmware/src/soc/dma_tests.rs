@@ -211,7 +211,10 @@ fn a_product_goes_to_the_sequencer_only_inside_its_slices() {
     let mut bus = MmioBus::probe(DmaRegs::new(mm)).unwrap();
     let mut c = vec![0i16; 6];
     assert_eq!(bus.run_product(&job, &a, &b, &mut c), Ok(Some(0)));
-    assert_eq!((bus.regs().products.as_slice(), c.as_slice()), (&[job][..], &[2i16; 6][..]));
+    assert_eq!(
+        (bus.regs().products.as_slice(), c.as_slice()),
+        (&[job][..], &[2i16; 6][..])
+    );
     // A transposed A whose steps reach element 15 of 15: refused, nothing run.
     let past = ProductJob {
         a_steps: [1, 4],
@@ -226,7 +229,10 @@ fn a_product_goes_to_the_sequencer_only_inside_its_slices() {
             len: 15
         }
     );
-    assert!(e.to_string().contains("operand a reaches element 19"), "{e}");
+    assert!(
+        e.to_string().contains("operand a reaches element 19"),
+        "{e}"
+    );
     let e = bus.run_product(&job, &a, &b, &mut c[..5]).unwrap_err();
     assert!(matches!(e, MmioError::Product { which: "c", .. }), "{e}");
     assert_eq!(bus.regs().products.len(), 1);

@@ -239,10 +239,22 @@ fn mm(nl: &mut Netlist, p: &Plan, n: &Nets, a: &AccNets) -> Result<(), HdlError>
             Value::Word(regmap::STATUS_BUSY | regmap::STATUS_QUEUE_FULL),
         ),
         ("STATUS_ERROR", Value::Word(regmap::STATUS_ERROR)),
-        ("CMD_CLEAR", Value::Word(regmap::command(0, 0, 0, true, false))),
-        ("CMD_EMIT", Value::Word(regmap::command(0, 0, 0, false, true))),
-        ("SEED_STEP_I", Value::Word(size.wrapping_mul(TILE_SEED_MUL[0]))),
-        ("SEED_STEP_J", Value::Word(size.wrapping_mul(TILE_SEED_MUL[1]))),
+        (
+            "CMD_CLEAR",
+            Value::Word(regmap::command(0, 0, 0, true, false)),
+        ),
+        (
+            "CMD_EMIT",
+            Value::Word(regmap::command(0, 0, 0, false, true)),
+        ),
+        (
+            "SEED_STEP_I",
+            Value::Word(size.wrapping_mul(TILE_SEED_MUL[0])),
+        ),
+        (
+            "SEED_STEP_J",
+            Value::Word(size.wrapping_mul(TILE_SEED_MUL[1])),
+        ),
         ("SEED_MIX0", Value::Word(TILE_SEED_MIX[0])),
         ("SEED_MIX1", Value::Word(TILE_SEED_MIX[1])),
         ("MAX_SHIFT", Value::Int(MAX_SHIFT)),

@@ -319,7 +319,10 @@ fn uart_timer_sys(
             ("CLOCK_ADDR", word(SYS_CLOCK_HZ)),
             ("CLOCK_HZ", word(p.clock_hz)),
             ("FEATURES_ADDR", word(SYS_FEATURES)),
-            ("FEATURES", word(SYS_FEATURE_DMA.put(1) | SYS_FEATURE_MM.put(1))),
+            (
+                "FEATURES",
+                word(SYS_FEATURE_DMA.put(1) | SYS_FEATURE_MM.put(1)),
+            ),
             ("RESET_ADDR", word(SYS_RESET)),
             ("RESET_KEY", word(SYS_RESET_KEY)),
         ],

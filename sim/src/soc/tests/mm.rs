@@ -77,7 +77,9 @@ impl Rng {
 }
 
 fn transpose(x: &[i16], rows: usize, cols: usize) -> Vec<i16> {
-    (0..rows * cols).map(|t| x[(t % rows) * cols + t / rows]).collect()
+    (0..rows * cols)
+        .map(|t| x[(t % rows) * cols + t / rows])
+        .collect()
 }
 
 /// One random product: `(m, k, n)`, transposes, fracs, rounding from `t`; C at column 2 of a
@@ -85,12 +87,26 @@ fn transpose(x: &[i16], rows: usize, cols: usize) -> Vec<i16> {
 fn one_product(ram: &mut Ram, rng: &mut Rng, t: usize, (m, k, n): (usize, usize, usize)) {
     let size = ram.mon.n;
     let word = |rng: &mut Rng| (rng.next() as i16) >> (rng.below(8) as u32);
-    let a = QMatrix::from_vec(m, k, rng.below(16) as u32, (0..m * k).map(|_| word(rng)).collect())
-        .unwrap();
-    let b = QMatrix::from_vec(k, n, rng.below(16) as u32, (0..k * n).map(|_| word(rng)).collect())
-        .unwrap();
+    let a = QMatrix::from_vec(
+        m,
+        k,
+        rng.below(16) as u32,
+        (0..m * k).map(|_| word(rng)).collect(),
+    )
+    .unwrap();
+    let b = QMatrix::from_vec(
+        k,
+        n,
+        rng.below(16) as u32,
+        (0..k * n).map(|_| word(rng)).collect(),
+    )
+    .unwrap();
     let frac = rng.below((a.frac + b.frac).min(15) as usize + 1) as u32;
-    let rounding = [Rounding::Truncate, Rounding::NearestEven, Rounding::Stochastic][t % 3];
+    let rounding = [
+        Rounding::Truncate,
+        Rounding::NearestEven,
+        Rounding::Stochastic,
+    ][t % 3];
     let spec = OutputSpec {
         frac,
         rounding,
@@ -98,8 +114,20 @@ fn one_product(ram: &mut Ram, rng: &mut Rng, t: usize, (m, k, n): (usize, usize,
     };
     let want = systole_golden::matmul(&a, &b, &spec, size).unwrap();
     let (ta, tb) = (t % 2 == 1, t % 4 >= 2);
-    let a_at = ram.put(&if ta { transpose(&a.data, m, k) } else { a.data.clone() }).unwrap();
-    let b_at = ram.put(&if tb { transpose(&b.data, k, n) } else { b.data.clone() }).unwrap();
+    let a_at = ram
+        .put(&if ta {
+            transpose(&a.data, m, k)
+        } else {
+            a.data.clone()
+        })
+        .unwrap();
+    let b_at = ram
+        .put(&if tb {
+            transpose(&b.data, k, n)
+        } else {
+            b.data.clone()
+        })
+        .unwrap();
     let (a_i, a_k) = if ta { (1, m) } else { (k, 1) };
     let (b_k, b_j) = if tb { (1, k) } else { (n, 1) };
     let cols = n + 3;
@@ -123,7 +151,8 @@ fn one_product(ram: &mut Ram, rng: &mut Rng, t: usize, (m, k, n): (usize, usize,
             spec.seed,
         ])
         .unwrap();
-    let what = format!("product {t}: {m}x{k}x{n}, transposed {ta} {tb}, shift {shift}, {rounding:?}");
+    let what =
+        format!("product {t}: {m}x{k}x{n}, transposed {ta} {tb}, shift {shift}, {rounding:?}");
     assert_eq!(status, 0, "{what}");
     let got = ram.get(c_at, m * cols).unwrap();
     for i in 0..m {
@@ -141,7 +170,11 @@ fn one_product(ram: &mut Ram, rng: &mut Rng, t: usize, (m, k, n): (usize, usize,
 fn the_sequencer_computes_the_golden_models_products() {
     let Some(mut ram) = ram() else { return };
     let features = ram.mon.load(SYS_FEATURES).unwrap();
-    assert_eq!(SYS_FEATURE_MM.get(features), 1, "SYS_FEATURES {features:#x}");
+    assert_eq!(
+        SYS_FEATURE_MM.get(features),
+        1,
+        "SYS_FEATURES {features:#x}"
+    );
     let mut rng = Rng(0x00C0_FFEE_1234);
     let size = ram.mon.n;
     for t in 0..12 {
@@ -177,7 +210,11 @@ fn the_sequencer_refuses_bad_descriptors() {
         (with(11, 0), size, "k = 0"),
         (with(12, MM_SHIFT.put(33)), conv, "shift 33"),
         (with(12, MM_ROUNDING.put(3)), conv, "rounding 3"),
-        (with(12, MM_SHIFT.put(64)), conv, "shift 64 (past the array's 6 bits)"),
+        (
+            with(12, MM_SHIFT.put(64)),
+            conv,
+            "shift 64 (past the array's 6 bits)",
+        ),
         (ok, 0, "the good descriptor"),
     ] {
         // A fresh C each time: the monitor's loads go through the CPU's data cache.
