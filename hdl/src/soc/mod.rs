@@ -4,7 +4,9 @@
 //! `systole_core::soc` (the one memory map the firmware reads too).
 //!
 //! The blocks are hand-written Verilog with parameters (`hdl/verilog/soc_*.v`: resets, CPU
-//! wrapper, bus, RAM, UART with a receive FIFO, timer, SYS, row sequencer, row DMA), listed with
+//! wrapper, bus, RAM, UART with a receive FIFO, timer, SYS, row sequencer, row DMA, and the
+//! product sequencer, which runs a whole matrix product from one `MM_CMD` by driving the DMA's
+//! and the array's registers on the bus in the CPU's place), listed with
 //! their ports in [`blocks`]; only the accelerator's stage, whose ports name every lane, is
 //! generated per array size ([`stage`]). The top wires them through a checked netlist
 //! ([`netlist`], [`wiring`]): every port connected once, to a net of its width, every net

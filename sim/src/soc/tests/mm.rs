@@ -205,8 +205,8 @@ fn the_sequencer_refuses_bad_descriptors() {
     };
     for (words, want, what) in [
         (with(9, 0), size, "m = 0"),
-        (with(10, 0x1_0000), size, "n past 16 bits"),
-        (with(11, 0x2_0000), size, "k past MAX_K"),
+        (with(10, 0x1_0004), size, "n past 16 bits (its low bits 4)"),
+        (with(11, 0x2_0001), size, "k past MAX_K (its low bits 1)"),
         (with(11, 0), size, "k = 0"),
         (with(12, MM_SHIFT.put(33)), conv, "shift 33"),
         (with(12, MM_ROUNDING.put(3)), conv, "rounding 3"),
