@@ -61,6 +61,8 @@ pub struct MockArray {
     pub sequencer: bool,
     /// Products the sequencer's model ran.
     pub products: usize,
+    /// A status the sequencer answers instead of running the product.
+    pub answer: Option<u32>,
 }
 
 impl MockArray {
@@ -96,6 +98,7 @@ impl MockArray {
             hazards: 0,
             sequencer: false,
             products: 0,
+            answer: None,
         }
     }
 
@@ -357,6 +360,9 @@ impl AcceleratorBus for MockArray {
             return Ok(None);
         }
         self.products += 1;
+        if let Some(status) = self.answer {
+            return Ok(Some(status));
+        }
         let cfg = self.cfg;
         super::sequencer_model::sequence(self, &cfg, job, (a, b, c)).map(Some)
     }

@@ -196,6 +196,29 @@ mod tests {
             let untouched = c.iter().all(|&x| x == -5);
             assert_eq!(untouched, want != 0, "{job:?}");
         }
+        // A status the sequencer answers reaches the caller as the driver's typed error.
+        let mut mock = MockArray::new(cfg);
+        mock.sequencer = true;
+        mock.answer = Some(MM_ERR_DEVICE.mask());
+        let job = MatmulJob {
+            a: &a,
+            b: &b,
+            m: 4,
+            k: 4,
+            n: 4,
+            shift: 0,
+            rounding: Rounding::Truncate,
+            seed: 1,
+        };
+        let mut c = vec![0i16; 16];
+        let e = matmul_views(&mut mock, &cfg, &job, Transposed::default(), &mut c).unwrap_err();
+        assert_eq!(
+            e,
+            DriverError::Sequencer {
+                status: MM_ERR_DEVICE.mask()
+            }
+        );
+        assert!(std::format!("{e}").contains("incomplete"), "{e}");
         let e: DriverError<core::convert::Infallible> = DriverError::Sequencer { status: conv };
         let text = std::format!("{e}");
         assert!(text.contains("shift or rounding"), "{text}");
