@@ -83,9 +83,9 @@ pub const fn is_mmio(addr: u32) -> bool {
 /// True when every element `job` touches lies inside slices of `a`, `b` and `c` elements and
 /// every step fits the sequencer's 32-bit registers.
 pub fn product_fits(job: &ProductJob, a: usize, b: usize, c: usize) -> bool {
-    let steps = job.a_steps.iter().chain(&job.b_steps).chain(&job.c_steps);
+    let mut steps = job.a_steps.iter().chain(&job.b_steps).chain(&job.c_steps);
     let ends = job.ends();
-    steps.into_iter().all(|&s| u32::try_from(s).is_ok())
+    steps.all(|&s| u32::try_from(s).is_ok())
         && [a, b, c]
             .iter()
             .zip(ends)
