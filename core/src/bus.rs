@@ -87,6 +87,55 @@ impl RowBlock {
     }
 }
 
+/// One whole product `C = op(A)·op(B)` for a bus that runs it in one command
+/// ([`AcceleratorBus::run_product`], the SoC's product sequencer): `op(A)[i][k]` is element
+/// `i·a_steps[0] + k·a_steps[1]` of A's slice, `op(B)[k][j]` element `k·b_steps[0] +
+/// j·b_steps[1]` of B's, `C[i][j]` element `i·c_steps[0] + j·c_steps[1]` of C's; so an operand
+/// stored transposed is the same job with its two steps swapped. Tiles, seeds and the one
+/// conversion are the numeric contract's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProductJob {
+    /// Rows of `op(A)` and `C`.
+    pub m: usize,
+    /// The dot-product length.
+    pub k: usize,
+    /// Columns of `op(B)` and `C`.
+    pub n: usize,
+    /// Element steps of `op(A)` along `i` and `k`.
+    pub a_steps: [usize; 2],
+    /// Element steps of `op(B)` along `k` and `j`.
+    pub b_steps: [usize; 2],
+    /// Element steps of `C` along `i` and `j`.
+    pub c_steps: [usize; 2],
+    /// Output right shift, `0..=MAX_SHIFT`.
+    pub shift: u32,
+    /// Rounding code (`Rounding::code`).
+    pub rounding: u32,
+    /// Operation seed (tile `(i0, j0)` converts with `tile_seed(seed, i0, j0)`).
+    pub seed: u32,
+}
+
+impl ProductJob {
+    /// One past the largest element index each of A, B and C touches (`None`: it overflows,
+    /// `Some(0)` for an empty product), so each slice must hold at least that many elements.
+    pub fn ends(&self) -> [Option<usize>; 3] {
+        let end = |rows: usize, cols: usize, [sr, sc]: [usize; 2]| -> Option<usize> {
+            if rows == 0 || cols == 0 {
+                return Some(0);
+            }
+            (rows - 1)
+                .checked_mul(sr)?
+                .checked_add((cols - 1).checked_mul(sc)?)?
+                .checked_add(1)
+        };
+        [
+            end(self.m, self.k, self.a_steps),
+            end(self.k, self.n, self.b_steps),
+            end(self.m, self.n, self.c_steps),
+        ]
+    }
+}
+
 /// Access to one accelerator.
 pub trait AcceleratorBus {
     /// Transport error (a simulator fault, a dropped serial link, ...).
@@ -174,6 +223,26 @@ pub trait AcceleratorBus {
         mem: &mut [i16],
     ) -> Result<(), Self::Error> {
         read_block_by_rows(self, block, size, mem)
+    }
+
+    /// True when [`AcceleratorBus::run_product`] runs a whole product in one command (the
+    /// SoC's product sequencer): a driver then hands it every product it would tile itself.
+    fn runs_products(&self) -> bool {
+        false
+    }
+
+    /// Runs `job` from `a` and `b` into `c` in one command. `Ok(None)`: this bus has no
+    /// product sequencer (nothing done); `Ok(Some(status))`: the sequencer's status word, 0
+    /// when `c` holds the product (else its error bits, `systole_core::soc::MM_ERR_*`).
+    fn run_product(
+        &mut self,
+        job: &ProductJob,
+        a: &[i16],
+        b: &[i16],
+        c: &mut [i16],
+    ) -> Result<Option<u32>, Self::Error> {
+        let _ = (job, a, b, c);
+        Ok(None)
     }
 }
 
@@ -284,5 +353,17 @@ impl<T: AcceleratorBus + ?Sized> AcceleratorBus for &mut T {
         mem: &mut [i16],
     ) -> Result<(), Self::Error> {
         (**self).read_block(block, size, mem)
+    }
+    fn runs_products(&self) -> bool {
+        (**self).runs_products()
+    }
+    fn run_product(
+        &mut self,
+        job: &ProductJob,
+        a: &[i16],
+        b: &[i16],
+        c: &mut [i16],
+    ) -> Result<Option<u32>, Self::Error> {
+        (**self).run_product(job, a, b, c)
     }
 }

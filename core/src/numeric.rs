@@ -209,7 +209,7 @@ pub const TILE_SEED_MIX: [u32; 2] = [0x7FEB_352D, 0x846C_A68B];
 /// tile uses the state after `r + 1` steps.
 pub const fn tile_seed(op_seed: u32, row0: u32, col0: u32) -> u32 {
     // splitmix32-style finaliser over the three inputs: cheap, and nearby tiles get unrelated
-    // seeds. Computed by the host only, so the hardware never needs it.
+    // seeds. The SoC's product sequencer computes it too (hdl/verilog/soc_mm.v).
     let [row_mul, col_mul] = TILE_SEED_MUL;
     let [m1, m2] = TILE_SEED_MIX;
     let mut x = op_seed ^ row0.wrapping_mul(row_mul) ^ col0.wrapping_mul(col_mul);

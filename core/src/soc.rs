@@ -108,7 +108,7 @@ pub const SYS_RESET: u32 = 0x8000_200C;
 pub const SOC_ID_VALUE: u32 = 0x5353_4F43;
 /// The value that [`SYS_RESET`] acts on.
 pub const SYS_RESET_KEY: u32 = 0x5245_5354;
-/// What this SoC has beyond the base map (read-only): [`SYS_FEATURE_DMA`]. A SoC built before
+/// What this SoC has beyond the base map (read-only): [`SYS_FEATURE_DMA`], [`SYS_FEATURE_MM`]. A SoC built before
 /// this register existed reads 0 here (an unmapped MMIO address), so firmware reading a bit as
 /// clear falls back to what every SoC has.
 pub const SYS_FEATURES: u32 = 0x8000_2010;
@@ -207,6 +207,133 @@ pub const DMA_REGISTERS: [(&str, u32, &str); 6] = [
 /// Bits of [`DMA_LANES`] and [`DMA_ROWS`] the DMA reads.
 pub const DMA_COUNT: Field = Field::new("COUNT", 0, 16, "lanes or rows");
 
+/// [`SYS_FEATURES`]: the product sequencer ([`MM_CMD`] and its registers) is built.
+pub const SYS_FEATURE_MM: Field = Field::new("MM", 1, 1, "the product sequencer (MM_*) is built");
+
+/// Product sequencer: byte address in RAM of `op(A)[0][0]`, the `m x k` left operand (bit 0
+/// ignored). Element `op(A)[i][k]` is at byte `MM_A_ADDR + 2 * (i * MM_A_STRIDE_I + k *
+/// MM_A_STRIDE_K)`, so `A` stored transposed is the same product with the two strides swapped.
+pub const MM_A_ADDR: u32 = 0x8004_0000;
+/// Product sequencer: elements between `op(A)`'s rows (`i`), modulo 2^32.
+pub const MM_A_STRIDE_I: u32 = 0x8004_0004;
+/// Product sequencer: elements between `op(A)`'s columns (`k`), modulo 2^32.
+pub const MM_A_STRIDE_K: u32 = 0x8004_0008;
+/// Product sequencer: byte address of `op(B)[0][0]`, the `k x n` right operand.
+pub const MM_B_ADDR: u32 = 0x8004_000C;
+/// Product sequencer: elements between `op(B)`'s rows (`k`).
+pub const MM_B_STRIDE_K: u32 = 0x8004_0010;
+/// Product sequencer: elements between `op(B)`'s columns (`j`).
+pub const MM_B_STRIDE_J: u32 = 0x8004_0014;
+/// Product sequencer: byte address of `C[0][0]`, the `m x n` result.
+pub const MM_C_ADDR: u32 = 0x8004_0018;
+/// Product sequencer: elements between `C`'s rows (`i`).
+pub const MM_C_STRIDE_I: u32 = 0x8004_001C;
+/// Product sequencer: elements between `C`'s columns (`j`).
+pub const MM_C_STRIDE_J: u32 = 0x8004_0020;
+/// Product sequencer: rows `m` of `op(A)` and `C` ([`MM_SIZE_MN`]).
+pub const MM_M: u32 = 0x8004_0024;
+/// Product sequencer: columns `n` of `op(B)` and `C` ([`MM_SIZE_MN`]).
+pub const MM_N: u32 = 0x8004_0028;
+/// Product sequencer: the dot-product length `k` ([`MM_SIZE_K`]).
+pub const MM_K: u32 = 0x8004_002C;
+/// Product sequencer: the output conversion, [`MM_SHIFT`] and [`MM_ROUNDING`].
+pub const MM_CONVERT: u32 = 0x8004_0030;
+/// Product sequencer: the operation seed; tile `(i0, j0)` is converted with
+/// `tile_seed(MM_SEED, i0, j0)` (`crate::numeric::tile_seed`), computed by the sequencer.
+pub const MM_SEED: u32 = 0x8004_0034;
+/// Product sequencer command (write-only, any value): runs the whole product the registers
+/// above describe. The bus holds this store until the product is in RAM (or refused): the
+/// CPU's data bus waits, so no other command can reach the sequencer, the DMA or the array
+/// while it runs.
+pub const MM_CMD: u32 = 0x8004_0038;
+/// Product sequencer status (read-only): the outcome of the last [`MM_CMD`], its error bits
+/// ([`MM_ERR_SIZE`], [`MM_ERR_CONVERT`], [`MM_ERR_DEVICE`]) all 0 when the product is in RAM.
+pub const MM_STATUS: u32 = 0x8004_003C;
+/// [`MM_M`], [`MM_N`]: the size, 1..=65535.
+pub const MM_SIZE_MN: Field = Field::new("SIZE", 0, 16, "m or n, 1..=65535");
+/// [`MM_K`]: the dot-product length, 1..=`MAX_K`.
+pub const MM_SIZE_K: Field = Field::new("SIZE", 0, 17, "k, 1..=MAX_K (131071)");
+/// [`MM_CONVERT`]: the output right shift `frac_a + frac_b - frac_out`, 0..=32.
+pub const MM_SHIFT: Field = Field::new("SHIFT", 0, 8, "output right shift 0..=32");
+/// [`MM_CONVERT`]: the rounding code (0 truncate, 1 nearest-even, 2 stochastic).
+pub const MM_ROUNDING: Field =
+    Field::new("ROUNDING", 8, 8, "0 truncate, 1 nearest-even, 2 stochastic");
+/// [`MM_STATUS`]: refused, `m`, `n` or `k` was 0 or past its field (the whole 32-bit value
+/// is checked, so `k` above `MAX_K` is refused); nothing moved.
+pub const MM_ERR_SIZE: Field = Field::new(
+    "ERR_SIZE",
+    0,
+    1,
+    "refused: m, n or k is 0 or past its field (k > MAX_K); nothing moved",
+);
+/// [`MM_STATUS`]: refused, a shift above 32 or a rounding code above 2 (bits 7:0 and 15:8 of
+/// [`MM_CONVERT`] checked whole); nothing moved.
+pub const MM_ERR_CONVERT: Field = Field::new(
+    "ERR_CONVERT",
+    1,
+    1,
+    "refused: shift > 32 or rounding > 2; nothing moved",
+);
+/// [`MM_STATUS`]: the array refused a command (its `STATUS.error`); the product stopped there
+/// and `C` is incomplete.
+pub const MM_ERR_DEVICE: Field = Field::new(
+    "ERR_DEVICE",
+    2,
+    1,
+    "the array set STATUS.error: stopped, C incomplete",
+);
+/// The product sequencer's registers, for tables and tests: `(name, address, what it holds)`.
+pub const MM_REGISTERS: [(&str, u32, &str); 16] = [
+    (
+        "MM_A_ADDR",
+        MM_A_ADDR,
+        "byte address of op(A)[0][0] (bit 0 ignored)",
+    ),
+    (
+        "MM_A_STRIDE_I",
+        MM_A_STRIDE_I,
+        "elements between op(A)'s rows i",
+    ),
+    (
+        "MM_A_STRIDE_K",
+        MM_A_STRIDE_K,
+        "elements between op(A)'s columns k",
+    ),
+    ("MM_B_ADDR", MM_B_ADDR, "byte address of op(B)[0][0]"),
+    (
+        "MM_B_STRIDE_K",
+        MM_B_STRIDE_K,
+        "elements between op(B)'s rows k",
+    ),
+    (
+        "MM_B_STRIDE_J",
+        MM_B_STRIDE_J,
+        "elements between op(B)'s columns j",
+    ),
+    ("MM_C_ADDR", MM_C_ADDR, "byte address of C[0][0]"),
+    (
+        "MM_C_STRIDE_I",
+        MM_C_STRIDE_I,
+        "elements between C's rows i",
+    ),
+    (
+        "MM_C_STRIDE_J",
+        MM_C_STRIDE_J,
+        "elements between C's columns j",
+    ),
+    ("MM_M", MM_M, "rows m of op(A) and C (15:0)"),
+    ("MM_N", MM_N, "columns n of op(B) and C (15:0)"),
+    ("MM_K", MM_K, "dot-product length k (16:0)"),
+    ("MM_CONVERT", MM_CONVERT, "SHIFT (7:0), ROUNDING (15:8)"),
+    ("MM_SEED", MM_SEED, "operation seed"),
+    ("MM_CMD", MM_CMD, "runs the product; held until done"),
+    (
+        "MM_STATUS",
+        MM_STATUS,
+        "read-only: the last product's error bits",
+    ),
+];
+
 /// Number of 32-bit words of the row and C stages.
 pub const STAGE_WORDS: u32 = (crate::config::MAX_SIZE as u32).div_ceil(2);
 
@@ -226,7 +353,15 @@ mod tests {
             (C_STAGE, 4 * STAGE_WORDS),
             (SYS_FEATURES, 4),
             (DMA_ADDR, 4 * DMA_REGISTERS.len() as u32),
+            (MM_A_ADDR, 4 * MM_REGISTERS.len() as u32),
         ];
+        for (i, (_, addr, _)) in MM_REGISTERS.iter().enumerate() {
+            assert_eq!(
+                *addr,
+                MM_A_ADDR + 4 * i as u32,
+                "MM registers are consecutive words"
+            );
+        }
         for (i, (_, addr, _)) in DMA_REGISTERS.iter().enumerate() {
             assert_eq!(
                 *addr,

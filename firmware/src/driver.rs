@@ -182,6 +182,10 @@ pub fn matmul_views<B: AcceleratorBus>(
         return Ok(stats);
     }
     check_config(bus, cfg, &mut stats)?;
+    #[cfg(any(feature = "step", test))]
+    if let Some(stats) = whole::run(bus, cfg, job, transposed, out, stats)? {
+        return Ok(stats);
+    }
     let conversion = Conversion {
         shift: job.shift,
         rounding: job.rounding,
@@ -539,6 +543,8 @@ mod error;
 mod feed;
 pub(crate) mod hook;
 mod readout;
+#[cfg(any(feature = "step", test))]
+pub(crate) mod whole;
 pub(crate) use checks::check_config;
 use checks::validate;
 pub use error::DriverError;
@@ -549,6 +555,8 @@ use feed::Views;
 mod block_tests;
 #[cfg(test)]
 pub(crate) mod mock;
+#[cfg(test)]
+mod sequencer_model;
 #[cfg(test)]
 pub(crate) mod tests;
 #[cfg(test)]

@@ -15,8 +15,8 @@
 
 pub mod heap;
 
-use systole_core::bus::RowBlock;
-use systole_core::soc::{DMA_CMD, MMIO_BASE};
+use systole_core::bus::{ProductJob, RowBlock};
+use systole_core::soc::{DMA_CMD, MMIO_BASE, MM_CMD};
 
 /// Word-wide register access at absolute bus addresses.
 pub trait Regs {
@@ -42,6 +42,16 @@ pub trait Regs {
         let _ = (command, block, mem);
         false
     }
+
+    /// Runs `job` on the product sequencer (`MM_*`) with A, B and C in `a`, `b`, `c`: programs
+    /// the descriptor from where the slices lie, writes `MM_CMD` (the store returns when the
+    /// product is in `c` or refused) and returns `MM_STATUS`. `None` (nothing done) when this
+    /// register file has no sequencer or an operand does not lie inside its slice
+    /// ([`product_fits`]).
+    fn product(&mut self, job: &ProductJob, a: &[i16], b: &[i16], c: &mut [i16]) -> Option<u32> {
+        let _ = (job, a, b, c);
+        None
+    }
 }
 
 impl<R: Regs + ?Sized> Regs for &mut R {
@@ -59,12 +69,27 @@ impl<R: Regs + ?Sized> Regs for &mut R {
     fn dma_into_mem(&mut self, command: u32, block: &RowBlock, mem: &mut [i16]) -> bool {
         (**self).dma_into_mem(command, block, mem)
     }
+    fn product(&mut self, job: &ProductJob, a: &[i16], b: &[i16], c: &mut [i16]) -> Option<u32> {
+        (**self).product(job, a, b, c)
+    }
 }
 
 /// True for the addresses [`Volatile`] may touch: word-aligned, at or above `MMIO_BASE`, not
-/// `DMA_CMD` (which only the checked DMA methods write).
+/// `DMA_CMD` or `MM_CMD` (which only the checked DMA and product methods write).
 pub const fn is_mmio(addr: u32) -> bool {
-    addr >= MMIO_BASE && addr.is_multiple_of(4) && addr != DMA_CMD
+    addr >= MMIO_BASE && addr.is_multiple_of(4) && addr != DMA_CMD && addr != MM_CMD
+}
+
+/// True when every element `job` touches lies inside slices of `a`, `b` and `c` elements and
+/// every step fits the sequencer's 32-bit registers.
+pub fn product_fits(job: &ProductJob, a: usize, b: usize, c: usize) -> bool {
+    let mut steps = job.a_steps.iter().chain(&job.b_steps).chain(&job.c_steps);
+    let ends = job.ends();
+    steps.all(|&s| u32::try_from(s).is_ok())
+        && [a, b, c]
+            .iter()
+            .zip(ends)
+            .all(|(&len, end)| end.is_some_and(|e| e <= len))
 }
 
 /// True when `block` lies inside a slice of `len` elements.
@@ -150,6 +175,65 @@ impl Regs for Volatile {
         };
         true
     }
+
+    #[cfg(feature = "step")]
+    fn product(&mut self, job: &ProductJob, a: &[i16], b: &[i16], c: &mut [i16]) -> Option<u32> {
+        self.run_product(job, a, b, c)
+    }
+}
+
+#[cfg(all(target_arch = "riscv32", target_os = "none", feature = "step"))]
+impl Volatile {
+    /// [`Regs::product`] on the SoC (the training image only: the serving image has no room).
+    fn run_product(
+        &mut self,
+        job: &ProductJob,
+        a: &[i16],
+        b: &[i16],
+        c: &mut [i16],
+    ) -> Option<u32> {
+        use systole_core::soc::*;
+        if !product_fits(job, a.len(), b.len(), c.len()) {
+            return None;
+        }
+        let cp = c.as_mut_ptr();
+        let words = [
+            (MM_A_ADDR, a.as_ptr() as u32),
+            (MM_A_STRIDE_I, job.a_steps[0] as u32),
+            (MM_A_STRIDE_K, job.a_steps[1] as u32),
+            (MM_B_ADDR, b.as_ptr() as u32),
+            (MM_B_STRIDE_K, job.b_steps[0] as u32),
+            (MM_B_STRIDE_J, job.b_steps[1] as u32),
+            (MM_C_ADDR, cp as u32),
+            (MM_C_STRIDE_I, job.c_steps[0] as u32),
+            (MM_C_STRIDE_J, job.c_steps[1] as u32),
+            (MM_M, job.m as u32),
+            (MM_N, job.n as u32),
+            (MM_K, job.k as u32),
+            (
+                MM_CONVERT,
+                MM_SHIFT.put(job.shift) | MM_ROUNDING.put(job.rounding),
+            ),
+            (MM_SEED, job.seed),
+        ];
+        for (addr, value) in words {
+            self.write32(addr, value);
+        }
+        // SAFETY: an empty asm that takes the operands' addresses and may read memory: the
+        // compiler must have stored their elements before it (the data cache writes through).
+        unsafe {
+            core::arch::asm!("/* {0} {1} */", in(reg) a.as_ptr(), in(reg) b.as_ptr(), options(nostack, preserves_flags, readonly))
+        };
+        // SAFETY: the sequencer reads only inside `a` and `b` and writes only inside `c`
+        // (checked above: every element the job names), which live while it runs: the bus
+        // holds this store until the product is in `c` or refused.
+        unsafe { core::ptr::write_volatile(MM_CMD as usize as *mut u32, 0) };
+        // SAFETY: the data-cache flush of `dma_into_mem`: later loads read C from RAM.
+        unsafe {
+            core::arch::asm!(".word 0x0000500F /* {0} */", in(reg) cp, options(nostack, preserves_flags))
+        };
+        Some(self.read32(MM_STATUS))
+    }
 }
 
 #[cfg(all(target_arch = "riscv32", target_os = "none"))]
@@ -180,6 +264,10 @@ mod tests {
         assert!(
             !is_mmio(DMA_CMD),
             "only the checked DMA methods start a transfer"
+        );
+        assert!(
+            !is_mmio(MM_CMD),
+            "only the checked product method starts one"
         );
         assert!(is_mmio(systole_core::soc::DMA_ADDR));
     }

@@ -70,6 +70,13 @@ pub enum DriverError<E> {
         /// Words the buffer holds.
         fm_depth: usize,
     },
+    /// The product sequencer refused the product or stopped (its `MM_STATUS`: `MM_ERR_SIZE`,
+    /// `MM_ERR_CONVERT` or `MM_ERR_DEVICE`, `systole_core::soc`).
+    #[cfg(any(feature = "step", test))]
+    Sequencer {
+        /// The `MM_STATUS` register.
+        status: u32,
+    },
 }
 
 impl<E: fmt::Display> fmt::Display for DriverError<E> {
@@ -123,6 +130,20 @@ impl<E: fmt::Display> fmt::Display for DriverError<E> {
                 f,
                 "one command needs {needed} words of feature maps but the buffer holds {fm_depth}: build the array with a larger fm_depth"
             ),
+            #[cfg(any(feature = "step", test))]
+            DriverError::Sequencer { status } => {
+                use systole_core::soc::{MM_ERR_CONVERT, MM_ERR_DEVICE, MM_ERR_SIZE};
+                let why = if MM_ERR_SIZE.get(*status) != 0 {
+                    "a size is 0 or too large"
+                } else if MM_ERR_CONVERT.get(*status) != 0 {
+                    "the shift or rounding is out of range"
+                } else if MM_ERR_DEVICE.get(*status) != 0 {
+                    "the array refused a command, the result is incomplete"
+                } else {
+                    "it did not run"
+                };
+                write!(f, "the product sequencer refused the product: {why} (MM_STATUS = {status:#x})")
+            }
         }
     }
 }

@@ -57,6 +57,12 @@ pub struct MockArray {
     pub latency: u32,
     /// Writes into a bank a running or queued command reads.
     pub hazards: usize,
+    /// Runs whole products through the product sequencer's model (`runs_products`).
+    pub sequencer: bool,
+    /// Products the sequencer's model ran.
+    pub products: usize,
+    /// A status the sequencer answers instead of running the product.
+    pub answer: Option<u32>,
 }
 
 impl MockArray {
@@ -90,6 +96,9 @@ impl MockArray {
             conversions: VecDeque::new(),
             latency: 2 * n as u32 + 3,
             hazards: 0,
+            sequencer: false,
+            products: 0,
+            answer: None,
         }
     }
 
@@ -334,6 +343,28 @@ impl AcceleratorBus for MockArray {
             self.clock(None, &Beat::default(), &mut []);
         }
         Ok(())
+    }
+
+    fn runs_products(&self) -> bool {
+        self.sequencer
+    }
+
+    fn run_product(
+        &mut self,
+        job: &systole_core::bus::ProductJob,
+        a: &[i16],
+        b: &[i16],
+        c: &mut [i16],
+    ) -> Result<Option<u32>, Self::Error> {
+        if !self.sequencer {
+            return Ok(None);
+        }
+        self.products += 1;
+        if let Some(status) = self.answer {
+            return Ok(Some(status));
+        }
+        let cfg = self.cfg;
+        super::sequencer_model::sequence(self, &cfg, job, (a, b, c)).map(Some)
     }
 
     fn write_fm(&mut self, addr: u32, words: &[i16]) -> Result<(), Self::Error> {

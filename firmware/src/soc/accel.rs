@@ -1,6 +1,8 @@
 //! [`MmioBus`]: the accelerator behind the SoC's MMIO windows.
 
 use crate::mmio::{block_fits, Regs};
+#[cfg(any(feature = "step", test))]
+use systole_core::bus::ProductJob;
 use systole_core::bus::{Beat, BlockTarget, RowBlock, RowWrite};
 use systole_core::soc::{
     ACC_REGS, C_STAGE, ROW_CMD, ROW_CMD_BANK, ROW_CMD_KIND, ROW_CMD_ROW, ROW_KIND_READ_C,
@@ -55,6 +57,18 @@ pub enum MmioError {
     /// `moves_blocks` first and writes rows through the stage instead), or one that the
     /// register file did not run.
     NoDma,
+    /// A product for the sequencer whose operand `which` (`"a"`, `"b"` or `"c"`) does not lie
+    /// inside its slice, or whose steps do not fit its 32-bit registers: nothing ran.
+    Product {
+        /// The operand.
+        which: &'static str,
+        /// One past its last element (`None`: it overflows).
+        end: Option<usize>,
+        /// Elements of its slice.
+        len: usize,
+    },
+    /// A product on a SoC without the product sequencer, or one the register file did not run.
+    NoSequencer,
 }
 
 impl core::fmt::Display for MmioError {
@@ -83,6 +97,16 @@ impl core::fmt::Display for MmioError {
                 f.write_str("a block of rows outside its memory or wider than the array")
             }
             MmioError::NoDma => f.write_str("no row DMA ran the block (SYS_FEATURES)"),
+            MmioError::Product { which, end, len } => match end {
+                Some(end) => write!(
+                    f,
+                    "a product's operand {which} reaches element {end} of a {len}-element slice"
+                ),
+                None => write!(f, "a product's operand {which} overflows the address space"),
+            },
+            MmioError::NoSequencer => {
+                f.write_str("no product sequencer ran the product (SYS_FEATURES)")
+            }
         }
     }
 }
@@ -102,6 +126,10 @@ pub struct MmioBus<R> {
     config: ArrayConfig,
     /// The SoC has the row DMA (`SYS_FEATURES`): blocks of rows move without the CPU.
     dma: bool,
+    /// The SoC has the product sequencer (`SYS_FEATURES`), and this build drives it (the
+    /// training image and tests: the serving image has no room for its code).
+    #[cfg(any(feature = "step", test))]
+    mm: bool,
 }
 
 impl<R: Regs> MmioBus<R> {
@@ -111,8 +139,19 @@ impl<R: Regs> MmioBus<R> {
         let word = regs.read32(reg_addr(regmap::CONFIG));
         let config = ArrayConfig::from_config_word(word);
         config.validate().map_err(MmioError::Config)?;
-        let dma = SYS_FEATURE_DMA.get(regs.read32(SYS_FEATURES)) != 0;
-        Ok(Self::new(regs, config)?.with_dma(dma))
+        let features = regs.read32(SYS_FEATURES);
+        let dma = SYS_FEATURE_DMA.get(features) != 0;
+        let bus = Self::new(regs, config)?.with_dma(dma);
+        #[cfg(any(feature = "step", test))]
+        let bus = bus.with_sequencer(systole_core::soc::SYS_FEATURE_MM.get(features) != 0);
+        Ok(bus)
+    }
+
+    /// The same bus handing whole products to the product sequencer (`true`) or not.
+    #[cfg(any(feature = "step", test))]
+    pub fn with_sequencer(mut self, mm: bool) -> Self {
+        self.mm = mm;
+        self
     }
 
     /// The same bus using the row DMA for blocks of rows (`true`) or the row stage (`false`).
@@ -139,6 +178,8 @@ impl<R: Regs> MmioBus<R> {
             regs,
             config,
             dma: false,
+            #[cfg(any(feature = "step", test))]
+            mm: false,
         })
     }
 
@@ -310,6 +351,37 @@ impl<R: Regs> AcceleratorBus for MmioBus<R> {
         match self.regs.dma_into_mem(command, block, mem) {
             true => Ok(()),
             false => Err(MmioError::NoDma),
+        }
+    }
+
+    #[cfg(any(feature = "step", test))]
+    fn runs_products(&self) -> bool {
+        self.mm
+    }
+
+    #[cfg(any(feature = "step", test))]
+    fn run_product(
+        &mut self,
+        job: &ProductJob,
+        a: &[i16],
+        b: &[i16],
+        c: &mut [i16],
+    ) -> Result<Option<u32>, MmioError> {
+        if !self.mm {
+            return Ok(None);
+        }
+        let ends = job.ends();
+        for ((which, len), end) in [("a", a.len()), ("b", b.len()), ("c", c.len())]
+            .into_iter()
+            .zip(ends)
+        {
+            if end.is_none_or(|e| e > len) {
+                return Err(MmioError::Product { which, end, len });
+            }
+        }
+        match self.regs.product(job, a, b, c) {
+            Some(status) => Ok(Some(status)),
+            None => Err(MmioError::NoSequencer),
         }
     }
 

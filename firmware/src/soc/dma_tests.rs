@@ -9,7 +9,7 @@ use crate::mmio::Regs;
 use std::string::ToString;
 use std::vec;
 use std::vec::Vec;
-use systole_core::bus::{BlockTarget, RowBlock};
+use systole_core::bus::{BlockTarget, ProductJob, RowBlock};
 use systole_core::soc::*;
 use systole_core::{regmap, AcceleratorBus, ArrayConfig};
 
@@ -19,6 +19,7 @@ struct DmaRegs {
     features: u32,
     writes: Vec<(u32, u32)>,
     transfers: Vec<(u32, RowBlock, Vec<i16>)>,
+    products: Vec<ProductJob>,
 }
 
 fn config() -> ArrayConfig {
@@ -34,6 +35,7 @@ impl DmaRegs {
             features,
             writes: Vec::new(),
             transfers: Vec::new(),
+            products: Vec::new(),
         }
     }
 }
@@ -57,6 +59,11 @@ impl Regs for DmaRegs {
         self.transfers.push((command, *block, mem.to_vec()));
         mem.fill(1);
         true
+    }
+    fn product(&mut self, job: &ProductJob, _a: &[i16], _b: &[i16], c: &mut [i16]) -> Option<u32> {
+        self.products.push(*job);
+        c.fill(2);
+        Some(0)
     }
 }
 
@@ -178,4 +185,58 @@ fn without_the_dma_a_block_is_refused_and_nothing_is_written() {
             (ROW_CMD, cmd)
         ]
     );
+}
+
+/// The product sequencer: taken only when `SYS_FEATURES` announces it; a product whose
+/// operand reaches past its slice is refused by name before any register is written.
+#[test]
+fn a_product_goes_to_the_sequencer_only_inside_its_slices() {
+    let mm = SYS_FEATURE_MM.put(1);
+    for (features, runs) in [(0, false), (mm, true), (SYS_FEATURE_DMA.put(1), false)] {
+        let bus = MmioBus::probe(DmaRegs::new(features)).unwrap();
+        assert_eq!(bus.runs_products(), runs, "{features:#x}");
+    }
+    let job = ProductJob {
+        m: 3,
+        k: 5,
+        n: 2,
+        a_steps: [5, 1],
+        b_steps: [2, 1],
+        c_steps: [2, 1],
+        shift: 1,
+        rounding: 2,
+        seed: 9,
+    };
+    let (a, b) = (vec![0i16; 15], vec![0i16; 10]);
+    let mut bus = MmioBus::probe(DmaRegs::new(mm)).unwrap();
+    let mut c = vec![0i16; 6];
+    assert_eq!(bus.run_product(&job, &a, &b, &mut c), Ok(Some(0)));
+    assert_eq!(
+        (bus.regs().products.as_slice(), c.as_slice()),
+        (&[job][..], &[2i16; 6][..])
+    );
+    // A transposed A whose steps reach element 15 of 15: refused, nothing run.
+    let past = ProductJob {
+        a_steps: [1, 4],
+        ..job
+    };
+    let e = bus.run_product(&past, &a, &b, &mut c).unwrap_err();
+    assert_eq!(
+        e,
+        MmioError::Product {
+            which: "a",
+            end: Some(19),
+            len: 15
+        }
+    );
+    assert!(
+        e.to_string().contains("operand a reaches element 19"),
+        "{e}"
+    );
+    let e = bus.run_product(&job, &a, &b, &mut c[..5]).unwrap_err();
+    assert!(matches!(e, MmioError::Product { which: "c", .. }), "{e}");
+    assert_eq!(bus.regs().products.len(), 1);
+    // Without the sequencer: nothing to run (the driver tiles the product itself).
+    let mut plain = MmioBus::probe(DmaRegs::new(0)).unwrap();
+    assert_eq!(plain.run_product(&job, &a, &b, &mut c), Ok(None));
 }

@@ -259,9 +259,61 @@ pub(super) const ROW_SEQ: Source = Source {
     ],
 };
 
+pub(super) const MM: Source = Source {
+    module: "soc_mm",
+    text: include_str!("../../verilog/soc_mm.v"),
+    params: &[
+        "N",
+        "CHUNK",
+        "BASE",
+        "DMA_ADDR_ADDR",
+        "DMA_ROW_STEP_ADDR",
+        "DMA_LANE_STEP_ADDR",
+        "DMA_LANES_ADDR",
+        "DMA_ROWS_ADDR",
+        "DMA_CMD_ADDR",
+        "DMA_WRITE_A",
+        "DMA_WRITE_B",
+        "DMA_READ_C",
+        "ACC_STATUS",
+        "ACC_ERROR_CLEAR",
+        "ACC_SHIFT",
+        "ACC_ROUNDING",
+        "ACC_SEED",
+        "ACC_K_LEN",
+        "ACC_COMMAND",
+        "STATUS_WAIT",
+        "STATUS_ERROR",
+        "CMD_CLEAR",
+        "CMD_EMIT",
+        "SEED_STEP_I",
+        "SEED_STEP_J",
+        "SEED_MIX0",
+        "SEED_MIX1",
+        "MAX_SHIFT",
+        "MAX_ROUNDING",
+    ],
+    ports: &[
+        ("clock", In, B(1)),
+        ("rst", In, B(1)),
+        ("cpu_addr", In, B(32)),
+        ("cpu_wr", In, B(1)),
+        ("cpu_rd", In, B(1)),
+        ("cpu_wdata", In, B(32)),
+        ("addr", Out, B(32)),
+        ("wr", Out, B(1)),
+        ("rd", Out, B(1)),
+        ("wdata", Out, B(32)),
+        ("rdata", Out, B(32)),
+        ("hold", Out, B(1)),
+        ("acc_rdata", In, B(32)),
+        ("dma_hold", In, B(1)),
+    ],
+};
+
 /// Every hand-written block, in the order the SoC's Verilog holds them.
-pub(super) const ALL: [&Source; 9] = [
-    &RESET, &CPU, &BUS, &RAM, &UART, &TIMER, &SYS, &DMA, &ROW_SEQ,
+pub(super) const ALL: [&Source; 10] = [
+    &RESET, &CPU, &BUS, &RAM, &UART, &TIMER, &SYS, &DMA, &ROW_SEQ, &MM,
 ];
 
 #[cfg(test)]

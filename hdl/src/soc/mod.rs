@@ -4,7 +4,9 @@
 //! `systole_core::soc` (the one memory map the firmware reads too).
 //!
 //! The blocks are hand-written Verilog with parameters (`hdl/verilog/soc_*.v`: resets, CPU
-//! wrapper, bus, RAM, UART with a receive FIFO, timer, SYS, row sequencer, row DMA), listed with
+//! wrapper, bus, RAM, UART with a receive FIFO, timer, SYS, row sequencer, row DMA, and the
+//! product sequencer, which runs a whole matrix product from one `MM_CMD` by driving the DMA's
+//! and the array's registers on the bus in the CPU's place), listed with
 //! their ports in [`blocks`]; only the accelerator's stage, whose ports name every lane, is
 //! generated per array size ([`stage`]). The top wires them through a checked netlist
 //! ([`netlist`], [`wiring`]): every port connected once, to a net of its width, every net
@@ -70,6 +72,9 @@ pub(crate) struct Plan {
     /// The accelerator's word width `W`: its row ports take the low `W` bits of the CPU's
     /// 16-bit lanes, and its C words reach the C stage sign-extended to 16 bits.
     word_bits: u32,
+    /// K rows of each array command the product sequencer issues: the buffer depth, at most
+    /// what a 16-bit `DMA_ROWS` moves.
+    chunk: u32,
     ram_bytes: u32,
     ram_addr_bits: usize,
     clock_hz: u32,
@@ -107,6 +112,7 @@ pub fn generate_soc_verilog(cfg: &ArrayConfig, opts: &SocOptions) -> Result<Stri
     let plan = Plan {
         n: cfg.size,
         word_bits: cfg.word_bits,
+        chunk: cfg.buffer_depth.min(1 << 15) as u32,
         ram_bytes: r,
         ram_addr_bits: (r / 4).trailing_zeros() as usize,
         clock_hz: opts.clock_hz,

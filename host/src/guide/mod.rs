@@ -16,6 +16,7 @@
 //! `guide_is_current` fails when the committed document differs from its rendering.
 
 mod examples;
+mod soc_mm;
 mod tables;
 
 /// Why the guide could not be rendered.
@@ -85,6 +86,7 @@ pub const PARTS: [&str; 14] = [
     "example-conv-forward",
     "example-conv-backward",
     "soc-dma",
+    "soc-mm",
 ];
 
 /// The text of generated part `name`.
@@ -104,6 +106,7 @@ pub fn generate(name: &str) -> Result<String, GuideError> {
         "example-conv-forward" => examples::conv_forward(),
         "example-conv-backward" => examples::conv_backward(),
         "soc-dma" => Ok(tables::soc_dma()),
+        "soc-mm" => Ok(soc_mm::soc_mm()),
         _ => Err(GuideError::Unknown {
             name: name.to_string(),
             line: 0,

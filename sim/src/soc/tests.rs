@@ -149,4 +149,5 @@ fn bad_images_are_refused() {
 
 mod dma;
 mod firmware;
+mod mm;
 mod monitor;

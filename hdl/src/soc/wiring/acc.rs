@@ -105,6 +105,7 @@ pub(super) fn accelerator(
     acc_ports: &[PortInfo],
 ) -> Result<(), HdlError> {
     let a = AccNets::new(nl, p);
+    mm(nl, p, n, &a)?;
     row_seq(nl, n, &a)?;
     dma(nl, p, n, &a)?;
     stage_instance(nl, p, n, &a)?;
@@ -202,6 +203,84 @@ fn dma(nl: &mut Netlist, p: &Plan, n: &Nets, a: &AccNets) -> Result<(), HdlError
             ],
         ]
         .concat(),
+    )
+}
+
+/// The product sequencer: the CPU's bus passes through it, and it takes the bus while it runs
+/// a product (the DMA's and the array's registers at their addresses).
+fn mm(nl: &mut Netlist, p: &Plan, n: &Nets, a: &AccNets) -> Result<(), HdlError> {
+    use systole_core::numeric::{MAX_SHIFT, TILE_SEED_MIX, TILE_SEED_MUL};
+    use systole_core::{regmap, Rounding};
+    let acc = |r: u8| Value::Word(ACC_REGS + 4 * u32::from(r));
+    let dma_cmd = |kind: u32| Value::Word(ROW_CMD_KIND.put(kind));
+    let size = p.n as u32;
+    let params = [
+        ("N", Value::Int(size)),
+        ("CHUNK", Value::Int(p.chunk)),
+        ("BASE", Value::Word(MM_A_ADDR)),
+        ("DMA_ADDR_ADDR", Value::Word(DMA_ADDR)),
+        ("DMA_ROW_STEP_ADDR", Value::Word(DMA_ROW_STEP)),
+        ("DMA_LANE_STEP_ADDR", Value::Word(DMA_LANE_STEP)),
+        ("DMA_LANES_ADDR", Value::Word(DMA_LANES)),
+        ("DMA_ROWS_ADDR", Value::Word(DMA_ROWS)),
+        ("DMA_CMD_ADDR", Value::Word(DMA_CMD)),
+        ("DMA_WRITE_A", dma_cmd(ROW_KIND_WRITE_A)),
+        ("DMA_WRITE_B", dma_cmd(ROW_KIND_WRITE_B)),
+        ("DMA_READ_C", dma_cmd(ROW_KIND_READ_C)),
+        ("ACC_STATUS", acc(regmap::STATUS)),
+        ("ACC_ERROR_CLEAR", acc(regmap::ERROR_CLEAR)),
+        ("ACC_SHIFT", acc(regmap::SHIFT)),
+        ("ACC_ROUNDING", acc(regmap::ROUNDING)),
+        ("ACC_SEED", acc(regmap::SEED)),
+        ("ACC_K_LEN", acc(regmap::K_LEN)),
+        ("ACC_COMMAND", acc(regmap::COMMAND)),
+        (
+            "STATUS_WAIT",
+            Value::Word(regmap::STATUS_BUSY | regmap::STATUS_QUEUE_FULL),
+        ),
+        ("STATUS_ERROR", Value::Word(regmap::STATUS_ERROR)),
+        (
+            "CMD_CLEAR",
+            Value::Word(regmap::command(0, 0, 0, true, false)),
+        ),
+        (
+            "CMD_EMIT",
+            Value::Word(regmap::command(0, 0, 0, false, true)),
+        ),
+        (
+            "SEED_STEP_I",
+            Value::Word(size.wrapping_mul(TILE_SEED_MUL[0])),
+        ),
+        (
+            "SEED_STEP_J",
+            Value::Word(size.wrapping_mul(TILE_SEED_MUL[1])),
+        ),
+        ("SEED_MIX0", Value::Word(TILE_SEED_MIX[0])),
+        ("SEED_MIX1", Value::Word(TILE_SEED_MIX[1])),
+        ("MAX_SHIFT", Value::Int(MAX_SHIFT)),
+        ("MAX_ROUNDING", Value::Int(Rounding::Stochastic.code())),
+    ];
+    inst(
+        nl,
+        &blocks::MM,
+        "mm",
+        &params,
+        &[
+            ("clock", n.clock.into()),
+            ("rst", n.rst.into()),
+            ("cpu_addr", n.cpu_addr.into()),
+            ("cpu_wr", n.cpu_wr.into()),
+            ("cpu_rd", n.cpu_rd.into()),
+            ("cpu_wdata", n.cpu_wdata.into()),
+            ("addr", n.addr.into()),
+            ("wr", n.wr.into()),
+            ("rd", n.rd.into()),
+            ("wdata", n.wdata.into()),
+            ("rdata", n.mm_rdata.into()),
+            ("hold", n.mm_hold.into()),
+            ("acc_rdata", a.acc_rdata.into()),
+            ("dma_hold", n.dma_hold.into()),
+        ],
     )
 }
 

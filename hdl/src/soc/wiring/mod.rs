@@ -24,11 +24,18 @@ struct Nets {
     uart_rst: Net,
     hard_reset: Net,
     soft_reset: Net,
-    /// The CPU's data bus as the MMIO blocks see it: byte address, strobes, write data.
+    /// The CPU's data bus as the MMIO blocks see it (the CPU's, or the product sequencer's
+    /// while it runs a product): byte address, strobes, write data.
     addr: Net,
     wr: Net,
     rd: Net,
     wdata: Net,
+    /// The CPU's own data bus: address and strobes from the bus block, the write data (also
+    /// the RAM's).
+    cpu_addr: Net,
+    cpu_wr: Net,
+    cpu_rd: Net,
+    cpu_wdata: Net,
     /// The RAM's data port read (the CPU's and the DMA's).
     ram_q: Net,
     /// The CPU's side of the RAM: the instruction port, the data port's address and bytes.
@@ -42,9 +49,11 @@ struct Nets {
     sys_rdata: Net,
     dma_rdata: Net,
     stage_rdata: Net,
-    /// The bus waits: a `ROW_CMD` or `DMA_CMD` write not yet done.
+    mm_rdata: Net,
+    /// The bus waits: a `ROW_CMD`, `DMA_CMD` or `MM_CMD` write not yet done.
     row_hold: Net,
     dma_hold: Net,
+    mm_hold: Net,
     /// The DMA on the RAM's data port.
     dma_busy: Net,
     dma_ram_addr: Net,
@@ -64,7 +73,11 @@ impl Nets {
             addr: w("addr", 32),
             wr: w("mmio_wr", 1),
             rd: w("mmio_rd", 1),
-            wdata: w("d_dat_w", 32),
+            wdata: w("mmio_wdata", 32),
+            cpu_addr: w("cpu_addr", 32),
+            cpu_wr: w("cpu_mmio_wr", 1),
+            cpu_rd: w("cpu_mmio_rd", 1),
+            cpu_wdata: w("d_dat_w", 32),
             ram_q: w("ram_q", 32),
             i_adr: w("i_adr", 30),
             i_dat_r: w("i_dat_r", 32),
@@ -75,8 +88,10 @@ impl Nets {
             sys_rdata: w("sys_rdata", 32),
             dma_rdata: w("dma_rdata", 32),
             stage_rdata: w("stage_rdata", 32),
+            mm_rdata: w("mm_rdata", 32),
             row_hold: w("row_hold", 1),
             dma_hold: w("dma_hold", 1),
+            mm_hold: w("mm_hold", 1),
             dma_busy: w("dma_busy", 1),
             dma_ram_addr: w("dma_ram_addr", p.ram_addr_bits as u32),
             dma_ram_we: w("dma_ram_we", 4),
@@ -166,7 +181,7 @@ fn cpu_and_bus(nl: &mut Netlist, n: &Nets) -> Result<(), HdlError> {
             ("d_stb", d_stb.into()),
             ("d_we", d_we.into()),
             ("d_adr", n.d_adr.into()),
-            ("d_dat_w", n.wdata.into()),
+            ("d_dat_w", n.cpu_wdata.into()),
             ("d_sel", d_sel.into()),
             ("d_ack", d_ack.into()),
             ("d_dat_r", d_dat_r.into()),
@@ -192,9 +207,9 @@ fn cpu_and_bus(nl: &mut Netlist, n: &Nets) -> Result<(), HdlError> {
             ("d_dat_r", d_dat_r.into()),
             ("ram_we", n.ram_we.into()),
             ("ram_q", n.ram_q.into()),
-            ("addr", n.addr.into()),
-            ("mmio_rd", n.rd.into()),
-            ("mmio_wr", n.wr.into()),
+            ("addr", n.cpu_addr.into()),
+            ("mmio_rd", n.cpu_rd.into()),
+            ("mmio_wr", n.cpu_wr.into()),
             ("mmio_rdata", mmio_rdata.into()),
             ("hold", hold.into()),
         ],
@@ -205,9 +220,10 @@ fn cpu_and_bus(nl: &mut Netlist, n: &Nets) -> Result<(), HdlError> {
         n.sys_rdata,
         n.dma_rdata,
         n.stage_rdata,
+        n.mm_rdata,
     ];
     nl.or(mmio_rdata, &reads)?;
-    nl.or(hold, &[n.row_hold, n.dma_hold])
+    nl.or(hold, &[n.row_hold, n.dma_hold, n.mm_hold])
 }
 
 /// The RAM: the CPU's instruction and data ports, the DMA's, the loader's.
@@ -231,7 +247,7 @@ fn ram(nl: &mut Netlist, p: &Plan, n: &Nets, load: [Src; 3]) -> Result<(), HdlEr
             ("i_q", n.i_dat_r.into()),
             ("cpu_adr", n.d_adr.into()),
             ("cpu_we", n.ram_we.into()),
-            ("cpu_wdata", n.wdata.into()),
+            ("cpu_wdata", n.cpu_wdata.into()),
             ("dma_busy", n.dma_busy.into()),
             ("dma_addr", n.dma_ram_addr.into()),
             ("dma_we", n.dma_ram_we.into()),
@@ -303,7 +319,10 @@ fn uart_timer_sys(
             ("CLOCK_ADDR", word(SYS_CLOCK_HZ)),
             ("CLOCK_HZ", word(p.clock_hz)),
             ("FEATURES_ADDR", word(SYS_FEATURES)),
-            ("FEATURES", word(SYS_FEATURE_DMA.put(1))),
+            (
+                "FEATURES",
+                word(SYS_FEATURE_DMA.put(1) | SYS_FEATURE_MM.put(1)),
+            ),
             ("RESET_ADDR", word(SYS_RESET)),
             ("RESET_KEY", word(SYS_RESET_KEY)),
         ],
