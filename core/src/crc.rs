@@ -1,5 +1,5 @@
 //! CRC-16/CCITT-FALSE: the check of the firmware protocol's frames and of the board bridge's
-//! read replies. Its parameters live here once; the firmware's table-driven CRC and the
+//! writes and read replies. Its parameters live here once; the firmware's table-driven CRC and the
 //! bridge's bit-serial hardware CRC are built from them.
 //!
 //! Parameters: polynomial [`POLY`], initial value [`INIT`], no input or output reflection, no
