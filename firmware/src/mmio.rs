@@ -16,7 +16,9 @@
 pub mod heap;
 
 use systole_core::bus::{ProductJob, RowBlock};
-use systole_core::soc::{DMA_CMD, MMIO_BASE, MM_CMD};
+#[cfg(any(feature = "step", test))]
+use systole_core::soc::MM_CMD;
+use systole_core::soc::{DMA_CMD, MMIO_BASE};
 
 /// Word-wide register access at absolute bus addresses.
 pub trait Regs {
@@ -75,9 +77,21 @@ impl<R: Regs + ?Sized> Regs for &mut R {
 }
 
 /// True for the addresses [`Volatile`] may touch: word-aligned, at or above `MMIO_BASE`, not
-/// `DMA_CMD` or `MM_CMD` (which only the checked DMA and product methods write).
+/// `DMA_CMD` or (where the product sequencer is driven, feature `step`) `MM_CMD`, which only
+/// the checked DMA and product methods write. The serving image leaves the second compare out:
+/// it has no room for it (inlined into every register access) and never names `MM_CMD`.
 pub const fn is_mmio(addr: u32) -> bool {
-    addr >= MMIO_BASE && addr.is_multiple_of(4) && addr != DMA_CMD && addr != MM_CMD
+    addr >= MMIO_BASE && addr.is_multiple_of(4) && addr != DMA_CMD && !is_mm_cmd(addr)
+}
+
+#[cfg(any(feature = "step", test))]
+const fn is_mm_cmd(addr: u32) -> bool {
+    addr == MM_CMD
+}
+
+#[cfg(not(any(feature = "step", test)))]
+const fn is_mm_cmd(_addr: u32) -> bool {
+    false
 }
 
 /// True when every element `job` touches lies inside slices of `a`, `b` and `c` elements and

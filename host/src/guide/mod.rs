@@ -71,7 +71,7 @@ pub enum GuideError {
 }
 
 /// Generated parts, by marker name.
-pub const PARTS: [&str; 14] = [
+pub const PARTS: [&str; 15] = [
     "ports",
     "registers",
     "fields",
