@@ -170,6 +170,9 @@ pub struct Tape<T> {
 /// Output and tape of a forward walk.
 pub type Forward<T> = (T, Tape<T>);
 
+/// The tensors a span hands on and its tape.
+pub type SpanForward<T> = (Vec<T>, Tape<T>);
+
 /// The forward walk of the whole graph from the network's input `x`, with its parameters
 /// `params` in order: the logits and the tape.
 pub fn forward<A: Arith>(
@@ -195,7 +198,7 @@ pub fn forward_span<A: Arith>(
     params: &[A::T],
     xs: Vec<A::T>,
     batch: usize,
-) -> Result<(Vec<A::T>, Tape<A::T>), A::Error> {
+) -> Result<SpanForward<A::T>, A::Error> {
     let plan = Plan::new(g, span)?;
     if xs.len() != plan.ins.len() {
         return Err(shape_err(format!(
