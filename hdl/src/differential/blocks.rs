@@ -385,7 +385,7 @@ fn mutations_of_the_hand_written_verilog_are_caught() {
         ("r & below[31:0]", "r & below[32:1]"),
         ("a & below[ACC:1]", "a & below[ACC-1:0]"),
         ("w[0] & (sticky | q[0])", "w[1] & (sticky | q[0])"),
-        ("& ~below[SUM-W-1:0]", "& ~below[SUM-W:1]"),
+        ("& ~below[SUM-W-1:0]", "& ~{below[SUM-W-2:0], 1'b1}"),
         ("(sh == 6'h3f)", "(sh == 6'h3e)"),
         ("(sh == 6'h3f) ?", "(sh != sh) ?"),
     ] {
