@@ -6,8 +6,11 @@
 //! on `acc`. For `n` cycles the converter asks the chain to shift up (`shift_en`), so `acc`
 //! shows rows `0, 1, .., n-1` in order. The column's LFSR is loaded with
 //! `lane_seed(tile_seed, c)` at `start` and steps once before each row, in every rounding mode,
-//! so row `r` uses the state after `r + 1` steps (the contract's order). Each converted word is
-//! registered and written to the C buffer lane on the next edge (`wr_*`). The tile seed and C
+//! so row `r` uses the state after `r + 1` steps (the contract's order). The conversion takes
+//! `systole_core::config::CONVERTER_STAGES` (2) register stages: the edge that takes a row
+//! registers its stochastic sum and the nearest-even comparison of its dropped bits (with the
+//! row's shift and rounding), the next one the shifted, rounded and saturated word, which is
+//! written to the C buffer lane on the edge after (`wr_*`). The tile seed and C
 //! bank arrive on `seed_in`/`bank_in` in the `start` cycle and are passed on (one cycle later,
 //! like `start` itself) to the next column through `seed_out`/`bank_out`.
 //!
@@ -18,10 +21,10 @@
 //! finally saturation to 16 bits.
 //!
 //! `hdl/verilog/converter.v` computes the same function at the widths it needs (a 49-bit sum at
-//! `W = 16`, one shift giving the quotient and the nearest-even guard bit, the sticky bits, mask
-//! and `W`-bit range test from one thermometer code of the shift), for every 6-bit shift and rounding code, not
-//! only the contract's: about 450 instead of 1,040 LUTs a column on 7-series (Yosys 0.23), the
-//! largest cut of the SoC's logic.
+//! `W = 16` and the sticky bit in the first stage; one shift giving the quotient and the
+//! nearest-even guard bit, and the `W`-bit range test, in the second), for every 6-bit shift and
+//! rounding code, not only the contract's: about 450 instead of 1,040 LUTs a column on 7-series
+//! (Yosys 0.23), the largest cut of the SoC's logic.
 //!
 //! The Verilog is hand-written (`converter.v`): rust-hdl's registers-as-submodules made
 //! Verilator compute the whole conversion in every cycle, drains or not (about 11% of the
@@ -31,7 +34,7 @@
 //! (systole-sim, systole-tests), and against the Verilog rust-hdl generates from `kernel`, output
 //! by output and cycle by cycle (`crate::differential`). The one difference: `wr_data` holds its
 //! value outside drains, where `kernel` keeps converting `acc`; it is written to the C buffer
-//! only with `wr_en`, one edge after a drain edge, so the buffer sees the same words.
+//! only with `wr_en`, two edges after a drain edge, so the buffer sees the same words.
 
 use crate::HdlError;
 use rust_hdl_core::prelude::*;
@@ -348,7 +351,12 @@ mod tests {
 
     /// The converter writes word `want` of row `row` into `bank`, `done` with the last row.
     fn writes(x: &ColumnConverter, row: usize, bank: bool, want: i64, last: bool) -> bool {
-        let got = (x.wr_row.val(), x.wr_bank.val(), x.wr_data.val(), x.done.val());
+        let got = (
+            x.wr_row.val(),
+            x.wr_bank.val(),
+            x.wr_data.val(),
+            x.done.val(),
+        );
         let expect = (bits::<6>(row as u64), bank, signed::<16>(want), last);
         if got != expect {
             println!("row {row}: wrote {got:?}, expected {expect:?}");

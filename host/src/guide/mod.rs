@@ -17,6 +17,7 @@
 
 mod examples;
 mod tables;
+mod timing;
 
 /// Why the guide could not be rendered.
 #[derive(Debug, thiserror::Error)]
@@ -70,7 +71,7 @@ pub enum GuideError {
 }
 
 /// Generated parts, by marker name.
-pub const PARTS: [&str; 14] = [
+pub const PARTS: [&str; 15] = [
     "ports",
     "registers",
     "fields",
@@ -85,6 +86,7 @@ pub const PARTS: [&str; 14] = [
     "example-conv-forward",
     "example-conv-backward",
     "soc-dma",
+    "timing",
 ];
 
 /// The text of generated part `name`.
@@ -104,6 +106,7 @@ pub fn generate(name: &str) -> Result<String, GuideError> {
         "example-conv-forward" => examples::conv_forward(),
         "example-conv-backward" => examples::conv_backward(),
         "soc-dma" => Ok(tables::soc_dma()),
+        "timing" => Ok(timing::timing()),
         _ => Err(GuideError::Unknown {
             name: name.to_string(),
             line: 0,
