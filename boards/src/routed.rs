@@ -107,6 +107,8 @@ pub fn place_and_route(
     }
     cmd.args(["--json", files::JSON, "--report", files::REPORT])
         .args(["--freq", &trim_mhz(clock_mhz)])
+        // A fixed placer seed (nextpnr's default, stated): a rerun routes the same design alike.
+        .args(["--seed", "1"])
         // The verdict is ours, from the report: nextpnr finishes either way.
         .arg("--timing-allow-fail");
     tools::run_logged(t.nextpnr.0, cmd, dir, "nextpnr.log")?;

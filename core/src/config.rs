@@ -17,6 +17,10 @@ pub const MAX_BUFFER_DEPTH: usize = 65536;
 pub const MIN_FM_DEPTH: usize = 512;
 /// Largest feature-map buffer (words).
 pub const MAX_FM_DEPTH: usize = 32768;
+/// Register stages of each column converter between taking a row of accumulators off its
+/// column and writing the converted word into the C buffer: the first adds the stochastic
+/// bits, the second shifts, rounds and saturates (one stage each at 50 MHz on an ECP5).
+pub const CONVERTER_STAGES: u32 = 2;
 /// Size and formats of one systolic-array accelerator. The HDL generator, the register map
 /// constants (read back from `regmap::CONFIG`) and the host's tiler are all derived from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -221,6 +225,17 @@ impl ArrayConfig {
     /// Bits of a buffer row address within one bank (`log2(buffer_depth)`).
     pub const fn row_addr_bits(&self) -> u32 {
         self.buffer_depth.trailing_zeros()
+    }
+
+    /// Clock edges from the edge that issues an emitting command's last K row to the edge on
+    /// which `DONE_COUNT` counts its tile (its last word written into the C bank): `2n` for the
+    /// last products to reach the bottom right PE (the array's input register, PE (0, 0), then
+    /// `2(n - 1)` steps of skew), `n` for that column's shadow chain to shift its rows out, and
+    /// the converter's [`CONVERTER_STAGES`]. A command written into an idle array issues its
+    /// first row on the second edge after the `COMMAND` write, so its tile counts
+    /// `K_LEN + 1 + emit_latency()` edges after that write.
+    pub const fn emit_latency(&self) -> u32 {
+        3 * self.size as u32 + CONVERTER_STAGES
     }
 
     /// Bits needed to count to `size` rows of an output tile.

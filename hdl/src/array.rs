@@ -1,8 +1,10 @@
 //! The `n x n` output-stationary systolic array with its input skew.
 //!
-//! Row `r` of A enters the array `r` cycles late and column `c` of B `c` cycles late (the
-//! `DelayLine`s), so that A word `k` of row `r` and B word `k` of column `c` meet in PE `(r, c)`
-//! in the same cycle, `1 + r + c` cycles after the controller issued K step `k`. A words and
+//! Every lane is registered once on entry (the buffers' block RAM output and the multiply in
+//! different cycles), and row `r` of A enters the array `r` cycles later still and column `c`
+//! of B `c` cycles (the `DelayLine`s), so that A word `k` of row `r` and B word `k` of column
+//! `c` meet in PE `(r, c)` in the same cycle, `2 + r + c` cycles after the controller issued K
+//! step `k`. A words and
 //! the `valid`/`first`/`last` flags travel right, B words travel down. The captured results of
 //! column `c` leave through the top PE (`res_top[c]`) as the column's shadow chain shifts up,
 //! and `cap_bottom[c]` tells the column's converter when all `n` rows are captured.
@@ -144,11 +146,11 @@ impl Array {
             shift_en: (0..n).map(|_| Signal::default()).collect(),
             res_top: (0..n).map(|_| Signal::default()).collect(),
             cap_bottom: (0..n).map(|_| Signal::default()).collect(),
-            a_skew: (1..n).map(DelayLine::new).collect::<Result<_, _>>()?,
-            v_skew: (1..n).map(DelayLine::new).collect::<Result<_, _>>()?,
-            f_skew: (1..n).map(DelayLine::new).collect::<Result<_, _>>()?,
-            l_skew: (1..n).map(DelayLine::new).collect::<Result<_, _>>()?,
-            b_skew: (1..n).map(DelayLine::new).collect::<Result<_, _>>()?,
+            a_skew: (1..=n).map(DelayLine::new).collect::<Result<_, _>>()?,
+            v_skew: (1..=n).map(DelayLine::new).collect::<Result<_, _>>()?,
+            f_skew: (1..=n).map(DelayLine::new).collect::<Result<_, _>>()?,
+            l_skew: (1..=n).map(DelayLine::new).collect::<Result<_, _>>()?,
+            b_skew: (1..=n).map(DelayLine::new).collect::<Result<_, _>>()?,
             pes: (0..if pack { 0 } else { n * n })
                 .map(|_| Pe::at(word_bits))
                 .collect(),
@@ -188,18 +190,20 @@ impl Array {
 impl Logic for Array {
     #[hdl_gen]
     fn update(&mut self) {
-        // Row/column 0 enter directly; line `i - 1` delays row/column `i` by `i` cycles.
-        for i in 1..self._n {
-            self.a_skew[i - 1].clock.next = self.clock.val();
-            self.v_skew[i - 1].clock.next = self.clock.val();
-            self.f_skew[i - 1].clock.next = self.clock.val();
-            self.l_skew[i - 1].clock.next = self.clock.val();
-            self.b_skew[i - 1].clock.next = self.clock.val();
-            self.a_skew[i - 1].d_in.next = self.a_in[i].val();
-            self.v_skew[i - 1].d_in.next = self.valid_in.val();
-            self.f_skew[i - 1].d_in.next = self.first_in.val();
-            self.l_skew[i - 1].d_in.next = self.last_in.val();
-            self.b_skew[i - 1].d_in.next = self.b_in[i].val();
+        // Line `i` delays row/column `i` by `i + 1` cycles: one register between the buffers'
+        // read ports and the array for every lane (the block RAM's output and the multiply are
+        // then in different cycles), then the skew.
+        for i in 0..self._n {
+            self.a_skew[i].clock.next = self.clock.val();
+            self.v_skew[i].clock.next = self.clock.val();
+            self.f_skew[i].clock.next = self.clock.val();
+            self.l_skew[i].clock.next = self.clock.val();
+            self.b_skew[i].clock.next = self.clock.val();
+            self.a_skew[i].d_in.next = self.a_in[i].val();
+            self.v_skew[i].d_in.next = self.valid_in.val();
+            self.f_skew[i].d_in.next = self.first_in.val();
+            self.l_skew[i].d_in.next = self.last_in.val();
+            self.b_skew[i].d_in.next = self.b_in[i].val();
         }
         // `n` is bound by a one-pass loop so that index expressions can use it.
         for n in self._pe_n..self.n_end() {
@@ -210,17 +214,12 @@ impl Logic for Array {
                     self.pes[r * n + c].shift_en.next = self.shift_en[c].val();
                 }
             }
-            self.pes[0].a_in.next = self.a_in[0].val();
-            self.pes[0].valid_in.next = self.valid_in.val();
-            self.pes[0].first_in.next = self.first_in.val();
-            self.pes[0].last_in.next = self.last_in.val();
-            self.pes[0].b_in.next = self.b_in[0].val();
-            for r in 1..self._n {
-                self.pes[r * n].a_in.next = self.a_skew[r - 1].d_out.val();
-                self.pes[r * n].valid_in.next = self.v_skew[r - 1].d_out.val();
-                self.pes[r * n].first_in.next = self.f_skew[r - 1].d_out.val();
-                self.pes[r * n].last_in.next = self.l_skew[r - 1].d_out.val();
-                self.pes[r].b_in.next = self.b_skew[r - 1].d_out.val();
+            for r in 0..self._n {
+                self.pes[r * n].a_in.next = self.a_skew[r].d_out.val();
+                self.pes[r * n].valid_in.next = self.v_skew[r].d_out.val();
+                self.pes[r * n].first_in.next = self.f_skew[r].d_out.val();
+                self.pes[r * n].last_in.next = self.l_skew[r].d_out.val();
+                self.pes[r].b_in.next = self.b_skew[r].d_out.val();
             }
             for r in 0..self._n {
                 for c in 1..self._n {
@@ -251,25 +250,18 @@ impl Logic for Array {
                     self.pairs[p * n + c].shift_en.next = self.shift_en[c].val();
                 }
             }
-            self.pairs[0].u_a_in.next = self.a_in[0].val();
-            self.pairs[0].u_valid_in.next = self.valid_in.val();
-            self.pairs[0].u_first_in.next = self.first_in.val();
-            self.pairs[0].u_last_in.next = self.last_in.val();
-            self.pairs[0].b_in.next = self.b_in[0].val();
-            for c in 1..self._n {
-                self.pairs[c].b_in.next = self.b_skew[c - 1].d_out.val();
-            }
-            for p in 1..self._pair_rows {
-                self.pairs[p * n].u_a_in.next = self.a_skew[2 * p - 1].d_out.val();
-                self.pairs[p * n].u_valid_in.next = self.v_skew[2 * p - 1].d_out.val();
-                self.pairs[p * n].u_first_in.next = self.f_skew[2 * p - 1].d_out.val();
-                self.pairs[p * n].u_last_in.next = self.l_skew[2 * p - 1].d_out.val();
+            for c in 0..self._n {
+                self.pairs[c].b_in.next = self.b_skew[c].d_out.val();
             }
             for p in 0..self._pair_rows {
-                self.pairs[p * n].l_a_in.next = self.a_skew[2 * p].d_out.val();
-                self.pairs[p * n].l_valid_in.next = self.v_skew[2 * p].d_out.val();
-                self.pairs[p * n].l_first_in.next = self.f_skew[2 * p].d_out.val();
-                self.pairs[p * n].l_last_in.next = self.l_skew[2 * p].d_out.val();
+                self.pairs[p * n].u_a_in.next = self.a_skew[2 * p].d_out.val();
+                self.pairs[p * n].u_valid_in.next = self.v_skew[2 * p].d_out.val();
+                self.pairs[p * n].u_first_in.next = self.f_skew[2 * p].d_out.val();
+                self.pairs[p * n].u_last_in.next = self.l_skew[2 * p].d_out.val();
+                self.pairs[p * n].l_a_in.next = self.a_skew[2 * p + 1].d_out.val();
+                self.pairs[p * n].l_valid_in.next = self.v_skew[2 * p + 1].d_out.val();
+                self.pairs[p * n].l_first_in.next = self.f_skew[2 * p + 1].d_out.val();
+                self.pairs[p * n].l_last_in.next = self.l_skew[2 * p + 1].d_out.val();
                 for c in 1..self._n {
                     self.pairs[p * n + c].u_a_in.next = self.pairs[p * n + c - 1].u_a_out.val();
                     self.pairs[p * n + c].u_valid_in.next =

@@ -6,8 +6,11 @@
 //! on `acc`. For `n` cycles the converter asks the chain to shift up (`shift_en`), so `acc`
 //! shows rows `0, 1, .., n-1` in order. The column's LFSR is loaded with
 //! `lane_seed(tile_seed, c)` at `start` and steps once before each row, in every rounding mode,
-//! so row `r` uses the state after `r + 1` steps (the contract's order). Each converted word is
-//! registered and written to the C buffer lane on the next edge (`wr_*`). The tile seed and C
+//! so row `r` uses the state after `r + 1` steps (the contract's order). The conversion takes
+//! `systole_core::config::CONVERTER_STAGES` (2) register stages: the edge that takes a row
+//! registers its stochastic sum and the nearest-even comparison of its dropped bits (with the
+//! row's shift and rounding), the next one the shifted, rounded and saturated word, which is
+//! written to the C buffer lane on the edge after (`wr_*`). The tile seed and C
 //! bank arrive on `seed_in`/`bank_in` in the `start` cycle and are passed on (one cycle later,
 //! like `start` itself) to the next column through `seed_out`/`bank_out`.
 //!
@@ -18,10 +21,10 @@
 //! finally saturation to 16 bits.
 //!
 //! `hdl/verilog/converter.v` computes the same function at the widths it needs (a 49-bit sum at
-//! `W = 16`, one shift giving the quotient and the nearest-even guard bit, the sticky bits, mask
-//! and `W`-bit range test from one thermometer code of the shift), for every 6-bit shift and rounding code, not
-//! only the contract's: about 450 instead of 1,040 LUTs a column on 7-series (Yosys 0.23), the
-//! largest cut of the SoC's logic.
+//! `W = 16` and the sticky bit in the first stage; one shift giving the quotient and the
+//! nearest-even guard bit, and the `W`-bit range test, in the second), for every 6-bit shift and
+//! rounding code, not only the contract's: about 450 instead of 1,040 LUTs a column on 7-series
+//! (Yosys 0.23), the largest cut of the SoC's logic.
 //!
 //! The Verilog is hand-written (`converter.v`): rust-hdl's registers-as-submodules made
 //! Verilator compute the whole conversion in every cycle, drains or not (about 11% of the
@@ -31,7 +34,7 @@
 //! (systole-sim, systole-tests), and against the Verilog rust-hdl generates from `kernel`, output
 //! by output and cycle by cycle (`crate::differential`). The one difference: `wr_data` holds its
 //! value outside drains, where `kernel` keeps converting `acc`; it is written to the C buffer
-//! only with `wr_en`, one edge after a drain edge, so the buffer sees the same words.
+//! only with `wr_en`, two edges after a drain edge, so the buffer sees the same words.
 
 use crate::HdlError;
 use rust_hdl_core::prelude::*;
@@ -79,6 +82,14 @@ pub struct ColumnConverter {
     lfsr: DFF<Bits<32>>,
     seed_q: DFF<Bits<32>>,
     bank_q: DFF<Bit>,
+    s_q: DFF<Bits<64>>,
+    gt_q: DFF<Bit>,
+    eq_q: DFF<Bit>,
+    sh_q: DFF<Bits<6>>,
+    mode_q: DFF<Bits<2>>,
+    v_q: DFF<Bit>,
+    row_q: DFF<Bits<6>>,
+    bank1_q: DFF<Bit>,
     wr_en_q: DFF<Bit>,
     wr_bank_q: DFF<Bit>,
     wr_row_q: DFF<Bits<6>>,
@@ -148,6 +159,14 @@ impl ColumnConverter {
             lfsr: Default::default(),
             seed_q: Default::default(),
             bank_q: Default::default(),
+            s_q: Default::default(),
+            gt_q: Default::default(),
+            eq_q: Default::default(),
+            sh_q: Default::default(),
+            mode_q: Default::default(),
+            v_q: Default::default(),
+            row_q: Default::default(),
+            bank1_q: Default::default(),
             wr_en_q: Default::default(),
             wr_bank_q: Default::default(),
             wr_row_q: Default::default(),
@@ -215,7 +234,8 @@ impl ColumnConverter {
     #[hdl_gen]
     fn kernel(&mut self) {
         dff_setup!(
-            self, clock, active, row, lfsr, seed_q, bank_q, wr_en_q, wr_bank_q, wr_row_q, wr_data_q
+            self, clock, active, row, lfsr, seed_q, bank_q, s_q, gt_q, eq_q, sh_q, mode_q, v_q,
+            row_q, bank1_q, wr_en_q, wr_bank_q, wr_row_q, wr_data_q
         );
         // LFSR: load the lane seed at start, step once before every row.
         self.lane_seed.next = self.seed_in.val() ^ self.lane_mul.val();
@@ -235,7 +255,8 @@ impl ColumnConverter {
             self.cur.next = (self.pre.val() >> 1) ^ self.taps.val();
         }
         self.go.next = self.start.val() | self.active.q.val();
-        // Conversion of the current row.
+        // Conversion of the current row, first stage: the stochastic sum and the nearest-even
+        // comparison of the dropped bits, registered with the row's shift and rounding.
         // Sign extension by hand: a zero-extending cast, then the high bits from the sign.
         self.x.next = bit_cast::<64, 48>(unsigned_cast(self.acc.val()));
         if self.acc.val().get_bit(47) {
@@ -248,13 +269,18 @@ impl ColumnConverter {
         if self.rounding.val() == 2 {
             self.sum.next = self.x.val() + (bit_cast::<64, 32>(self.cur.val()) & self.mask.val());
         }
-        self.q.next = ((self.sum.val() + self.bias.val()) >> self.shift.val())
-            - (self.bias.val() >> self.shift.val());
+        self.s_q.d.next = self.sum.val();
+        self.gt_q.d.next = self.rem.val() > self.half.val();
+        self.eq_q.d.next = self.rem.val() == self.half.val();
+        self.sh_q.d.next = self.shift.val();
+        self.mode_q.d.next = self.rounding.val();
+        // Second stage: the floor shift, rounding and saturation.
+        self.q.next = ((self.s_q.q.val() + self.bias.val()) >> self.sh_q.q.val())
+            - (self.bias.val() >> self.sh_q.q.val());
         self.res.next = self.q.val();
-        if (self.rounding.val() == 1)
-            & (self.shift.val() != 0)
-            & ((self.rem.val() > self.half.val())
-                | ((self.rem.val() == self.half.val()) & self.q.val().get_bit(0)))
+        if (self.mode_q.q.val() == 1)
+            & (self.sh_q.q.val() != 0)
+            & (self.gt_q.q.val() | (self.eq_q.q.val() & self.q.val().get_bit(0)))
         {
             self.res.next = self.q.val() + 1;
         }
@@ -271,12 +297,15 @@ impl ColumnConverter {
             self.row.d.next = self.cur_row.val() + 1;
             self.active.d.next = self.cur_row.val() != self.last_row.val();
         }
-        self.wr_en_q.d.next = self.go.val() & !self.reset.val();
-        self.wr_row_q.d.next = self.cur_row.val();
-        self.wr_bank_q.d.next = self.bank_q.q.val();
+        self.v_q.d.next = self.go.val() & !self.reset.val();
+        self.row_q.d.next = self.cur_row.val();
+        self.bank1_q.d.next = self.bank_q.q.val();
         if self.start.val() {
-            self.wr_bank_q.d.next = self.bank_in.val();
+            self.bank1_q.d.next = self.bank_in.val();
         }
+        self.wr_en_q.d.next = self.v_q.q.val() & !self.reset.val();
+        self.wr_row_q.d.next = self.row_q.q.val();
+        self.wr_bank_q.d.next = self.bank1_q.q.val();
         self.wr_data_q.d.next = signed_cast(self.res.val().get_bits::<16>(0));
         if self.reset.val() {
             self.active.d.next = false;
@@ -320,6 +349,21 @@ mod tests {
         }
     }
 
+    /// The converter writes word `want` of row `row` into `bank`, `done` with the last row.
+    fn writes(x: &ColumnConverter, row: usize, bank: bool, want: i64, last: bool) -> bool {
+        let got = (
+            x.wr_row.val(),
+            x.wr_bank.val(),
+            x.wr_data.val(),
+            x.done.val(),
+        );
+        let expect = (bits::<6>(row as u64), bank, signed::<16>(want), last);
+        if got != expect {
+            println!("row {row}: wrote {got:?}, expected {expect:?}");
+        }
+        got == expect
+    }
+
     #[test]
     fn converter_matches_contract() {
         let rows = 5usize;
@@ -354,6 +398,10 @@ mod tests {
                 x.shift.next = bits(*shift as u64);
                 x.rounding.next = bits(mode.code() as u64);
                 let mut lfsr = Lfsr32::new(lane_seed(*seed, column as u32));
+                let want: Vec<i64> = accs
+                    .iter()
+                    .map(|&acc| convert(acc, *shift, *mode, lfsr.step(), 16))
+                    .collect();
                 for (r, &acc) in accs.iter().enumerate() {
                     x.start.next = r == 0;
                     x.seed_in.next = bits(if r == 0 { *seed as u64 } else { 0 });
@@ -367,19 +415,18 @@ mod tests {
                         sim_assert_eq!(sim, x.seed_out.val(), bits::<32>(*seed as u64), x);
                         sim_assert_eq!(sim, x.bank_out.val(), bank, x);
                     }
-                    // The word converted in this cycle is written on the next edge.
-                    sim_assert_eq!(sim, x.wr_en.val(), true, x);
-                    sim_assert_eq!(sim, x.wr_row.val(), bits::<6>(r as u64), x);
-                    sim_assert_eq!(sim, x.wr_bank.val(), bank, x);
-                    let want = convert(acc, *shift, *mode, lfsr.step(), 16);
-                    sim_assert_eq!(sim, x.wr_data.val(), signed::<16>(want), x);
-                    sim_assert_eq!(sim, x.done.val(), r == rows - 1, x);
+                    // The word taken in a cycle is written two edges later.
+                    sim_assert_eq!(sim, x.wr_en.val(), r > 0, x);
+                    if r > 0 {
+                        sim_assert!(sim, writes(&x, r - 1, bank, want[r - 1], false), x);
+                    }
                 }
                 x.start.next = false;
                 x = sim.wait(1, x)?;
                 sim_assert_eq!(sim, x.shift_en.val(), false, x);
                 wait_clock_cycle!(sim, clock, x);
-                sim_assert_eq!(sim, x.wr_en.val(), false, x);
+                sim_assert_eq!(sim, x.wr_en.val(), true, x);
+                sim_assert!(sim, writes(&x, rows - 1, bank, want[rows - 1], true), x);
             }
             sim.done(x)
         });

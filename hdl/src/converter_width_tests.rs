@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use systole_core::numeric::{acc_bits, acc_max, acc_min, convert, word_max, word_min, Rounding};
 
 /// The conversion function of `converter_verilog(w)` (after `body_edit`) in a module of its own:
-/// `y = convert(a, r, sh, mode)`, with the saturation constants the converter module declares.
+/// `y` = the two stages' functions composed (`finish` of `first`), with the saturation constants the converter module declares.
 fn function_module(w: u32, body_edit: &dyn Fn(String) -> String) -> String {
     let body = body_edit(converter_verilog(w).unwrap());
     // The width parameters the function reads, fixed in front of the body.
@@ -18,7 +18,7 @@ fn function_module(w: u32, body_edit: &dyn Fn(String) -> String) -> String {
         .map(|l| format!("{l}\n"))
         .collect();
     let start = body.find("function automatic").unwrap();
-    let end = body.find("endfunction").unwrap() + "endfunction".len();
+    let end = body.rfind("endfunction").unwrap() + "endfunction".len();
     let (wm, am) = (w - 1, acc_bits(w) - 1);
     format!(
         "module conv(input wire [{am}:0] a, input wire [31:0] r, input wire [5:0] sh,
@@ -26,7 +26,8 @@ fn function_module(w: u32, body_edit: &dyn Fn(String) -> String) -> String {
 localparam [63:0] sat_hi = 64'h{:x};
 localparam [63:0] sat_lo = 64'h{:x};
 {params}{}
-assign y = convert(a, r, sh, mode);
+wire [SUM:0] f = first(a, r, sh, mode);
+assign y = finish(f[SUM:1], f[0], sh, mode);
 endmodule
 ",
         word_max(w) as u64,
@@ -147,7 +148,10 @@ fn conversion_width_test_catches_a_range_test_off_by_one_and_a_narrow_sum() {
     }
     // W = 8 with the sum register at acc_bits + 1 = 33 bits, as the 16-bit text has it.
     let narrow = run(8, 33 * 3 * 4, &|text| {
-        text.replace("reg [SUM-1:0] s;", "reg [SUM-2:0] s;")
+        text.replace(
+            "reg [SUM-1:0] s;\n    integer i;",
+            "reg [SUM-2:0] s;\n    integer i;",
+        )
     });
     assert!(
         narrow.contains("MISMATCH"),

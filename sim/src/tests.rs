@@ -147,3 +147,34 @@ fn utilization_256_cubed() {
         assert!(util >= 0.9, "{size}x{size}: utilization {util:.3}");
     }
 }
+
+/// An emitting command written into an idle array has its tile counted in `DONE_COUNT`
+/// `K_LEN + 1 + ArrayConfig::emit_latency()` edges after the `COMMAND` write, at every size
+/// and K (the latency the guide, the firmware's mock and the drivers take from
+/// `systole_core`).
+#[test]
+fn emitted_tiles_are_counted_after_the_stated_latency() {
+    let Some(sims) = models() else { return };
+    for mut sim in sims {
+        let cfg = *sim.config();
+        let n = cfg.size;
+        for (tile, k) in [1u32, 2, 7].into_iter().enumerate() {
+            sim.write_reg(regmap::K_LEN, k).unwrap();
+            for row in 0..k as u16 {
+                let data: Vec<i16> = (0..n as i16).map(|i| i + row as i16).collect();
+                sim.write_a_row(0, row, &data).unwrap();
+                sim.write_b_row(0, row, &data).unwrap();
+            }
+            sim.write_reg(regmap::COMMAND, regmap::CMD_CLEAR | regmap::CMD_EMIT)
+                .unwrap();
+            let mut edges = 0;
+            while sim.read_reg(regmap::DONE_COUNT).unwrap() != tile as u32 + 1 {
+                assert!(edges < 10_000, "{n}x{n}: no tile");
+                sim.idle(1).unwrap();
+                edges += 1;
+            }
+            eprintln!("{n}x{n} K {k}: {edges} edges");
+            assert_eq!(edges, k + 1 + cfg.emit_latency(), "{n}x{n}, K_LEN {k}");
+        }
+    }
+}

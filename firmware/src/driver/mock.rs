@@ -53,7 +53,8 @@ pub struct MockArray {
     waiting: Option<Cmd>,
     /// `(cycle ready, C bank, converted tile)`.
     conversions: VecDeque<(u32, usize, Vec<i16>)>,
-    /// Cycles from a tile's last K step to its outputs being in the C bank.
+    /// Cycles from a tile's last K step to its outputs being in the C bank (the hardware's
+    /// `ArrayConfig::emit_latency`).
     pub latency: u32,
     /// Writes into a bank a running or queued command reads.
     pub hazards: usize,
@@ -94,7 +95,7 @@ impl MockArray {
             running: None,
             waiting: None,
             conversions: VecDeque::new(),
-            latency: 2 * n as u32 + 3,
+            latency: cfg.emit_latency(),
             hazards: 0,
             sequencer: false,
             products: 0,

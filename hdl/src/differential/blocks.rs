@@ -385,9 +385,13 @@ fn mutations_of_the_hand_written_verilog_are_caught() {
         ("r & below[31:0]", "r & below[32:1]"),
         ("a & below[ACC:1]", "a & below[ACC-1:0]"),
         ("w[0] & (sticky | q[0])", "w[1] & (sticky | q[0])"),
-        ("& ~below[SUM-W-1:0]", "& ~below[SUM-W:1]"),
+        ("& ~below[SUM-W-1:0]", "& ~{below[SUM-W-2:0], 1'b1}"),
         ("(sh == 6'h3f)", "(sh == 6'h3e)"),
         ("(sh == 6'h3f) ?", "(sh != sh) ?"),
+        // The second stage must use the shift and rounding its row was taken with: the next
+        // drain's (its `start` cycle changes them) would convert the last row wrongly.
+        ("finish(s_q, sticky_q, sh_q, mode_q)", "finish(s_q, sticky_q, shift, mode_q)"),
+        ("finish(s_q, sticky_q, sh_q, mode_q)", "finish(s_q, sticky_q, sh_q, rounding)"),
     ] {
         caught("converter", converter_run(3, 5, 2_000, Some((from, to))));
     }

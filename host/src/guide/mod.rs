@@ -18,6 +18,7 @@
 mod examples;
 mod soc_mm;
 mod tables;
+mod timing;
 
 /// Why the guide could not be rendered.
 #[derive(Debug, thiserror::Error)]
@@ -71,7 +72,7 @@ pub enum GuideError {
 }
 
 /// Generated parts, by marker name.
-pub const PARTS: [&str; 15] = [
+pub const PARTS: [&str; 16] = [
     "ports",
     "registers",
     "fields",
@@ -87,6 +88,7 @@ pub const PARTS: [&str; 15] = [
     "example-conv-backward",
     "soc-dma",
     "soc-mm",
+    "timing",
 ];
 
 /// The text of generated part `name`.
@@ -107,6 +109,7 @@ pub fn generate(name: &str) -> Result<String, GuideError> {
         "example-conv-backward" => examples::conv_backward(),
         "soc-dma" => Ok(tables::soc_dma()),
         "soc-mm" => Ok(soc_mm::soc_mm()),
+        "timing" => Ok(timing::timing()),
         _ => Err(GuideError::Unknown {
             name: name.to_string(),
             line: 0,
