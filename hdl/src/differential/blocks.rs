@@ -390,8 +390,14 @@ fn mutations_of_the_hand_written_verilog_are_caught() {
         ("(sh == 6'h3f) ?", "(sh != sh) ?"),
         // The second stage must use the shift and rounding its row was taken with: the next
         // drain's (its `start` cycle changes them) would convert the last row wrongly.
-        ("finish(s_q, sticky_q, sh_q, mode_q)", "finish(s_q, sticky_q, shift, mode_q)"),
-        ("finish(s_q, sticky_q, sh_q, mode_q)", "finish(s_q, sticky_q, sh_q, rounding)"),
+        (
+            "finish(s_q, sticky_q, sh_q, mode_q)",
+            "finish(s_q, sticky_q, shift, mode_q)",
+        ),
+        (
+            "finish(s_q, sticky_q, sh_q, mode_q)",
+            "finish(s_q, sticky_q, sh_q, rounding)",
+        ),
     ] {
         caught("converter", converter_run(3, 5, 2_000, Some((from, to))));
     }

@@ -159,7 +159,7 @@ fn converter_outputs_carry_c_on_their_cycles_and_the_window_bounds_the_file() {
     let Some(cfg) = smallest() else { return };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tile.vcd");
-    let window = 20;
+    let window = 22;
     let (want, done) = traced_tile(&cfg, &path, window);
     let vcd = Vcd::read(&path);
     let from = 2 + 3 + 7;
