@@ -408,6 +408,21 @@ impl<'b, 'j, B: AcceleratorBus> Run<'b, 'j, B> {
                 self.store_c_row(cb, row, &c_row[..size], out);
             }
         }
+        self.queue(cmd, next, bank, emit, gathering, out)
+    }
+
+    /// The rest of [`Self::issue`] once command `q`'s rows are in: waits for its gathers,
+    /// records what each bank holds, queues the command and starts the next one's gathers.
+    #[inline(always)]
+    fn queue(
+        &mut self,
+        cmd: Command,
+        next: Option<Command>,
+        bank: usize,
+        emit: u32,
+        gathering: u32,
+        out: &mut [i16],
+    ) -> Res<(), B::Error> {
         if gathering != 0 {
             self.wait_gathers(gathering, out)?;
         }
@@ -422,7 +437,7 @@ impl<'b, 'j, B: AcceleratorBus> Run<'b, 'j, B> {
         let word = regmap::command(bank as u8, bank as u8, c_bank as u8, cmd.clear, cmd.emit);
         self.write(regmap::COMMAND, word)?;
         if cmd.emit {
-            let rows = size.min(self.m - cmd.i0);
+            let rows = self.size.min(self.m - cmd.i0);
             self.pending[c_bank] = Some(Pending {
                 emit,
                 i0: cmd.i0,

@@ -110,6 +110,113 @@ fn values(q: &systole_core::tensor::QMatrix) -> Vec<f32> {
         .collect()
 }
 
+/// Layer `i`'s nodes, reading `outs` (the earlier layers' outputs and ranks) and `x` (the
+/// network's quantized input): its output value and rank.
+fn layer(
+    w: &mut Writer,
+    n: &crate::net::Node,
+    i: usize,
+    wt: Option<&Weights>,
+    pts: &[u32],
+    outs: &[(String, u8)],
+    x: &str,
+) -> (String, u8) {
+    let get = |s: Src, outs: &[(String, u8)]| match s {
+        Src::Input => (x.to_string(), 4u8),
+        Src::Node(j) => outs[j].clone(),
+    };
+    let (a, rank) = get(n.inputs[0], outs);
+    let tag = format!("l{}", i + 1);
+    match &n.op {
+        Op::Dense { .. } | Op::Conv { .. } => {
+            let wt = wt.expect("weights");
+            let wname = format!("{tag}_W");
+            let (z, r) = match n.op {
+                Op::Conv {
+                    out_ch,
+                    kernel: k,
+                    stride: s,
+                    pad: p,
+                    ..
+                } => {
+                    let cin = wt.w.cols / (k * k);
+                    let wq = w.weight(&wname, &[out_ch, cin, k, k], &wt.w);
+                    let p = p as i64;
+                    let attrs = vec![
+                        attr_ints("kernel_shape", &[k as i64; 2]),
+                        attr_ints("strides", &[s as i64; 2]),
+                        attr_ints("pads", &[p, p, p, p]),
+                    ];
+                    (w.add("Conv", &[&a, &wq], &format!("{tag}_conv"), attrs), 4)
+                }
+                _ => {
+                    let wq = w.weight(&wname, &[wt.w.rows, wt.w.cols], &wt.w);
+                    let f = w.flat(&a, rank);
+                    (
+                        w.add("MatMul", &[&f, &wq], &format!("{tag}_matmul"), vec![]),
+                        2,
+                    )
+                }
+            };
+            let mut y = w.point(&z, pts[0]);
+            if let Some(b) = &wt.b {
+                let bname = format!("{tag}_b");
+                let dims: Vec<usize> = if r == 4 {
+                    vec![b.cols, 1, 1]
+                } else {
+                    vec![b.cols]
+                };
+                let bq = w.weight(&bname, &dims, b);
+                let s = w.add("Add", &[&y, &bq], &format!("{tag}_bias"), vec![]);
+                y = w.point(&s, pts[1]);
+            }
+            (y, r)
+        }
+        Op::Relu => (w.add("Relu", &[&a], &format!("{tag}_relu"), vec![]), rank),
+        Op::MaxPool {
+            kernel: k,
+            stride: s,
+        }
+        | Op::AvgPool {
+            kernel: k,
+            stride: s,
+        } => {
+            let op = if matches!(n.op, Op::MaxPool { .. }) {
+                "MaxPool"
+            } else {
+                "AveragePool"
+            };
+            let attrs = vec![
+                attr_ints("kernel_shape", &[*k as i64; 2]),
+                attr_ints("strides", &[*s as i64; 2]),
+            ];
+            let y = w.add(op, &[&a], &format!("{tag}_pool"), attrs);
+            (
+                if op == "AveragePool" {
+                    w.point(&y, pts[0])
+                } else {
+                    y
+                },
+                4,
+            )
+        }
+        Op::GlobalAvgPool => {
+            let y = w.add("GlobalAveragePool", &[&a], &format!("{tag}_gap"), vec![]);
+            (w.point(&y, pts[0]), 4)
+        }
+        Op::Add => {
+            let (b, rb) = get(n.inputs[1], outs);
+            let (a, b, r) = if rank == rb {
+                (a, b, rank)
+            } else {
+                (w.flat(&a, rank), w.flat(&b, rb), 2)
+            };
+            let y = w.add("Add", &[&a, &b], &format!("{tag}_add"), vec![]);
+            (w.point(&y, pts[0]), r)
+        }
+    }
+}
+
 /// The ONNX model of `net` with weights `ws` in formats `fm`; `metadata` is added to systole's
 /// own keys (the caller says how the input is formed).
 pub fn export(
@@ -131,102 +238,8 @@ pub fn export(
     // Each layer's output value and its rank (4: N x C x H x W, 2: N x F).
     let mut outs: Vec<(String, u8)> = Vec::with_capacity(net.nodes.len());
     for (i, n) in net.nodes.iter().enumerate() {
-        let get = |s: Src, outs: &[(String, u8)]| match s {
-            Src::Input => (x.clone(), 4u8),
-            Src::Node(j) => outs[j].clone(),
-        };
-        let (a, rank) = get(n.inputs[0], &outs);
-        let tag = format!("l{}", i + 1);
-        let pts = &fm.nodes[i];
-        let out = match &n.op {
-            Op::Dense { .. } | Op::Conv { .. } => {
-                let wt = ws[i].as_ref().expect("weights");
-                let wname = format!("{tag}_W");
-                let (z, r) = match n.op {
-                    Op::Conv {
-                        out_ch,
-                        kernel: k,
-                        stride: s,
-                        pad: p,
-                        ..
-                    } => {
-                        let cin = wt.w.cols / (k * k);
-                        let wq = w.weight(&wname, &[out_ch, cin, k, k], &wt.w);
-                        let p = p as i64;
-                        let attrs = vec![
-                            attr_ints("kernel_shape", &[k as i64; 2]),
-                            attr_ints("strides", &[s as i64; 2]),
-                            attr_ints("pads", &[p, p, p, p]),
-                        ];
-                        (w.add("Conv", &[&a, &wq], &format!("{tag}_conv"), attrs), 4)
-                    }
-                    _ => {
-                        let wq = w.weight(&wname, &[wt.w.rows, wt.w.cols], &wt.w);
-                        let f = w.flat(&a, rank);
-                        (
-                            w.add("MatMul", &[&f, &wq], &format!("{tag}_matmul"), vec![]),
-                            2,
-                        )
-                    }
-                };
-                let mut y = w.point(&z, pts[0]);
-                if let Some(b) = &wt.b {
-                    let bname = format!("{tag}_b");
-                    let dims: Vec<usize> = if r == 4 {
-                        vec![b.cols, 1, 1]
-                    } else {
-                        vec![b.cols]
-                    };
-                    let bq = w.weight(&bname, &dims, b);
-                    let s = w.add("Add", &[&y, &bq], &format!("{tag}_bias"), vec![]);
-                    y = w.point(&s, pts[1]);
-                }
-                (y, r)
-            }
-            Op::Relu => (w.add("Relu", &[&a], &format!("{tag}_relu"), vec![]), rank),
-            Op::MaxPool {
-                kernel: k,
-                stride: s,
-            }
-            | Op::AvgPool {
-                kernel: k,
-                stride: s,
-            } => {
-                let op = if matches!(n.op, Op::MaxPool { .. }) {
-                    "MaxPool"
-                } else {
-                    "AveragePool"
-                };
-                let attrs = vec![
-                    attr_ints("kernel_shape", &[*k as i64; 2]),
-                    attr_ints("strides", &[*s as i64; 2]),
-                ];
-                let y = w.add(op, &[&a], &format!("{tag}_pool"), attrs);
-                (
-                    if op == "AveragePool" {
-                        w.point(&y, pts[0])
-                    } else {
-                        y
-                    },
-                    4,
-                )
-            }
-            Op::GlobalAvgPool => {
-                let y = w.add("GlobalAveragePool", &[&a], &format!("{tag}_gap"), vec![]);
-                (w.point(&y, pts[0]), 4)
-            }
-            Op::Add => {
-                let (b, rb) = get(n.inputs[1], &outs);
-                let (a, b, r) = if rank == rb {
-                    (a, b, rank)
-                } else {
-                    (w.flat(&a, rank), w.flat(&b, rb), 2)
-                };
-                let y = w.add("Add", &[&a, &b], &format!("{tag}_add"), vec![]);
-                (w.point(&y, pts[0]), r)
-            }
-        };
-        debug_assert_eq!(pts.len(), points(&n.op));
+        let out = layer(&mut w, n, i, ws[i].as_ref(), &fm.nodes[i], &outs, &x);
+        debug_assert_eq!(fm.nodes[i].len(), points(&n.op));
         outs.push(out);
     }
     let (last, rank) = outs.pop().expect("a network has layers");

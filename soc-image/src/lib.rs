@@ -177,6 +177,7 @@ pub fn build(features: &[&str]) -> Result<Image, ImageError> {
         cmd.arg("--features").arg(features.join(","));
     }
     clean_env(&mut cmd);
+    cmd.env("CARGO_ENCODED_RUSTFLAGS", remapped_paths(&root));
     // The build never reads input: a caller's stdin (a build script inherits cargo's) must
     // not reach rustc, which reads its target probe from stdin.
     cmd.stdin(std::process::Stdio::null());
@@ -218,6 +219,21 @@ pub fn build(features: &[&str]) -> Result<Image, ImageError> {
 
 /// The nested cargo must not inherit the outer build's settings (its target, flags, profile,
 /// target dir, the build script's own variables): the firmware has its own.
+/// rustc flags that write the checkout's and cargo's own directories as fixed short names into
+/// the image (panic locations carry file paths): the image's size, which has only a few hundred
+/// bytes to spare, must not depend on where the project was cloned.
+fn remapped_paths(root: &Path) -> String {
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    let mut flags = vec![format!("--remap-path-prefix={}=/systole", root.display())];
+    if let Some(home) = cargo_home {
+        flags.push(format!("--remap-path-prefix={}=/cargo", home.display()));
+    }
+    // Cargo's encoded form: flags separated by 0x1f, so paths with spaces stay whole.
+    flags.join("\u{1f}")
+}
+
 fn clean_env(cmd: &mut Command) {
     const KEEP: [&str; 5] = [
         "CARGO_HOME",
