@@ -133,6 +133,8 @@ fn cuts_that_residual_connections_cross_match_one_process_bit_for_bit() {
     let args = |out: &Path| {
         let mut a: Vec<String> = PIPE.iter().map(|s| s.to_string()).collect();
         a.extend(["--model".into(), net.display().to_string()]);
+        // As in the other pipeline tests: both runs name their shards, so the configs agree.
+        a.extend(["--shards".into(), "1".into()]);
         a.extend(["--out".into(), out.display().to_string()]);
         a
     };
