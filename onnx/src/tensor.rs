@@ -122,48 +122,7 @@ pub fn decode(t: &TensorProto, dir: Option<&Path>) -> Result<Const, OnnxError> {
                 raw.len()
             )));
         }
-        let words = raw.chunks_exact(size);
-        match t.data_type {
-            data_type::FLOAT => Values::F32(
-                words
-                    .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
-                    .collect(),
-            ),
-            data_type::DOUBLE => Values::F32(
-                words
-                    .map(|b| f64::from_le_bytes(b.try_into().unwrap()) as f32)
-                    .collect(),
-            ),
-            data_type::FLOAT16 | data_type::BFLOAT16 => Values::F32(
-                words
-                    .map(|b| half_to_f32(t.data_type, u16::from_le_bytes([b[0], b[1]])))
-                    .collect(),
-            ),
-            data_type::BOOL | data_type::UINT8 => {
-                Values::I64(raw.iter().map(|&b| b as i64).collect())
-            }
-            data_type::INT8 => Values::I64(raw.iter().map(|&b| b as i8 as i64).collect()),
-            data_type::INT16 => Values::I64(
-                words
-                    .map(|b| i16::from_le_bytes([b[0], b[1]]) as i64)
-                    .collect(),
-            ),
-            data_type::UINT16 => Values::I64(
-                words
-                    .map(|b| u16::from_le_bytes([b[0], b[1]]) as i64)
-                    .collect(),
-            ),
-            data_type::INT32 => Values::I64(
-                words
-                    .map(|b| i32::from_le_bytes(b.try_into().unwrap()) as i64)
-                    .collect(),
-            ),
-            _ => Values::I64(
-                words
-                    .map(|b| i64::from_le_bytes(b.try_into().unwrap()))
-                    .collect(),
-            ),
-        }
+        from_raw(t.data_type, raw, size)
     } else {
         match t.data_type {
             data_type::FLOAT => {
@@ -209,6 +168,51 @@ pub fn decode(t: &TensorProto, dir: Option<&Path>) -> Result<Const, OnnxError> {
         }
     }
     Ok(Const { dims, values })
+}
+
+/// The little-endian elements of `raw` (`size` bytes each, the length checked) of ONNX element
+/// type `ty`.
+fn from_raw(ty: i32, raw: &[u8], size: usize) -> Values {
+    let words = raw.chunks_exact(size);
+    match ty {
+        data_type::FLOAT => Values::F32(
+            words
+                .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+                .collect(),
+        ),
+        data_type::DOUBLE => Values::F32(
+            words
+                .map(|b| f64::from_le_bytes(b.try_into().unwrap()) as f32)
+                .collect(),
+        ),
+        data_type::FLOAT16 | data_type::BFLOAT16 => Values::F32(
+            words
+                .map(|b| half_to_f32(ty, u16::from_le_bytes([b[0], b[1]])))
+                .collect(),
+        ),
+        data_type::BOOL | data_type::UINT8 => Values::I64(raw.iter().map(|&b| b as i64).collect()),
+        data_type::INT8 => Values::I64(raw.iter().map(|&b| b as i8 as i64).collect()),
+        data_type::INT16 => Values::I64(
+            words
+                .map(|b| i16::from_le_bytes([b[0], b[1]]) as i64)
+                .collect(),
+        ),
+        data_type::UINT16 => Values::I64(
+            words
+                .map(|b| u16::from_le_bytes([b[0], b[1]]) as i64)
+                .collect(),
+        ),
+        data_type::INT32 => Values::I64(
+            words
+                .map(|b| i32::from_le_bytes(b.try_into().unwrap()) as i64)
+                .collect(),
+        ),
+        _ => Values::I64(
+            words
+                .map(|b| i64::from_le_bytes(b.try_into().unwrap()))
+                .collect(),
+        ),
+    }
 }
 
 /// A FLOAT16 (IEEE binary16) or BFLOAT16 bit pattern as the f32 of the same value (exact:
