@@ -17,10 +17,13 @@ use std::collections::BTreeMap;
 use systole_device::board_train::BoardTraining;
 use systole_device::DeviceError;
 use systole_step::arith::Arith;
-use systole_step::resident::{DataSet, TrainState};
+use systole_step::resident::DataSet;
 use systole_step::SaturationCount;
 
 pub(crate) mod plan;
+mod state;
+
+pub(crate) use state::{first_difference, state_of, take_params, take_state};
 
 /// Whether the device of `arith` is a board that trains itself.
 pub(crate) fn trains(arith: &mut FixedArith) -> bool {
@@ -31,21 +34,6 @@ pub(crate) fn dev_err(op: &str) -> impl Fn(DeviceError) -> TrainError + '_ {
     move |source| TrainError::Device {
         op: op.to_string(),
         source,
-    }
-}
-
-/// The host trainer's state as the board takes it.
-pub(crate) fn state_of(t: &Trainer<FixedArith>) -> TrainState {
-    TrainState {
-        graph: t.graph.clone(),
-        rounding: t.cfg.rounding,
-        widths: t.arith.widths(),
-        run_seed: t.cfg.seed,
-        step: t.step,
-        momentum: t.cfg.momentum,
-        params: t.params.clone(),
-        velocity: t.velocity.clone(),
-        fracs: t.arith.state(),
     }
 }
 
@@ -87,82 +75,6 @@ fn link_words(
     format!(
         "the link carries: the state up once, {data}, each step's loss and correct count{formats}; back {back}"
     )
-}
-
-/// Takes the board's parameters, formats and step counter into the host trainer (after
-/// checking they are this run's); the host's momentum stays as it was.
-pub(crate) fn take_params(t: &mut Trainer<FixedArith>, s: TrainState) -> Result<(), TrainError> {
-    if s.graph != t.graph || s.run_seed != t.cfg.seed || s.params.len() != t.params.len() {
-        return Err(TrainError::Checkpoint(
-            "the board's training state is not this run's".into(),
-        ));
-    }
-    t.params = s.params;
-    t.arith.set_state(s.fracs);
-    t.step = s.step;
-    Ok(())
-}
-
-/// Takes the board's state into the host trainer (after checking it is this run's).
-pub(crate) fn take_state(t: &mut Trainer<FixedArith>, s: TrainState) -> Result<(), TrainError> {
-    if s.graph != t.graph || s.run_seed != t.cfg.seed || s.params.len() != t.params.len() {
-        return Err(TrainError::Checkpoint(
-            "the board's training state is not this run's".into(),
-        ));
-    }
-    t.params = s.params;
-    t.velocity = s.velocity;
-    t.arith.set_state(s.fracs);
-    t.step = s.step;
-    Ok(())
-}
-
-/// The first difference between the host's state and the board's, named.
-fn first_difference(host: &TrainState, board: &TrainState) -> Option<String> {
-    if host.step != board.step {
-        return Some(format!(
-            "step counter: host {}, board {}",
-            host.step, board.step
-        ));
-    }
-    let tensors = |s: &TrainState| {
-        s.params
-            .iter()
-            .chain(&s.velocity)
-            .cloned()
-            .collect::<Vec<_>>()
-    };
-    let names = systole_step::step::param_names(&host.graph).unwrap_or_default();
-    let param_name = |i: usize| {
-        names
-            .get(i)
-            .cloned()
-            .unwrap_or_else(|| format!("parameter {}", i + 1))
-    };
-    for (i, (h, b)) in tensors(host).iter().zip(&tensors(board)).enumerate() {
-        let n = host.params.len();
-        let name = if i < n {
-            param_name(i)
-        } else {
-            format!("{} momentum", param_name(i - n))
-        };
-        if (h.rows, h.cols, h.frac) != (b.rows, b.cols, b.frac) {
-            return Some(format!(
-                "{name}: host {}x{} frac {}, board {}x{} frac {}",
-                h.rows, h.cols, h.frac, b.rows, b.cols, b.frac
-            ));
-        }
-        if let Some(k) = h.data.iter().zip(&b.data).position(|(x, y)| x != y) {
-            return Some(format!(
-                "{name} index {k} (row {}, column {}): host {}, board {}",
-                k / h.cols,
-                k % h.cols,
-                h.data[k],
-                b.data[k]
-            ));
-        }
-    }
-    (host.fracs != board.fracs).then(|| "the remembered formats".to_string())
 }
 
 /// The host's trainer beside the board: on the golden model of the board's array `config`.
@@ -561,6 +473,7 @@ mod tests {
     use systole_core::Rounding;
     use systole_golden::tensor::QMatrix;
     use systole_step::graph::builtin::mlp;
+    use systole_step::resident::TrainState;
     use systole_step::{Shape, Widths};
 
     fn state() -> TrainState {
