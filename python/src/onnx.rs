@@ -33,6 +33,28 @@ type Evaluated<'py> = (
     Bound<'py, PyArray1<i64>>,
 );
 
+/// Runs `command` with the GIL released, its lines printed when `verbose`. A Ctrl-C while a
+/// line prints ends the command once it is done (the error is raised then).
+fn printing<T: Send>(
+    py: Python<'_>,
+    verbose: bool,
+    command: impl FnOnce(&mut dyn FnMut(&str)) -> T + Send,
+) -> PyResult<T> {
+    let mut raised: Option<PyErr> = None;
+    let mut say = |l: &str| {
+        if verbose {
+            if let Some(e) = print_line(l) {
+                raised.get_or_insert(e);
+            }
+        }
+    };
+    let out = py.detach(|| command(&mut say));
+    match raised {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
 /// Runs ``systole eval ARGS`` in this process (the GIL released): eval.json's content as JSON,
 /// the logits (images x classes), the predicted classes and the labels. ``verbose`` prints the
 /// command's lines.
@@ -43,19 +65,7 @@ fn eval(py: Python<'_>, args: Vec<String>, verbose: bool) -> PyResult<Evaluated<
         let a = embed::eval_args(&args).map_err(|e| {
             Failure::new(Kind::Option, embed::parse_error_sentence(&e)).into_pyerr(py)
         })?;
-        // A Ctrl-C while a line prints ends the command once it is done.
-        let mut raised: Option<PyErr> = None;
-        let mut say = |l: &str| {
-            if verbose {
-                if let Some(e) = print_line(l) {
-                    raised.get_or_insert(e);
-                }
-            }
-        };
-        let ev = py.detach(|| onnx_cli::evaluation(&a, &mut say));
-        if let Some(e) = raised {
-            return Err(e);
-        }
+        let ev = printing(py, verbose, |say| onnx_cli::evaluation(&a, say))?;
         let ev = ev.map_err(|f| failure(f).into_pyerr(py))?;
         let res = &ev.result;
         let classes = res.logits.first().map_or(0, Vec::len);
@@ -84,19 +94,7 @@ fn export(py: Python<'_>, args: Vec<String>, verbose: bool) -> PyResult<()> {
         let a = embed::export_args(&args).map_err(|e| {
             Failure::new(Kind::Option, embed::parse_error_sentence(&e)).into_pyerr(py)
         })?;
-        // A Ctrl-C while a line prints ends the command once it is done.
-        let mut raised: Option<PyErr> = None;
-        let mut say = |l: &str| {
-            if verbose {
-                if let Some(e) = print_line(l) {
-                    raised.get_or_insert(e);
-                }
-            }
-        };
-        let done = py.detach(|| onnx_cli::exported(&a, &mut say));
-        if let Some(e) = raised {
-            return Err(e);
-        }
+        let done = printing(py, verbose, |say| onnx_cli::exported(&a, say))?;
         done.map_err(|f| failure(f).into_pyerr(py))
     })
 }
