@@ -1,8 +1,10 @@
 //! The README's CLI section runs as written: every line of the ```` ```sh ```` block under
 //! "## The `systole` CLI" is one plain `systole` command, and each runs, in order, from one
-//! fresh empty folder (so every path in it is relative to that folder), with the real Yosys,
-//! nextpnr-ice40 and icepack. It must succeed and print no Rust debug text. `program` needs a
-//! board, so openFPGALoader is a stand-in that checks the file it is handed.
+//! fresh empty folder (so every path in it is relative to that folder). It must succeed and
+//! print no Rust debug text. `program` needs a board, so openFPGALoader is always a stand-in
+//! that checks the file it is handed. The default suite runs the board flows' tools as
+//! stand-ins too (their two minutes of place-and-route would be most of this test's time);
+//! `--ignored` runs the same lines with the real Yosys, nextpnr-ice40 and icepack.
 
 mod common;
 
@@ -125,6 +127,17 @@ struct Dirs {
 /// programs) while others go ahead.
 #[test]
 fn every_cli_line_of_the_readme_runs_as_written() {
+    readme_lines_run(&stub_tools::ALL);
+}
+
+#[test]
+#[ignore = "the board flows with the real tools (about two minutes): run with --ignored (./x test --all)"]
+fn every_cli_line_of_the_readme_runs_with_the_real_tools() {
+    readme_lines_run(&[stub_tools::one("openFPGALoader")]);
+}
+
+/// Runs the README's lines with `stubs` standing in for those tools.
+fn readme_lines_run(stubs: &[(&str, &str)]) {
     let readme =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
             .unwrap();
@@ -140,7 +153,7 @@ fn every_cli_line_of_the_readme_runs_as_written() {
         log: root.path().join("tools.log"),
     };
     std::fs::create_dir(&dirs.work).unwrap();
-    stub_tools::write(&dirs.bin, &[stub_tools::one("openFPGALoader")]);
+    stub_tools::write(&dirs.bin, stubs);
     // Per line: started, finished; then the errors so far.
     let state = Mutex::new((
         vec![false; lines.len()],
