@@ -72,7 +72,7 @@ fn two_mpi_ranks_start_from_an_onnx_files_weights() {
     let model = dir.path().join("mlp.onnx").to_str().unwrap().to_string();
     common::python::run(&py, "mlp.py", &[&model, "16"]);
     let bin = env!("CARGO_BIN_EXE_systole");
-    let args = [&ARGS[..], &["--model", &model]].concat();
+    let args = [ARGS, &["--model", &model]].concat();
     let run = |out: &str, extra: &[&str]| {
         ok(Command::new(bin)
             .args(&args)
