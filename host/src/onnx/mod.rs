@@ -272,6 +272,12 @@ pub fn resolve_model(
             imported: None,
         });
     };
+    if !file.exists() {
+        bail!(
+            "{} does not exist: give the path of an ONNX file",
+            file.display()
+        );
+    }
     let (net, (graph, params)) = import_graph(file)?;
     Ok(ModelChoice {
         spec: model::ModelSpec::Graph {
