@@ -5,6 +5,8 @@
 //! pipeline of S stages, D replicas) ends with one process's checkpoint too.
 #![cfg(feature = "mpi")]
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -57,6 +59,44 @@ fn two_mpi_ranks_match_one_process_bit_for_bit() {
         assert_eq!(a[k], b[k], "{k} differs");
     }
     assert!(a["params"].as_array().is_some_and(|p| p.len() == 4));
+}
+
+/// Every rank starts from an ONNX file's weights (a float MLP written by onnx's helper): the
+/// checkpoint equals one process's from the same file, and differs from `--init random`'s.
+#[test]
+fn two_mpi_ranks_start_from_an_onnx_files_weights() {
+    let Some(py) = common::python::onnx_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("mlp.onnx").to_str().unwrap().to_string();
+    common::python::run(&py, "mlp.py", &[&model, "16"]);
+    let bin = env!("CARGO_BIN_EXE_systole");
+    let args = [ARGS, &["--model", &model]].concat();
+    let run = |out: &str, extra: &[&str]| {
+        ok(Command::new(bin)
+            .args(&args)
+            .args(extra)
+            .arg("--out")
+            .arg(dir.path().join(out))
+            .output()
+            .unwrap())
+    };
+    run("one", &[]);
+    run("random", &["--init", "random"]);
+    let out = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "2", bin])
+        .args(&args)
+        .arg("--out")
+        .arg(dir.path().join("two"))
+        .output()
+        .unwrap();
+    ok(out);
+    let [one, two, random] = ["one", "two", "random"].map(|d| checkpoint(&dir.path().join(d)));
+    for k in ["params", "velocity", "fracs", "step", "epoch", "config"] {
+        assert_eq!(one[k], two[k], "{k} differs");
+    }
+    assert_ne!(one["params"], random["params"]);
 }
 
 /// A 3-layer MLP in 2 micro-batches per shard: the pipeline's runs (`--shards` appended).

@@ -4,7 +4,8 @@
 //! exact in f32: one host/tests/onnx/exact.py writes (weights multiples of 1/8, biases of 1/16,
 //! short dot products, on the digits' pixels / 16), exported with formats calibrated by
 //! systole; and a CNN trained at 8-bit words (products of at most 2^14 units, dot products far
-//! shorter than 1024), exported with its W-bit range.
+//! shorter than 1024), exported with its W-bit range. At 9 to 15 bits the same CNN round-trips
+//! at its width, onnxruntime exact where docs/ONNX.md's bound holds and agreeing past it.
 
 mod cli_common;
 mod common;
@@ -68,10 +69,13 @@ fn same_bits(sys: &[Vec<f32>], ort: &[Vec<f32>]) {
     );
 }
 
-#[test]
-fn a_run_at_8_bit_words_exports_its_range_and_onnxruntime_gives_its_logits_bit_for_bit() {
+/// A CNN trained at `w`-bit words, evaluated, exported with its W-bit range and imported again:
+/// the import reads W back, the export's logits equal the run's, every logit is a W-bit word,
+/// and onnxruntime gives the same logits bit for bit.
+fn a_run_at_width_round_trips_bit_for_bit(w: u32) {
     let dir = tempfile::tempdir().unwrap();
     let p = |s: &str| dir.path().join(s).to_str().unwrap().to_string();
+    let file = p(&format!("w{w}.onnx"));
     ok(&systole(&[
         "train",
         "--model",
@@ -79,7 +83,7 @@ fn a_run_at_8_bit_words_exports_its_range_and_onnxruntime_gives_its_logits_bit_f
         "--channels",
         "4,8",
         "--word-bits",
-        "8",
+        &w.to_string(),
         "--epochs",
         "1",
         "--limit",
@@ -96,11 +100,11 @@ fn a_run_at_8_bit_words_exports_its_range_and_onnxruntime_gives_its_logits_bit_f
         "--out",
         &p("e"),
     ]));
-    ok(&systole(&["export", &p("run"), "--out", &p("w8.onnx")]));
+    ok(&systole(&["export", &p("run"), "--out", &file]));
     let out = ok(&systole(&[
         "eval",
         "--model",
-        &p("w8.onnx"),
+        &file,
         "--dataset",
         "digits",
         "--out",
@@ -114,11 +118,11 @@ fn a_run_at_8_bit_words_exports_its_range_and_onnxruntime_gives_its_logits_bit_f
     assert_eq!(
         csv,
         std::fs::read_to_string(p("e2/predictions.csv")).unwrap(),
-        "the export's logits differ from the run's"
+        "W = {w}: the export's logits differ from the run's"
     );
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(p("e/eval.json")).unwrap()).unwrap();
-    assert_eq!(j["formats"]["word_bits"], 8, "{j}");
+    assert_eq!(j["formats"]["word_bits"], w, "{j}");
     // A trained network, not a constant one: its predictions vary over the images.
     let classes: std::collections::BTreeSet<&str> = csv
         .lines()
@@ -126,19 +130,61 @@ fn a_run_at_8_bit_words_exports_its_range_and_onnxruntime_gives_its_logits_bit_f
         .map(|l| l.split(',').nth(2).unwrap())
         .collect();
     assert!(classes.len() >= 3, "{j}");
-    // Every word is an 8-bit one: the logits are multiples of their unit below 2^7 of them.
-    let net = systole_onnx::import_file(std::path::Path::new(&p("w8.onnx"))).unwrap();
-    assert_eq!(net.word_bits, 8);
+    // Every word is a W-bit one: the logits are multiples of their unit, within W bits of it.
+    let net = systole_onnx::import_file(std::path::Path::new(&file)).unwrap();
+    assert_eq!(net.word_bits, w);
     let fm = net.formats().unwrap().unwrap();
     let unit = 1.0 / (1u64 << *fm.nodes.last().unwrap().last().unwrap()) as f64;
+    let half = (1u64 << (w - 1)) as f64;
     for z in logits(&csv).iter().flatten() {
-        let w = *z as f64 / unit;
-        assert!(w.fract() == 0.0 && (-128.0..=127.0).contains(&w), "{z}");
+        let words = *z as f64 / unit;
+        assert!(
+            words.fract() == 0.0 && (-half..=half - 1.0).contains(&words),
+            "W = {w}: {z}"
+        );
     }
     let Some(py) = python::onnx_python() else {
         return;
     };
-    same_bits(&logits(&csv), &ort_logits(&py, dir.path(), &p("w8.onnx")));
+    let ort = ort_logits(&py, dir.path(), &file);
+    // docs/ONNX.md: f32 forms every sum exactly while K · 2^(2W-2) < 2^24 for the longest dot
+    // product K; past that bound a logit may differ by a unit where a sum lies that close to a
+    // rounding boundary, and the predictions must still agree.
+    if LONGEST_DOT << (2 * w - 2) < 1 << 24 {
+        same_bits(&logits(&csv), &ort);
+    } else {
+        let sys = logits(&csv);
+        let exact = sys.iter().zip(&ort).filter(|(s, o)| s == o).count();
+        let argmax = |z: &[f32]| (0..z.len()).fold(0, |b, j| if z[j] > z[b] { j } else { b });
+        let same = sys
+            .iter()
+            .zip(&ort)
+            .filter(|(s, o)| argmax(s) == argmax(o))
+            .count();
+        eprintln!("W = {w}: onnxruntime's logits equal systole's bit for bit on {exact} of {} images, predictions on {same}", sys.len());
+        assert!(
+            same * 100 >= 98 * sys.len(),
+            "W = {w}: {same} of {}",
+            sys.len()
+        );
+    }
+}
+
+/// The longest dot product of the CNN `cnn --channels 4,8` on 8x8 digits: the second
+/// convolution's 4 channels x 3x3 taps (the dense layer's 8 channels x 2x2 are 32).
+const LONGEST_DOT: u64 = 36;
+
+#[test]
+fn a_run_at_8_bit_words_exports_its_range_and_onnxruntime_gives_its_logits_bit_for_bit() {
+    a_run_at_width_round_trips_bit_for_bit(8);
+}
+
+/// Widths between 8 and 16: the Clip's range is read back at each.
+#[test]
+fn runs_at_9_12_and_15_bit_words_round_trip_and_onnxruntime_agrees_bit_for_bit() {
+    for w in [9, 12, 15] {
+        a_run_at_width_round_trips_bit_for_bit(w);
+    }
 }
 
 #[test]

@@ -200,3 +200,65 @@ fn bad_models_are_refused_with_nothing_written() {
     );
     assert!(!dir.path().join("x.onnx").exists());
 }
+
+/// `systole eval` on a CPU-less board over its byte bridge (the simulated bridge image: UART,
+/// bridge and a Verilated 4x4 array): the exported network's logits equal the golden model's
+/// bit for bit.
+#[test]
+fn eval_on_the_bridge_image_equals_golden_bit_for_bit() {
+    let board = match SimBoard::spawn_bridge_image() {
+        Ok(b) => b,
+        Err(e @ systole_device::DeviceError::NotBuilt { .. }) => {
+            eprintln!("SKIPPED bridge image: {e}");
+            return;
+        }
+        Err(e) => panic!("simulated bridge image: {e}"),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let p = |s: &str| dir.path().join(s).to_str().unwrap().to_string();
+    ok(&systole(&[
+        "train",
+        "--hidden",
+        "12",
+        "--epochs",
+        "1",
+        "--limit",
+        "200",
+        "--out",
+        &p("run"),
+    ]));
+    ok(&systole(&["export", &p("run"), "--out", &p("mlp.onnx")]));
+    let eval = |device: &str, out: &str| {
+        ok(&systole(&[
+            "eval",
+            "--model",
+            &p("mlp.onnx"),
+            "--dataset",
+            "digits",
+            "--device",
+            device,
+            "--array",
+            "4",
+            "--limit",
+            BRIDGE_IMAGES,
+            "--out",
+            &p(out),
+        ]))
+    };
+    let bridge = format!("bridge:{}", board.path().display());
+    let said = eval(&bridge, "e-bridge");
+    board.close().unwrap();
+    assert!(
+        said.contains(&format!("{BRIDGE_IMAGES} test images of digits")),
+        "{said}"
+    );
+    eval("golden", "e-golden");
+    let csv = |d: &str| std::fs::read_to_string(p(d).to_string() + "/predictions.csv").unwrap();
+    assert_eq!(csv("e-bridge"), csv("e-golden"));
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(p("e-bridge/eval.json")).unwrap()).unwrap();
+    assert!(j["device"].as_str().unwrap().contains("bridge"), "{j}");
+}
+
+/// Images `eval` runs over the bridge (its UART is simulated bit by bit).
+const BRIDGE_IMAGES: &str = "64";

@@ -163,7 +163,9 @@ def eval(model: PathLike, *, verbose: bool = True, **options: Any) -> Dict[str, 
     ``model`` is an ONNX file (``.onnx``) or a run folder of :func:`train`. The options are the
     command line's, as keyword arguments: ``dataset`` (required), ``device`` (``"golden"``,
     ``"verilator"``, ``"serial:PATH"``, ``"bridge:PATH"``), ``array``, ``limit``,
-    ``input_scale``, ``input_offset``, ``check``, ``out``. With ``out`` the folder gets
+    ``input_scale``, ``input_offset``, ``check``, ``word_bits`` (the word width W, 8 to 16, a
+    float ONNX file is evaluated at, on an array of W-bit words; a run or a quantized file
+    keeps its own), ``out``. With ``out`` the folder gets
     eval.json and predictions.csv as the command line writes them (existing files are not
     replaced); without it nothing is written.
 
@@ -192,7 +194,7 @@ def export(run: PathLike, out: PathLike, *, verbose: bool = True, **options: Any
 
     ``run`` is a run folder of :func:`train`, or an ONNX file (its formats are then calibrated on
     ``dataset``'s training images). Options as keyword arguments: ``dataset``, ``input_scale``,
-    ``input_offset``. ``out`` is not replaced if it exists (:class:`OptionError`); a network
+    ``input_offset``, ``word_bits`` (an ONNX file's export width, as :func:`eval`'s). ``out`` is not replaced if it exists (:class:`OptionError`); a network
     systole cannot take raises :class:`ModelError`.
     """
     # After "--" the run is a path even when it starts with a dash.

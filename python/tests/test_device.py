@@ -68,6 +68,32 @@ def test_narrow_words_equal_the_reference(rng, w):
             np.testing.assert_array_equal(got, want)
 
 
+def test_verilator_at_narrow_words_equals_golden_and_the_reference(rng):
+    # The array built at W = 12 (Verilated at first use, then cached): products and a
+    # convolution, every rounding, the words the contract gives at W.
+    w = 12
+    with systole.Device("verilator", array=ARRAY, word_bits=w) as v, systole.Device("golden", array=ARRAY, word_bits=w) as g:
+        assert v.word_bits == w and v.name == f"verilator {ARRAY}x{ARRAY}"
+        top = (1 << (w - 1)) - 1
+        for rounding in ref.ROUNDINGS:
+            a, b = words(rng, (13, 21), w), words(rng, (21, 9), w)
+            # At shift W - 1 the sums (about sqrt(21)·2^(2W-2)/3) land around the W-bit limit:
+            # part of the words saturate there, the others round.
+            shift = w - 1
+            want = ref.matmul(a, b, shift, rounding, 7, ARRAY, w)
+            assert 0.1 < (np.abs(want) >= top).mean() < 0.9
+            np.testing.assert_array_equal(v.matmul(a, b, shift=shift, rounding=rounding, seed=7), want)
+            np.testing.assert_array_equal(g.matmul(a, b, shift=shift, rounding=rounding, seed=7), want)
+        x, wt = words(rng, (2, 3, 7, 7), w), words(rng, (4, 3, 3, 3), w)
+        conv = lambda d: d.conv2d(x, wt, padding=1, shift=w - 1, rounding="stochastic", seed=5)
+        got = conv(v)
+        np.testing.assert_array_equal(got, conv(g))
+        assert np.abs(got.astype(np.int64)).max() == top + 1 and (np.abs(got) < top).any()
+        # A value past W = 12 bits is refused before it reaches the array.
+        with pytest.raises(systole.RangeError, match="12"):
+            v.matmul(np.full((2, 2), 1 << 11, np.int16), np.ones((2, 2), np.int16))
+
+
 def test_every_integer_dtype_and_layout_gives_the_same_words(device, rng):
     a = rng.integers(0, 100, size=(6, 5)).astype(np.int16)
     b = rng.integers(0, 100, size=(5, 7)).astype(np.int16)

@@ -130,3 +130,71 @@ def test_bad_input_raises_the_clis_sentences(run, tmp_path):
     with pytest.raises(systole.ModelError, match="checkpoint"):
         systole.export(tmp_path / "empty", tmp_path / "n.onnx")
     assert not (tmp_path / "n.onnx").exists()
+
+
+def float_mlp(path):
+    """A float MLP 64-16-10 for digits written with onnx's helper (no quantization of its own)."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(35)
+    inits = [numpy_helper.from_array((rng.standard_normal(s) * 0.3).astype(np.float32), n)
+             for n, s in (("w0", [16, 64]), ("b0", [16]), ("w1", [10, 16]), ("b1", [10]))]
+    nodes = [helper.make_node("Flatten", ["x"], ["f"]),
+             helper.make_node("Gemm", ["f", "w0", "b0"], ["z"], transB=1),
+             helper.make_node("Relu", ["z"], ["h"]),
+             helper.make_node("Gemm", ["h", "w1", "b1"], ["y"], transB=1)]
+    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, str(path))
+    return path
+
+
+def test_eval_takes_a_word_width_for_a_float_model(run, tmp_path):
+    model = float_mlp(tmp_path / "mlp.onnx")
+    w = 12
+    opts = dict(dataset="digits", array=ARRAY, limit=64, verbose=False)
+    r = systole.eval(model, word_bits=w, out=tmp_path / "py", **opts)
+    assert r["formats"]["word_bits"] == w
+    # Every logit a W-bit word of the last layer's unit.
+    frac = r["formats"]["layers"][-1]["fracs"][-1]
+    words = r["logits"].astype(np.float64) * 2.0 ** frac
+    assert (words == np.round(words)).all() and np.abs(words).max() < 1 << (w - 1)
+    assert not np.array_equal(r["logits"], systole.eval(model, **opts)["logits"])
+    # The Verilated array built at W gives the golden model's words.
+    v = systole.eval(model, word_bits=w, device="verilator", check=True, **opts)
+    assert np.array_equal(r["logits"], v["logits"]) and v["formats"]["word_bits"] == w
+    if cli() is not None:
+        args = ["eval", "--model", str(model), "--dataset", "digits", "--array", str(ARRAY), "--limit", "64"]
+        subprocess.run([cli(), *args, "--word-bits", str(w), "--out", str(tmp_path / "cli")], check=True, capture_output=True, timeout=300)
+        for f in ("eval.json", "predictions.csv"):
+            assert (tmp_path / "py" / f).read_bytes() == (tmp_path / "cli" / f).read_bytes(), f
+    with pytest.raises(systole.OptionError, match="--word-bits 20: give a word width from 8 to 16 bits"):
+        systole.eval(model, word_bits=20, **opts)
+    # A run, and an export that carries its formats, keep their own width.
+    with pytest.raises(systole.ModelError, match="holds 16-bit words of its own .*give 16"):
+        systole.eval(run, word_bits=w, **opts)
+
+
+def test_train_starts_from_an_onnx_files_weights(tmp_path):
+    # The checkpoint of a run from the file equals the CLI's from the same file (whose start
+    # host/tests/onnx_start.rs checks against the file's weights), and differs from init="random".
+    if cli() is None:
+        pytest.skip("SYSTOLE_CLI is not set (./x test sets it)")
+    model = float_mlp(tmp_path / "mlp.onnx")
+    kw = dict(dataset="digits", array=ARRAY, limit=96, epochs=1, seed=3)
+    systole.train(model=str(model), out=tmp_path / "py", verbose=False, **kw)
+    systole.train(model=str(model), init="random", out=tmp_path / "random", verbose=False, **kw)
+    args = ["train", "--model", str(model), "--out", str(tmp_path / "cli")]
+    for key, value in kw.items():
+        args += [f"--{key}", str(value)]
+    said = subprocess.run([cli(), *args], check=True, capture_output=True, timeout=600, text=True).stdout
+    assert "starting from the weights of" in said, said
+
+    def params(d):
+        return json.loads((tmp_path / d / "checkpoint.json").read_text())["params"]
+
+    assert params("py") == params("cli")
+    assert params("py") != params("random")

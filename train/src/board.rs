@@ -77,11 +77,13 @@ fn link_words(
     )
 }
 
-/// The host's trainer beside the board: on the golden model of the board's array `config`.
+/// The host's trainer beside the board: on the golden model of the board's array `config`,
+/// from `start` (a model file's weights) or the seed.
 pub(crate) fn host_trainer(
     cfg: &TrainConfig,
     data: &Dataset,
     config: &systole_core::ArrayConfig,
+    start: Option<&crate::model::Params>,
 ) -> Result<Trainer<FixedArith>, TrainError> {
     let golden = systole_device::golden::GoldenDevice::new(*config)
         .map_err(dev_err("opening the golden model"))?;
@@ -92,7 +94,7 @@ pub(crate) fn host_trainer(
         false,
         cfg.widths()?,
     );
-    Trainer::new(cfg.clone(), data, arith)
+    Trainer::start(cfg.clone(), data, arith, start)
 }
 
 /// The run's training images (up to `--limit`) as the board takes them: pixels packed at the
@@ -125,17 +127,17 @@ pub(crate) fn test_set(data: &Dataset) -> Option<DataSet> {
     .ok()
 }
 
-/// Trains `cfg` on the board behind `dev_arith`'s device; the host's own trainer runs on the
-/// golden model of the same array.
+/// Trains `cfg` on the board behind `dev_arith`'s device from `start` (or the seed); the
+/// host's own trainer runs on the golden model of the same array.
 pub(crate) fn run(
     cfg: &TrainConfig,
     data: &Dataset,
     opts: &RunOptions,
     obs: &mut dyn Observer,
-    mut dev_arith: FixedArith,
+    (mut dev_arith, start): (FixedArith, Option<&crate::model::Params>),
 ) -> Result<RunSummary, TrainError> {
     let dev = dev_arith.products_mut().device_mut();
-    let mut t = host_trainer(cfg, data, dev.config())?;
+    let mut t = host_trainer(cfg, data, dev.config(), start)?;
     let ck_path = opts.out.as_ref().map(|d| d.join(checkpoint::FILE_NAME));
     if opts.resume {
         let p = ck_path.as_ref().ok_or_else(|| {

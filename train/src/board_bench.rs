@@ -96,7 +96,7 @@ pub fn measure_steps(
     data: &Dataset,
     steps: usize,
 ) -> Result<BoardSteps, TrainError> {
-    let mut t = host_trainer(cfg, data, dev.config())?;
+    let mut t = host_trainer(cfg, data, dev.config(), None)?;
     let set = data_set(cfg, data)?;
     let (n, batch) = (set.len(), cfg.batch);
     if steps == 0 || steps > n.div_ceil(batch) {

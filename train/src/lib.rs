@@ -131,13 +131,29 @@ impl<A: Arith<Error = TrainError>> Trainer<A> {
         Self::with_params(cfg, graph, arith, init)
     }
 
+    /// A fresh run from `start` (a model file's weights, in the graph's order) when given,
+    /// else initialised from the seed as [`Trainer::new`].
+    pub fn start(
+        cfg: TrainConfig,
+        data: &Dataset,
+        arith: A,
+        start: Option<&model::Params>,
+    ) -> Result<Self, TrainError> {
+        let Some(init) = start else {
+            return Self::new(cfg, data, arith);
+        };
+        cfg.validate()?;
+        let graph = cfg.graph_that_fits(data)?;
+        Self::with_params(cfg, graph, arith, init.clone())
+    }
+
     /// A fresh run of `graph` from the given initial parameters (host values, in the graph's
     /// order: a model's pretrained weights).
     pub fn with_params(
         cfg: TrainConfig,
         graph: Graph,
         mut arith: A,
-        init: Vec<(usize, usize, Vec<f32>)>,
+        init: model::Params,
     ) -> Result<Self, TrainError> {
         let names = model::param_names(&graph)?;
         if init.len() != names.len() {

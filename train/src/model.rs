@@ -89,7 +89,7 @@ impl std::fmt::Display for ModelName {
 impl ModelSpec {
     /// The network `model` names: a built-in one (`mlp` and `cnn` take `hidden` and
     /// `channels`) or a network file, read here. An ONNX file is refused: the `systole`
-    /// command imports it (`systole::onnx::model_spec`).
+    /// command imports it (`systole::onnx::resolve_model`).
     pub fn new(
         model: &ModelName,
         hidden: &[usize],
@@ -110,7 +110,7 @@ impl ModelSpec {
             },
             ModelName::Onnx(f) => {
                 return Err(TrainError::Config(format!(
-                    "{}: an ONNX file is read by `systole train` and `systole eval`; here use mlp, cnn, lenet5, resnet8 or a network file (.json)",
+                    "{}: an ONNX file is imported by the `systole` command (`systole::onnx::resolve_model`); the trainer alone takes mlp, cnn, lenet5, resnet8 or a network file (.json)",
                     f.display()
                 )))
             }
@@ -279,9 +279,13 @@ pub fn check_sizes(g: &Graph, rows: usize) -> Result<(), TrainError> {
     Ok(())
 }
 
+/// A network's parameters as host values, in the graph's order: per tensor its rows, columns
+/// and values (a layer's `W` then its `b`).
+pub type Params = Vec<(usize, usize, Vec<f32>)>;
+
 /// Initial parameters as host values, in the graph's order: weights Glorot-uniform from the
 /// seed, biases zero.
-pub fn init_params(g: &Graph, seed: u64) -> Result<Vec<(usize, usize, Vec<f32>)>, TrainError> {
+pub fn init_params(g: &Graph, seed: u64) -> Result<Params, TrainError> {
     let mut rng = SplitMix64::new(super::rng::mix64(seed ^ 0x1417));
     let mut out = Vec::new();
     for p in g.params().map_err(|e| TrainError::Config(e.to_string()))? {

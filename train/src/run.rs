@@ -11,6 +11,7 @@ use super::{
 };
 use crate::data::Dataset;
 use crate::dist::{Collective, Single};
+use crate::model::Params;
 use std::path::Path;
 use systole_core::ArrayConfig;
 
@@ -41,19 +42,19 @@ pub(crate) fn check_fresh_start(opts: &RunOptions) -> Result<(), TrainError> {
 pub(crate) type EpochFn<'a, A> =
     dyn FnMut(&mut Trainer<A>, &Dataset, &mut dyn Observer) -> Result<EpochRecord, TrainError> + 'a;
 
-/// Runs the epochs of `cfg` with `epoch`; `placement` are the settings the ranks must share
-/// beyond the run's options (a pipeline's stages and cut).
+/// Runs the epochs of `cfg` with `epoch` from the fresh trainer `t` (resumed here when asked);
+/// `placement` are the settings the ranks must share beyond the run's options (a pipeline's
+/// stages and cut).
 pub(crate) fn drive<A: Arith<Error = TrainError> + MaybeDevice>(
     cfg: &TrainConfig,
     data: &Dataset,
-    arith: A,
+    mut t: Trainer<A>,
     opts: &RunOptions,
     obs: &mut dyn Observer,
     (dist, placement): (&dyn Collective, &[crate::dist::Setting]),
     epoch: &mut EpochFn<'_, A>,
 ) -> Result<RunSummary, TrainError> {
     let lead = dist.rank() == 0;
-    let mut t = Trainer::new(cfg.clone(), data, arith)?;
     let ck_path = opts.out.as_ref().map(|d| d.join(checkpoint::FILE_NAME));
     if opts.resume {
         let p = ck_path.as_ref().ok_or_else(|| {
@@ -118,14 +119,27 @@ pub fn run(
     run_dist(cfg, data, opts, obs, &Single)
 }
 
-/// Runs `cfg` on `data` as one rank of `dist` (`cfg.shards` must be set when there are several
-/// ranks); only rank 0 writes the checkpoint. Every rank returns the same summary.
+/// [`run_dist_from`] the seed's initial parameters.
 pub fn run_dist(
     cfg: &TrainConfig,
     data: &Dataset,
     opts: &RunOptions,
     obs: &mut dyn Observer,
     dist: &dyn Collective,
+) -> Result<RunSummary, TrainError> {
+    run_dist_from(cfg, data, opts, obs, dist, None)
+}
+
+/// Runs `cfg` on `data` as one rank of `dist` (`cfg.shards` must be set when there are several
+/// ranks), starting from `start` (a model file's weights; `None`: from the seed) unless the run
+/// resumes; only rank 0 writes the checkpoint. Every rank returns the same summary.
+pub fn run_dist_from(
+    cfg: &TrainConfig,
+    data: &Dataset,
+    opts: &RunOptions,
+    obs: &mut dyn Observer,
+    dist: &dyn Collective,
+    start: Option<&Params>,
 ) -> Result<RunSummary, TrainError> {
     cfg.validate()?;
     check_fresh_start(opts)?;
@@ -150,7 +164,7 @@ pub fn run_dist(
         drive(
             cfg,
             data,
-            FloatArith::new(f),
+            Trainer::start(cfg.clone(), data, FloatArith::new(f), start)?,
             opts,
             obs,
             (dist, &one_stage),
@@ -164,12 +178,12 @@ pub fn run_dist(
             // A board that trains itself runs the whole step, unless told not to
             // or the run is split over shards or ranks (those steps are the host's).
             if !opts.host_step && !sharded && dist.size() == 1 && crate::board::trains(&mut arith) {
-                return crate::board::run(cfg, data, opts, obs, arith);
+                return crate::board::run(cfg, data, opts, obs, (arith, start));
             }
             drive(
                 cfg,
                 data,
-                arith,
+                Trainer::start(cfg.clone(), data, arith, start)?,
                 opts,
                 obs,
                 (dist, &one_stage),

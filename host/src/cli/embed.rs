@@ -6,7 +6,7 @@ use super::train::{self as cli_train, check_trace, write_run_folder};
 use super::{Cli, Command, TrainArgs};
 use clap::{CommandFactory, Parser};
 use systole_train::dist::Single;
-use systole_train::run::{claim_out_dir, run_dist, RunSummary};
+use systole_train::run::{claim_out_dir, run_dist_from, RunSummary};
 use systole_train::Observer;
 
 pub use cli_train::{epoch_line, parse_rounding};
@@ -88,7 +88,7 @@ pub enum Failure {
 /// CLI checks them, `--out` claimed, the run reported through `obs` and its folder written as
 /// the CLI writes it (run.json, history.csv, loss.png, checkpoint.json).
 pub fn train(a: &TrainArgs, obs: &mut dyn Observer) -> Result<RunSummary, Failure> {
-    let cfg = cli_train::config(a).map_err(Failure::Options)?;
+    let (cfg, model) = cli_train::config_and_model(a).map_err(Failure::Options)?;
     check_trace(a, &cfg).map_err(Failure::Options)?;
     if a.recipe.print_model {
         return Err(Failure::Options(anyhow::anyhow!(
@@ -110,7 +110,10 @@ pub fn train(a: &TrainArgs, obs: &mut dyn Observer) -> Result<RunSummary, Failur
         let data = cfg.load_data()?;
         cfg.graph_that_fits(&data)?;
         let opts = cli_train::options(a, window.clone());
-        let summary = run_dist(&cfg, &data, &opts, obs, &Single);
+        for line in cli_train::model_lines(&model, a.resume) {
+            obs.run_start(&line);
+        }
+        let summary = run_dist_from(&cfg, &data, &opts, obs, &Single, model.start.as_ref());
         let summary = super::trace::finish(&window, summary.map_err(Into::into))?;
         if let Some(dir) = &a.out {
             write_run_folder(&summary, dir)?;

@@ -74,8 +74,9 @@ pub fn explore(a: &ExploreArgs) -> anyhow::Result<()> {
     };
     let points = axes.points(&systole_sim::built_sizes())?;
     let boards = explore::parse_boards(&a.board)?;
-    let base = Recipe {
+    let (base, model) = Recipe {
         model: a.model.clone(),
+        init: a.init,
         hidden: a.hidden.clone(),
         channels: a.channels.clone(),
         dataset: a.dataset.clone(),
@@ -88,7 +89,7 @@ pub fn explore(a: &ExploreArgs) -> anyhow::Result<()> {
         lr_decay: a.lr_decay,
         momentum: a.momentum,
     }
-    .config()?;
+    .config_and_model()?;
     for (flag, v) in [
         ("--seeds", a.seeds as usize),
         ("--sample-steps", a.sample_steps),
@@ -113,8 +114,12 @@ pub fn explore(a: &ExploreArgs) -> anyhow::Result<()> {
     let jobs = a
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    for line in super::train::model_lines(&model, false) {
+        outln!("{line}");
+    }
     let sweep = Sweep {
         base,
+        start: model.start,
         points,
         seeds: (a.seed..=last).collect(),
         boards,

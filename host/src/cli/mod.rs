@@ -318,9 +318,13 @@ pub struct CompareArgs {
 #[derive(Debug, Clone, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct ExploreArgs {
-    /// Network: mlp, cnn, lenet5, resnet8, or a network file (.json).
+    /// Network: mlp, cnn, lenet5, resnet8, a network file (.json) or an ONNX file (.onnx).
     #[arg(long, default_value = "mlp")]
     pub model: ModelName,
+    /// With --model FILE.onnx: every run starts from the file's weights (file) or at random
+    /// from its seed (random).
+    #[arg(long, value_enum, default_value_t = Init::File)]
+    pub init: Init,
     /// MLP hidden widths, comma-separated.
     #[arg(long, value_parser = whole, default_value = "32", value_delimiter = ',')]
     pub hidden: Vec<usize>,
@@ -430,7 +434,7 @@ pub(crate) fn whole(s: &str) -> Result<usize, String> {
 }
 
 /// [`whole`] for widths and other 32-bit values.
-fn whole_u32(s: &str) -> Result<u32, String> {
+pub(crate) fn whole_u32(s: &str) -> Result<u32, String> {
     s.parse()
         .map_err(|_| format!("'{s}' is not a whole number from 0 to {}", u32::MAX))
 }

@@ -1,26 +1,51 @@
 //! `systole train` and `systole compare`.
 
-use super::{CompareArgs, Init, RecipeArgs, TrainArgs};
+use super::{CompareArgs, RecipeArgs, TrainArgs};
+use crate::onnx::ModelChoice;
 use crate::plot::{self, PlotText};
 use crate::report;
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use systole_core::Rounding;
-use systole_train::model::ModelName;
+use systole_train::dist::Single;
 use systole_train::pipeline::{run_pipelined, Placement, StagePlan};
-use systole_train::run::{claim_out_dir, run, run_dist, RunOptions, RunSummary};
+use systole_train::run::{claim_out_dir, run_dist_from, RunOptions, RunSummary};
 use systole_train::{EpochRecord, Observer, Precision, Quiet, TrainConfig};
 
 /// Turns command-line options into a run configuration, rejecting bad values with one sentence.
 pub fn config(a: &TrainArgs) -> anyhow::Result<TrainConfig> {
+    Ok(config_and_model(a)?.0)
+}
+
+/// [`config`] and `--model` as read for it (with an ONNX file's weights, which the run
+/// starts from).
+pub fn config_and_model(a: &TrainArgs) -> anyhow::Result<(TrainConfig, ModelChoice)> {
+    let m = model_choice(&a.recipe)?;
     let cfg = TrainConfig {
         seed: a.seed,
         shards: a.shards,
         microbatches: a.microbatches,
-        ..recipe_config(&a.recipe, a.precision, a.rounding)?
+        ..recipe_config(&a.recipe, &m, a.precision, a.rounding)?
     };
     cfg.validate()?;
-    Ok(cfg)
+    Ok((cfg, m))
+}
+
+/// `--model`, `--init`, `--hidden` and `--channels` read once, as every command reads them.
+fn model_choice(r: &RecipeArgs) -> anyhow::Result<ModelChoice> {
+    crate::onnx::resolve_model(&r.model, r.init, &r.hidden, &r.channels)
+}
+
+/// The lines a run's header gains from its model: what the import made of an ONNX file, and
+/// whether the run starts from its weights (not when it resumes a checkpoint).
+pub fn model_lines(m: &ModelChoice, resume: bool) -> Vec<String> {
+    let mut v: Vec<String> = m
+        .imported
+        .iter()
+        .map(|t| t.trim_end().to_string())
+        .collect();
+    v.extend(m.start_line().filter(|_| !resume));
+    v
 }
 
 /// A `rounding=` argument of the Python package (the command line's `--rounding` is parsed by
@@ -30,13 +55,14 @@ pub fn parse_rounding(name: &str) -> anyhow::Result<Rounding> {
         .with_context(|| format!("unknown rounding '{name}': use truncate, nearest or stochastic"))
 }
 
-/// The configuration of a run of `r` in one format, seed 1, unsharded.
+/// The configuration of a run of `r` (its model read as `m`) in one format, seed 1, unsharded.
 fn recipe_config(
     r: &RecipeArgs,
+    m: &ModelChoice,
     precision: Precision,
     rounding: Rounding,
 ) -> anyhow::Result<TrainConfig> {
-    let model = crate::onnx::model_spec(&r.model, &r.hidden, &r.channels)?;
+    let model = m.spec.clone();
     if r.epochs == 0 {
         bail!("--epochs must be at least 1");
     }
@@ -160,33 +186,6 @@ pub fn train(a: &TrainArgs) -> anyhow::Result<()> {
     }
 }
 
-/// `--model FILE.onnx` without `--init random`: the run starts from the file's weights, as the
-/// epoch-0 checkpoint written into `--out` and resumed.
-fn start_from_file(
-    a: &TrainArgs,
-    onnx: &std::path::Path,
-    opts: &mut systole_train::run::RunOptions,
-    ranks: usize,
-) -> anyhow::Result<()> {
-    let Some(out) = &a.out else {
-        bail!("training from an ONNX file's weights needs --out DIR (or --init random)");
-    };
-    if ranks > 1 {
-        bail!("start from an ONNX file's weights in one process, then --resume the run over MPI");
-    }
-    let ck = out.join(systole_train::checkpoint::FILE_NAME);
-    if ck.exists() && !opts.overwrite {
-        bail!(
-            "{} holds the checkpoint of an earlier run: continue it with --resume, or start over with --overwrite",
-            ck.display()
-        );
-    }
-    crate::onnx::write_start(&config(a)?, onnx, out)?;
-    opts.resume = true;
-    opts.overwrite = false;
-    Ok(())
-}
-
 fn is_disagreement(e: &anyhow::Error) -> bool {
     matches!(
         e.downcast_ref::<systole_train::TrainError>(),
@@ -216,7 +215,7 @@ fn print_model(a: &TrainArgs) -> anyhow::Result<()> {
 }
 
 fn train_on(a: &TrainArgs, dist: &dyn systole_train::dist::Collective) -> anyhow::Result<()> {
-    let mut cfg = config(a)?;
+    let (mut cfg, model) = config_and_model(a)?;
     if a.trace.trace.is_some() && dist.size() > 1 {
         bail!("--trace writes one model's waveform: run it without mpirun (one rank)");
     }
@@ -252,6 +251,9 @@ fn train_on(a: &TrainArgs, dist: &dyn systole_train::dist::Collective) -> anyhow
     let window = a.trace.window(&a.recipe.device.device)?;
     let t0 = std::time::Instant::now();
     if lead {
+        for line in model_lines(&model, a.resume) {
+            outln!("{line}");
+        }
         outln!(
             "training {} on {} ({} train / {} test images), {}{}",
             cfg.model
@@ -305,13 +307,11 @@ fn train_on(a: &TrainArgs, dist: &dyn systole_train::dist::Collective) -> anyhow
         epochs: cfg.epochs,
     };
     let obs: &mut dyn Observer = if lead { &mut bars } else { &mut Quiet };
-    let mut opts = options(a, window.clone());
-    if let (ModelName::Onnx(f), Init::File, false) = (&a.recipe.model, a.recipe.init, opts.resume) {
-        start_from_file(a, f, &mut opts, dist.size())?;
-    }
+    let opts = options(a, window.clone());
+    let start = model.start.as_ref();
     let summary = match stages {
-        Some(s) => run_pipelined(&cfg, &data, &opts, obs, dist, (s, a.cut.as_deref())),
-        None => run_dist(&cfg, &data, &opts, obs, dist),
+        Some(s) => run_pipelined(&cfg, &data, &opts, obs, dist, (s, a.cut.as_deref(), start)),
+        None => run_dist_from(&cfg, &data, &opts, obs, dist, start),
     };
     let summary = super::trace::finish(&window, summary.map_err(Into::into))?;
     if !lead {
@@ -401,7 +401,8 @@ pub fn compare(c: &CompareArgs) -> anyhow::Result<()> {
     if let Some(dup) = (1..modes.len()).find(|&i| modes[..i].iter().any(|m| m.1 == modes[i].1)) {
         bail!("--formats names {} twice", modes[dup].0);
     }
-    let base = recipe_config(&c.recipe, Precision::Fixed16, Rounding::NearestEven)?;
+    let model = model_choice(&c.recipe)?;
+    let base = recipe_config(&c.recipe, &model, Precision::Fixed16, Rounding::NearestEven)?;
     let configs = |(p, r): (Precision, Rounding)| -> Vec<TrainConfig> {
         // --word-bits and --master-bits are the fixed-point formats' widths; floats have none.
         let (word_bits, master_bits) = match p {
@@ -440,6 +441,9 @@ pub fn compare(c: &CompareArgs) -> anyhow::Result<()> {
         overwrite: false,
         trace: None,
     };
+    for line in model_lines(&model, false) {
+        outln!("{line}");
+    }
     let mut csv = String::from("format,seed,test_acc\n");
     let mut first_mean = None;
     let vs = format!("vs {}", modes[0].0);
@@ -453,7 +457,14 @@ pub fn compare(c: &CompareArgs) -> anyhow::Result<()> {
     for &(name, m) in &modes {
         let mut accs = Vec::new();
         for cfg in configs(m) {
-            let s = run(&cfg, &data, &opts, &mut Quiet)?;
+            let s = run_dist_from(
+                &cfg,
+                &data,
+                &opts,
+                &mut Quiet,
+                &Single,
+                model.start.as_ref(),
+            )?;
             let acc = s.history.last().map(|h| h.test_acc).unwrap_or(0.0);
             csv.push_str(&format!("{name},{},{acc:.3}\n", cfg.seed));
             if let Some(dir) = &c.out {

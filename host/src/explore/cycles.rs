@@ -22,6 +22,7 @@ use systole_device::verilator::VerilatorDevice;
 use systole_device::{Device, DeviceError};
 use systole_golden::OutputSpec;
 use systole_train::data::Dataset;
+use systole_train::model::Params;
 use systole_train::{MaybeDevice, Precision, TrainConfig, Trainer};
 
 /// One seed of one point trained on the golden model.
@@ -78,10 +79,11 @@ fn device_err(what: String) -> impl FnOnce(DeviceError) -> ExploreError {
     move |source| ExploreError::Device { what, source }
 }
 
-/// Trains `point` with `seed` for `base.epochs` epochs on the golden model, exactly as
-/// `systole train --device golden` does, recording the training steps' device operations.
+/// Trains `point` with `seed` for `base.epochs` epochs on the golden model from `start` (or
+/// the seed's weights), exactly as `systole train --device golden` does, recording the
+/// training steps' device operations.
 pub fn train_point(
-    base: &TrainConfig,
+    (base, start): (&TrainConfig, Option<&Params>),
     data: &Dataset,
     point: &DesignPoint,
     seed: u64,
@@ -93,7 +95,7 @@ pub fn train_point(
     )))?;
     let (dev, log) = Recorder::new(golden);
     let arith = on_device(dev, &cfg)?;
-    let mut t = Trainer::new(cfg.clone(), data, arith)?;
+    let mut t = Trainer::start(cfg.clone(), data, arith, start)?;
     let mut obs = TrainingStepsOnly {
         log: log.clone(),
         left: 0,
@@ -199,11 +201,11 @@ pub struct Sample {
     pub model: u64,
 }
 
-/// Runs the first `steps` training steps of `point` (seed `seed`) on the Verilated array and
-/// checks that `table` predicts their cycle count exactly ([`ExploreError::CycleMismatch`]
-/// otherwise).
+/// Runs the first `steps` training steps of `point` (seed `seed`, from `start` or the seed's
+/// weights) on the Verilated array and checks that `table` predicts their cycle count exactly
+/// ([`ExploreError::CycleMismatch`] otherwise).
 pub fn sample_check(
-    base: &TrainConfig,
+    (base, start): (&TrainConfig, Option<&Params>),
     data: &Dataset,
     point: &DesignPoint,
     seed: u64,
@@ -213,7 +215,7 @@ pub fn sample_check(
     let cfg = point_config(base, point, seed);
     let (dev, log) = Recorder::new(timing_device(point)?);
     let arith = on_device(dev, &cfg)?;
-    let mut t = Trainer::new(cfg, data, arith)?;
+    let mut t = Trainer::start(cfg, data, arith, start)?;
     log.lock().unwrap_or_else(PoisonError::into_inner).on = true;
     // The model is set up (parameters imported) before the log is on: only steps count.
     let start = t.arith.device_stats().map_or(0, |(_, s)| s.cycles);

@@ -253,6 +253,8 @@ mod tests;
 pub struct Recipe {
     /// The network.
     pub model: systole_train::model::ModelName,
+    /// From an ONNX file: start every run from its weights, or from the seed.
+    pub init: crate::cli::Init,
     /// MLP hidden widths.
     pub hidden: Vec<usize>,
     /// CNN block channels.
@@ -281,9 +283,18 @@ impl Recipe {
     /// The run configuration every point starts from (fixed point, seed 1, array 8: the
     /// sweep sets these per run), checked by the trainer.
     pub fn config(&self) -> Result<systole_train::TrainConfig, ExploreError> {
-        use systole_train::model::ModelSpec;
-        let model = ModelSpec::new(&self.model, &self.hidden, &self.channels)
-            .map_err(|e| ExploreError::Model(e.to_string()))?;
+        Ok(self.config_and_model()?.0)
+    }
+
+    /// [`Recipe::config`] and the model as read for it (`--model` read as `train` reads it,
+    /// with an ONNX file's weights unless `--init random`).
+    pub fn config_and_model(
+        &self,
+    ) -> Result<(systole_train::TrainConfig, crate::onnx::ModelChoice), ExploreError> {
+        let choice =
+            crate::onnx::resolve_model(&self.model, self.init, &self.hidden, &self.channels)
+                .map_err(|e| ExploreError::Model(crate::cli::error_text(&e)))?;
+        let model = choice.spec.clone();
         if self.epochs == 0 {
             return Err(ExploreError::Zero { flag: "--epochs" });
         }
@@ -309,7 +320,7 @@ impl Recipe {
             microbatches: None,
         };
         cfg.validate()?;
-        Ok(cfg)
+        Ok((cfg, choice))
     }
 }
 

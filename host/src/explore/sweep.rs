@@ -13,6 +13,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use systole_boards::Board;
 use systole_core::Rounding;
 use systole_train::data::Dataset;
+use systole_train::model::Params;
 use systole_train::TrainConfig;
 
 /// What the sweep tells its caller while it runs (the CLI draws a progress bar).
@@ -34,6 +35,8 @@ pub struct Sweep<'a> {
     /// The training recipe (model, data set, epochs, rate); precision, rounding, array and
     /// seed are set per run.
     pub base: TrainConfig,
+    /// The weights every run starts from (an ONNX file's; `None`: each run's seed).
+    pub start: Option<Params>,
     /// The points, in the order they are run and reported.
     pub points: Vec<DesignPoint>,
     /// Run seeds of every point.
@@ -97,7 +100,12 @@ impl Sweep<'_> {
         Settings {
             model: b
                 .model
-                .describe(data.channels, data.height, data.width, data.classes),
+                .describe(data.channels, data.height, data.width, data.classes)
+                + if self.start.is_some() {
+                    ", from its weights"
+                } else {
+                    ""
+                },
             dataset: data.name.clone(),
             input_scale: b.input_scale,
             input_offset: b.input_offset,
@@ -288,7 +296,12 @@ impl Ctx<'_> {
                 ));
             }
             Task::Train(p, seed) => {
-                let r = cycles::train_point(&self.sweep.base, self.data, &p, seed)?;
+                let r = cycles::train_point(
+                    (&self.sweep.base, self.sweep.start.as_ref()),
+                    self.data,
+                    &p,
+                    seed,
+                )?;
                 self.lock().runs.insert((p.training_key(), seed), r);
                 self.progress
                     .task_done(&format!("train {} seed {seed}", p.label()));
@@ -349,7 +362,7 @@ impl Ctx<'_> {
         };
         let mut table = table.lock().unwrap_or_else(PoisonError::into_inner);
         let sample = cycles::sample_check(
-            &sw.base,
+            (&sw.base, sw.start.as_ref()),
             self.data,
             p,
             sw.seeds[0],

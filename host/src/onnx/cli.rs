@@ -6,6 +6,8 @@ use anyhow::{bail, Context};
 use clap::Args;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use systole_core::numeric::{MAX_WORD_BITS, MIN_WORD_BITS};
+use systole_onnx::infer;
 use systole_train::{check_target, write_atomic};
 
 /// A command's output line (a reader that went away ends the process quietly).
@@ -40,6 +42,11 @@ pub struct EvalArgs {
     /// Check every product against the golden model.
     #[arg(long)]
     pub check: bool,
+    /// Word width W in bits (8 to 16) a float ONNX file is evaluated at: its weights and
+    /// formats at W, on an array of W-bit words [default: the model's own, 16 for a float
+    /// file]. A run folder or a quantized file takes only its own width.
+    #[arg(long, value_parser = crate::cli::whole_u32)]
+    pub word_bits: Option<u32>,
     /// Folder for eval.json and predictions.csv (created; existing files are not replaced).
     /// Without it the results are printed and nothing is written.
     #[arg(long)]
@@ -65,6 +72,46 @@ pub struct ExportArgs {
     /// O of --input-scale.
     #[arg(long, default_value_t = 0.0)]
     pub input_offset: f32,
+    /// Word width W in bits (8 to 16) an ONNX file is exported at, as `eval --word-bits`.
+    #[arg(long, value_parser = crate::cli::whole_u32)]
+    pub word_bits: Option<u32>,
+}
+
+/// `--word-bits`, refused outside 8 to 16 before anything is read.
+fn check_width(w: Option<u32>) -> Result<(), Failure> {
+    match w {
+        Some(w) if !(MIN_WORD_BITS..=MAX_WORD_BITS).contains(&w) => {
+            Err(Failure::Options(anyhow::anyhow!(
+                "--word-bits {w}: give a word width from {MIN_WORD_BITS} to {MAX_WORD_BITS} bits"
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Sets `net`'s word width to `w` (`--word-bits`): a float file's weights and formats are then
+/// made at W; a run folder or a file that carries its own width (QuantizeLinear/DequantizeLinear
+/// pairs or a Clip to a W-bit range) takes only that width.
+fn at_width(net: &mut systole_onnx::Net, w: Option<u32>, model: &Path) -> anyhow::Result<()> {
+    let Some(w) = w else {
+        return Ok(());
+    };
+    let own = model.is_dir() || net.formats().is_some() || net.word_bits != infer::WORD_BITS;
+    if own && w != net.word_bits {
+        bail!(
+            "{} holds {}-bit words of its own ({}): leave out --word-bits or give {}",
+            model.display(),
+            net.word_bits,
+            if model.is_dir() {
+                "the run's width"
+            } else {
+                "its quantization"
+            },
+            net.word_bits
+        );
+    }
+    net.word_bits = w;
+    Ok(())
 }
 
 fn model_exists(path: &Path) -> anyhow::Result<()> {
@@ -163,10 +210,12 @@ pub fn evaluation(a: &EvalArgs, say: &mut dyn FnMut(&str)) -> Result<Evaluation,
         refuse_existing(csv).map_err(Failure::Options)?;
     }
     let map = input_map(a.input_scale, a.input_offset)?;
+    check_width(a.word_bits)?;
     model_exists(&a.model).map_err(Failure::Options)?;
     let ds = systole_train::data::load(&a.dataset).map_err(|e| Failure::Options(e.into()))?;
     let mut run = || -> anyhow::Result<Evaluation> {
-        let net = load_model(&a.model, say)?;
+        let mut net = load_model(&a.model, say)?;
+        at_width(&mut net, a.word_bits, &a.model)?;
         ox::check_fits(&net, &ds)?;
         let r = ox::ready(net, &ds, map)?;
         say(&format!(
@@ -253,6 +302,7 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<()> {
 pub fn exported(a: &ExportArgs, say: &mut dyn FnMut(&str)) -> Result<(), Failure> {
     refuse_existing(&a.out).map_err(Failure::Options)?;
     let map = input_map(a.input_scale, a.input_offset)?;
+    check_width(a.word_bits)?;
     model_exists(&a.run).map_err(Failure::Options)?;
     if !a.run.is_dir() && a.dataset.is_none() {
         return Err(Failure::Options(anyhow::anyhow!(
@@ -260,7 +310,7 @@ pub fn exported(a: &ExportArgs, say: &mut dyn FnMut(&str)) -> Result<(), Failure
         )));
     }
     let mut run = || -> anyhow::Result<()> {
-        let (net, name) = if a.run.is_dir() {
+        let (mut net, name) = if a.run.is_dir() {
             let (net, cp) = ox::net_from_run(&a.run)?;
             if a.dataset
                 .as_ref()
@@ -276,6 +326,7 @@ pub fn exported(a: &ExportArgs, say: &mut dyn FnMut(&str)) -> Result<(), Failure
             let net = load_model(&a.run, say)?;
             (net, a.dataset.clone().unwrap_or_default())
         };
+        at_width(&mut net, a.word_bits, &a.run)?;
         let ds = systole_train::data::load(&name)?;
         ox::check_fits(&net, &ds)?;
         let r = ox::ready(net, &ds, map)?;

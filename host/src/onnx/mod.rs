@@ -233,20 +233,59 @@ pub fn evaluate(
     Ok(res)
 }
 
-/// `--model`: an ONNX file becomes an imported graph (printing what the import made of it);
-/// anything else is a built-in network or a network file.
-pub fn model_spec(
+/// `--model` as every command that trains takes it (train, compare, explore, the Python
+/// package): the network to build and, from an ONNX file under `--init file`, the weights the
+/// runs start from.
+pub struct ModelChoice {
+    /// The network (an ONNX file's as an imported graph).
+    pub spec: model::ModelSpec,
+    /// The file's weights in the graph's order, when the runs start from them.
+    pub start: Option<model::Params>,
+    /// What the import made of an ONNX file (layers, shapes, what was folded), to print.
+    pub imported: Option<String>,
+}
+
+impl ModelChoice {
+    /// The line a run's header gains: where its weights come from (`None`: the seed).
+    pub fn start_line(&self) -> Option<String> {
+        match (&self.spec, &self.start) {
+            (model::ModelSpec::Graph { source, .. }, Some(_)) => {
+                Some(format!("starting from the weights of {source}"))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The one reading of `--model`: an ONNX file is imported (its graph, and its weights unless
+/// `init` is random); anything else is a built-in network or a network file, from the seed.
+pub fn resolve_model(
     model: &model::ModelName,
+    init: crate::cli::Init,
     hidden: &[usize],
     channels: &[usize],
-) -> anyhow::Result<model::ModelSpec> {
+) -> anyhow::Result<ModelChoice> {
     let model::ModelName::Onnx(file) = model else {
-        return Ok(model::ModelSpec::new(model, hidden, channels)?);
+        return Ok(ModelChoice {
+            spec: model::ModelSpec::new(model, hidden, channels)?,
+            start: None,
+            imported: None,
+        });
     };
-    let (_, (graph, _)) = import_graph(file)?;
-    Ok(model::ModelSpec::Graph {
-        source: file.display().to_string(),
-        graph,
+    if !file.exists() {
+        bail!(
+            "{} does not exist: give the path of an ONNX file",
+            file.display()
+        );
+    }
+    let (net, (graph, params)) = import_graph(file)?;
+    Ok(ModelChoice {
+        spec: model::ModelSpec::Graph {
+            source: file.display().to_string(),
+            graph,
+        },
+        start: (init == crate::cli::Init::File).then_some(params),
+        imported: Some(net.describe()),
     })
 }
 
@@ -261,39 +300,4 @@ pub fn import_graph(
         systole_onnx::import_file(path).with_context(|| format!("importing {}", path.display()))?;
     let g = systole_onnx::graph::to_graph(&net)?;
     Ok((net, g))
-}
-
-/// A run that starts from an ONNX file's weights: the epoch-0 checkpoint of `cfg` holding them,
-/// written into `out` by the trainer itself (so the run then resumes from it as from any
-/// checkpoint: same code, same formats).
-pub fn write_start(
-    cfg: &systole_train::TrainConfig,
-    file: &Path,
-    out: &Path,
-) -> anyhow::Result<()> {
-    use systole_train::float::{FloatArith, FloatFormat};
-    use systole_train::{Precision, Trainer};
-    let (net, (graph, params)) = import_graph(file)?;
-    println!("{}", net.describe());
-    let path = out.join(checkpoint::FILE_NAME);
-    let cp = match cfg.precision {
-        Precision::Fixed16 => {
-            let ac = ArrayConfig::new(cfg.array, 8, ArrayConfig::square(cfg.array).buffer_depth)?;
-            let dev = systole_device::open("golden", ac)?;
-            let arith =
-                systole_train::on_device_at(dev, cfg.rounding, cfg.seed, false, cfg.widths()?);
-            Trainer::with_params(cfg.clone(), graph, arith, params)?.checkpoint()
-        }
-        p => {
-            let f = match p {
-                Precision::F16 => FloatFormat::F16,
-                Precision::Bf16 => FloatFormat::Bf16,
-                _ => FloatFormat::F32,
-            };
-            Trainer::with_params(cfg.clone(), graph, FloatArith::new(f), params)?.checkpoint()
-        }
-    };
-    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    cp.save(&path)?;
-    Ok(())
 }

@@ -7,6 +7,7 @@ use super::{Placement, StageLinks, StagePlan};
 use crate::data::Dataset;
 use crate::dist::{Collective, Setting};
 use crate::fixed::{shard_key, FixedArith};
+use crate::model::Params;
 use crate::run::{check_fresh_start, drive, fixed_arith, RunOptions, RunSummary};
 use crate::shard::{offloaded_ops, owns, unit, unit_part, LOSS_FRAC};
 use crate::{EpochRecord, Observer, Precision, TrainConfig, TrainError, Trainer};
@@ -23,14 +24,15 @@ pub fn placement_setting(plan: Option<&StagePlan>) -> Setting {
 
 /// Runs `cfg` as this rank's stage of a pipeline of `stages` stages (at least 2) cut by `cut`
 /// (see [`StagePlan::new`]), with `cfg.shards` replicas; `dist` must hold `stages x shards`
-/// ranks. Every rank returns the same summary; rank 0 writes the checkpoint.
+/// ranks, from `start` (a model file's weights; `None`: the seed's) unless the run resumes.
+/// Every rank returns the same summary; rank 0 writes the checkpoint.
 pub fn run_pipelined(
     cfg: &TrainConfig,
     data: &Dataset,
     opts: &RunOptions,
     obs: &mut dyn Observer,
     dist: &dyn Collective,
-    (stages, cut): (usize, Option<&[usize]>),
+    (stages, cut, start): (usize, Option<&[usize]>, Option<&Params>),
 ) -> Result<RunSummary, TrainError> {
     cfg.validate()?;
     check_fresh_start(opts)?;
@@ -53,7 +55,7 @@ pub fn run_pipelined(
     drive(
         cfg,
         data,
-        fixed_arith(cfg, opts)?,
+        Trainer::start(cfg.clone(), data, fixed_arith(cfg, opts)?, start)?,
         opts,
         obs,
         (dist, &setting),
