@@ -24,7 +24,7 @@
 //! without it (`CONFIG` says `fm_depth` 0, the default build) convolutions are lowered on the
 //! host.
 
-use super::backend::{check_config, check_id, BusDevice, Link};
+use super::backend::{check_config, check_id, BusDevice, Link, Meter, Traffic};
 use super::DeviceError;
 use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
@@ -426,14 +426,23 @@ impl<T: Read + Write> Link for BridgeBus<T> {
         BridgeBus::settle(self)
     }
 
-    fn link_bytes(&self) -> Option<(u64, u64)> {
-        Some((self.counters.bytes_out, self.counters.bytes_in))
+    fn meter(&mut self) -> Option<&mut dyn Meter<BridgeError>> {
+        Some(self)
     }
+}
 
-    /// A bridge command is one bus transaction (a register access or a row).
-    fn link_exchanges(&self) -> Option<(u64, u64, u64)> {
+/// A bridge command is one bus transaction (a register access or a row). The bridge has no
+/// CPU to count firmware cycles.
+impl<T: Read + Write> Meter<BridgeError> for BridgeBus<T> {
+    fn traffic(&self) -> Traffic {
         let c = &self.counters;
-        Some((c.commands, c.round_trips, c.retries))
+        Traffic {
+            bytes_out: c.bytes_out,
+            bytes_in: c.bytes_in,
+            frames: c.commands,
+            round_trips: c.round_trips,
+            resends: c.retries,
+        }
     }
 }
 
