@@ -67,7 +67,9 @@ fn train_through(
     out: Option<&std::path::Path>,
 ) -> (Result<RunSummary, TrainError>, Duration) {
     let opts = RunOptions {
-        device: format!("serial:{}", proxy.path().display()),
+        device: format!("serial:{}", proxy.path().display())
+            .parse()
+            .unwrap(),
         host_step: false,
         checkpoint_every: 1,
         check: false,
