@@ -1,147 +1,19 @@
 //! [`BusDevice`]: the one backend that runs the firmware's drivers over a [`Link`], an
-//! [`AcceleratorBus`] to an accelerator. The verilator, serial and bridge backends are its
+//! [`AcceleratorBus`](systole_core::AcceleratorBus) to an accelerator. The verilator, serial and bridge backends are its
 //! instances; each contributes only its bus and how that bus opens.
 
 use super::conv_unit::{self, ConvOperands};
 use super::{Device, DeviceError, DeviceStats, DeviceTensor, HostTensors, TensorRoom};
-use systole_core::{AcceleratorBus, ArrayConfig};
-use systole_firmware::conv::{conv2d, ConvJob, ConvOp};
-use systole_firmware::driver::{self, DriverError, DriverStats, MatmulJob, Transposed};
+use systole_core::{regmap, ArrayConfig};
+use systole_firmware::conv::{conv2d, ConvOp};
+use systole_firmware::driver::{self, DriverError, DriverStats, Transposed};
 use systole_golden::conv::Conv2dGeom;
 use systole_golden::tensor::QMatrix;
 use systole_golden::OutputSpec;
 
 mod kept;
-
-/// An [`AcceleratorBus`] a [`BusDevice`] runs on: a simulated array or a link to a board.
-pub trait Link: AcceleratorBus {
-    /// The backend's name in device names and messages (`verilator`, `serial`, `bridge`).
-    const KIND: &'static str;
-
-    /// Sends every buffered write and waits until the device has taken it (the driver's last
-    /// reads may leave writes in flight on a link; a simulator has none).
-    fn settle(&mut self) -> Result<(), Self::Error> {
-        Ok(())
-    }
-
-    /// Bytes moved to and from the device so far as the link counts them; `None` where no
-    /// link counts them (then a run's bytes are its port use: rows, registers, map words).
-    fn link_bytes(&self) -> Option<(u64, u64)> {
-        None
-    }
-
-    /// Frames (or bus transactions) sent, round trips waited for and resends so far; `None`
-    /// where there is no link.
-    fn link_exchanges(&self) -> Option<(u64, u64, u64)> {
-        None
-    }
-
-    /// The cycles the board's firmware has spent on requests so far, as it reports them
-    /// (`None`: the board reports none). Asking may cross the link; that traffic is left out
-    /// of the counters above, as it only measures.
-    fn firmware_cycles(&mut self) -> Result<Option<u64>, Self::Error> {
-        Ok(None)
-    }
-
-    /// Runs a whole product on the device's own drivers (a board that runs operations
-    /// itself); `None`: the host drives it over this bus.
-    fn board_matmul(
-        &mut self,
-        _job: &MatmulJob<'_>,
-        _tr: Transposed,
-        _out: &mut [i16],
-    ) -> Option<Result<DriverStats, Self::Error>> {
-        None
-    }
-
-    /// The board's training requests, when the device behind this link trains itself.
-    fn train_link(&mut self) -> Option<&mut dyn crate::board_train::TrainLink> {
-        None
-    }
-
-    /// Runs a whole convolution op on the device's own drivers; `None`: the host drives it.
-    fn board_conv(
-        &mut self,
-        _job: &ConvJob<'_>,
-        _out: &mut [i16],
-    ) -> Option<Result<DriverStats, Self::Error>> {
-        None
-    }
-
-    /// The board's store, when the tensors kept on this device live in the board's RAM
-    /// (`None`: in host memory, [`HostTensors`]). The methods below are its operations; on a
-    /// link without a store they return `None`.
-    fn kept_store(&self) -> Option<KeptStore> {
-        None
-    }
-
-    /// Whether the board holds kept tensor `key` (it may have lost it: a restart, a failure).
-    fn holds_kept(&self, _key: u64) -> bool {
-        false
-    }
-
-    /// Keeps `rows x cols` `words` as tensor `key` (room checked by the caller).
-    fn keep(
-        &mut self,
-        _key: u64,
-        _rows: usize,
-        _cols: usize,
-        _words: &[i16],
-    ) -> Option<Result<(), Self::Error>> {
-        None
-    }
-
-    /// Reads kept tensor `key`'s words into `out`.
-    fn read_kept(&mut self, _key: u64, _out: &mut [i16]) -> Option<Result<(), Self::Error>> {
-        None
-    }
-
-    /// Lets kept tensor `key` go.
-    fn free_kept(&mut self, _key: u64) -> Option<Result<(), Self::Error>> {
-        None
-    }
-
-    /// Runs `p` on kept tensors, its result kept as `p.out` (room checked by the caller).
-    fn matmul_kept(&mut self, _p: &KeptProduct) -> Option<Result<DriverStats, Self::Error>> {
-        None
-    }
-}
-
-/// A board's tensor store as the kept tensors see it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KeptStore {
-    /// Words of the store.
-    pub capacity: usize,
-    /// Words the kept tensors hold (the link's cache of operands has the rest, and gives it up).
-    pub kept_words: usize,
-    /// Kept tensors.
-    pub kept: usize,
-    /// Tensors the store holds at most.
-    pub most: usize,
-}
-
-/// A product on kept tensors, for [`Link::matmul_kept`].
-#[derive(Clone, Copy, Debug)]
-pub struct KeptProduct {
-    /// Key of A.
-    pub a: u64,
-    /// Key of B.
-    pub b: u64,
-    /// Key the result is kept as.
-    pub out: u64,
-    /// Which operands are read through their transposes.
-    pub tr: Transposed,
-    /// Rows of C.
-    pub m: usize,
-    /// Columns of C.
-    pub n: usize,
-    /// Output right shift.
-    pub shift: u32,
-    /// Rounding of the output conversion.
-    pub rounding: systole_core::Rounding,
-    /// Operation seed.
-    pub seed: u32,
-}
+mod link;
+pub use link::{BoardOps, KeptProduct, KeptStore, Link, Meter, Traffic};
 
 /// A device that runs every product and convolution through the firmware's drivers on `L`.
 pub struct BusDevice<L> {
@@ -162,6 +34,21 @@ impl<L: Link> BusDevice<L>
 where
     L::Error: std::error::Error + Send + Sync + 'static,
 {
+    /// A device on `link`, a transport to an accelerator, called `at` in messages: checks the
+    /// accelerator behind it is a systole array of `config` (its `ID` and `CONFIG` registers).
+    /// A new link's constructor ends here (docs/EXTENDING.md, "A new device backend").
+    pub fn on_link(config: ArrayConfig, mut link: L, at: &str) -> Result<Self, DeviceError> {
+        config.validate()?;
+        let transport = |e: L::Error| DeviceError::Transport {
+            device: at.to_string(),
+            source: Box::new(e),
+        };
+        check_id(at, link.read_reg(regmap::ID).map_err(transport)?)?;
+        let word = link.read_reg(regmap::CONFIG).map_err(transport)?;
+        check_config(at, word, &config)?;
+        Ok(Self::with_bus(config, link, Some(at.to_string())))
+    }
+
     pub(crate) fn with_bus(config: ArrayConfig, bus: L, at: Option<String>) -> Self {
         BusDevice {
             config,
@@ -172,6 +59,51 @@ where
             on_board: false,
             tensors: HostTensors::new(),
         }
+    }
+
+    /// What the link has moved so far, when it counts its traffic.
+    fn traffic(&mut self) -> Option<Traffic> {
+        self.bus.meter().map(|m| m.traffic())
+    }
+
+    /// Adds what the link moved since `before` to the stats; `false` when it counts nothing.
+    pub(crate) fn count_traffic(&mut self, before: Option<Traffic>) -> bool {
+        let (Some(before), Some(now)) = (before, self.traffic()) else {
+            return false;
+        };
+        let moved = now - before;
+        self.stats.bytes_to_device += moved.bytes_out;
+        self.stats.bytes_from_device += moved.bytes_in;
+        self.stats.frames += moved.frames;
+        self.stats.round_trips += moved.round_trips;
+        self.stats.resends += moved.resends;
+        true
+    }
+
+    /// The board's firmware cycles so far, when it reports them.
+    pub(crate) fn firmware_cycles(&mut self) -> Result<Option<u64>, L::Error> {
+        match self.bus.meter() {
+            Some(m) => m.firmware_cycles(),
+            None => Ok(None),
+        }
+    }
+
+    /// Adds the board's firmware cycles since the mark (the end of the last operation) to the
+    /// stats and moves the mark; nothing without a mark.
+    pub(crate) fn count_firmware_cycles(&mut self) -> Result<(), L::Error> {
+        if let Some(mark) = self.firmware_mark {
+            if let Some(now) = self.firmware_cycles()? {
+                self.stats.firmware_cycles += now.wrapping_sub(mark);
+                self.firmware_mark = Some(now);
+            }
+        }
+        Ok(())
+    }
+
+    /// The board's store, when the board keeps the device's kept tensors (else they live in
+    /// host memory, [`HostTensors`]).
+    fn kept_store(&mut self) -> Option<KeptStore> {
+        self.bus.board().map(|b| b.store())
     }
 
     /// Runs one driver call of `macs` multiply-accumulates on operands and a result of
@@ -189,26 +121,20 @@ where
         };
         if self.firmware_mark.is_none() {
             self.firmware_mark = self
-                .bus
                 .firmware_cycles()
                 .map_err(|e| failed(self, DriverError::Bus(e)))?;
         }
-        let before = self.bus.link_bytes();
-        let exchanges = self.bus.link_exchanges();
+        let before = self.traffic();
         self.on_board = false;
         let r = call(&mut self.bus, &self.config, &mut self.on_board)
             .and_then(|st| self.bus.settle().map(|()| st).map_err(DriverError::Bus));
-        let (to, from) = match (before, self.bus.link_bytes(), &r) {
-            (Some((out0, in0)), Some((out1, in1)), _) => (out1 - out0, in1 - in0),
-            (_, _, Ok(st)) => conv_unit::port_bytes(&self.config, st),
-            _ => (0, 0),
-        };
-        self.stats.bytes_to_device += to;
-        self.stats.bytes_from_device += from;
-        if let (Some((f0, r0, s0)), Some((f1, r1, s1))) = (exchanges, self.bus.link_exchanges()) {
-            self.stats.frames += f1 - f0;
-            self.stats.round_trips += r1 - r0;
-            self.stats.resends += s1 - s0;
+        // A link that counts gives its bytes; else, of a run that succeeded, its port use.
+        if !self.count_traffic(before) {
+            if let Ok(st) = &r {
+                let (to, from) = conv_unit::port_bytes(&self.config, st);
+                self.stats.bytes_to_device += to;
+                self.stats.bytes_from_device += from;
+            }
         }
         if let Ok(st) = &r {
             let (to, from) = conv_unit::port_bytes(&self.config, st);
@@ -220,16 +146,8 @@ where
         }
         let st = r.map_err(|e| failed(self, e))?;
         // Asked after the counts above were taken: the question is not part of the operation.
-        if let Some(mark) = self.firmware_mark {
-            let now = self
-                .bus
-                .firmware_cycles()
-                .map_err(|e| failed(self, DriverError::Bus(e)))?;
-            if let Some(now) = now {
-                self.stats.firmware_cycles += now.wrapping_sub(mark);
-                self.firmware_mark = Some(now);
-            }
-        }
+        self.count_firmware_cycles()
+            .map_err(|e| failed(self, DriverError::Bus(e)))?;
         self.stats.ops += 1;
         self.stats.board_ops += u64::from(std::mem::take(&mut self.on_board));
         self.stats.macs += macs;
@@ -258,7 +176,7 @@ where
         self.run(
             (m * job.k * n) as u64,
             2 * words as u64,
-            |bus, cfg, on_board| match bus.board_matmul(&job, tr, &mut c) {
+            |bus, cfg, on_board| match bus.board().and_then(|b| b.matmul(&job, tr, &mut c)) {
                 Some(r) => {
                     *on_board = true;
                     r.map_err(DriverError::Bus)
@@ -297,7 +215,7 @@ where
         self.run(
             (m * k * n) as u64,
             2 * (inputs + m * n) as u64,
-            |bus, cfg, on_board| match bus.board_conv(&job, &mut c) {
+            |bus, cfg, on_board| match bus.board().and_then(|b| b.conv(&job, &mut c)) {
                 Some(r) => {
                     *on_board = true;
                     r.map_err(DriverError::Bus)
@@ -433,21 +351,21 @@ where
     }
 
     fn upload(&mut self, t: &QMatrix) -> Result<DeviceTensor, DeviceError> {
-        match self.bus.kept_store() {
+        match self.kept_store() {
             Some(store) => self.keep_on_board(store, t),
             None => crate::resident::upload_to_host(self, t),
         }
     }
 
     fn read_tensor(&mut self, t: &DeviceTensor) -> Result<QMatrix, DeviceError> {
-        match self.bus.kept_store() {
+        match self.kept_store() {
             Some(_) => self.read_from_board(t),
             None => crate::resident::read_from_host(self, t),
         }
     }
 
     fn free_tensor(&mut self, t: &DeviceTensor) -> Result<(), DeviceError> {
-        match self.bus.kept_store() {
+        match self.kept_store() {
             Some(_) => self.free_on_board(t),
             None => crate::resident::free_in_host(self, t),
         }
@@ -460,14 +378,14 @@ where
         tr: Transposed,
         out: &OutputSpec,
     ) -> Result<DeviceTensor, DeviceError> {
-        match self.bus.kept_store() {
+        match self.kept_store() {
             Some(store) => self.matmul_on_board(store, a, b, tr, out),
             None => crate::resident::matmul_in_host(self, a, b, tr, out),
         }
     }
 
     fn tensor_room(&mut self) -> Option<TensorRoom> {
-        Some(match self.bus.kept_store() {
+        Some(match self.kept_store() {
             Some(store) => self.board_room(store),
             None => self.tensors.room(),
         })
@@ -475,7 +393,7 @@ where
 
     fn board_training(&mut self) -> Option<crate::board_train::BoardTraining<'_>> {
         let name = self.name();
-        let link = self.bus.train_link()?;
+        let link = self.bus.trainer()?;
         Some(crate::board_train::BoardTraining {
             link,
             stats: &mut self.stats,

@@ -14,8 +14,10 @@
 //! damaged on the way back, or the line out of step after a damaged opcode) is sent again with
 //! every write after it, in order, once the line is back in step (`confirm.rs`), up to
 //! [`WRITE_TRIES`] times. Writes that must not happen twice (`COMMAND`, the gather engines'
-//! registers) are sent only once the writes before them are confirmed, so a doubt about one
-//! of them stops the run ([`BridgeError::Unconfirmed`]) instead of repeating it. So a noisy link
+//! registers) are sent only once the writes before them are confirmed. After a doubt about a
+//! `COMMAND` the bus asks the board whether it ran (its `MAC_CYCLES` once the array is idle)
+//! and goes on or sends it again; a doubt it cannot settle, and one about a gather register,
+//! stops the run ([`BridgeError::Unconfirmed`]) instead of repeating the write. So a noisy link
 //! costs resends or ends the run, and never returns a wrong word. Idles send nothing: the
 //! board's clock runs freely and the tile driver polls `STATUS`/`DONE_COUNT`, so wall-clock
 //! time is the only idle there is.
@@ -24,7 +26,7 @@
 //! without it (`CONFIG` says `fm_depth` 0, the default build) convolutions are lowered on the
 //! host.
 
-use super::backend::{check_config, check_id, BusDevice, Link};
+use super::backend::{check_config, check_id, BusDevice, Link, Meter, Traffic};
 use super::DeviceError;
 use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
@@ -140,6 +142,8 @@ pub struct BridgeBus<T> {
     stale: bool,
     /// The writes sent whose echoes are not read yet, in order.
     unacked: Vec<confirm::Unconfirmed>,
+    /// The array's command count as far as known, to learn whether a `COMMAND` ran.
+    track: confirm::Commands,
 }
 
 /// Writes sent before their echoes are read (a few hundred bytes in flight on the line).
@@ -156,6 +160,7 @@ impl<T: Read + Write> BridgeBus<T> {
             counters: BridgeCounters::default(),
             stale: false,
             unacked: Vec::new(),
+            track: confirm::Commands::default(),
         }
     }
 
@@ -192,6 +197,7 @@ impl<T: Read + Write> BridgeBus<T> {
         if r.is_err() {
             self.stale = true;
             self.unacked.clear();
+            self.track.forget();
         }
         r
     }
@@ -284,6 +290,7 @@ impl<T: Read + Write> BridgeBus<T> {
             self.resync()?;
         }
         self.send(write.bytes(), Instant::now() + self.deadline)?;
+        self.track.sent(&write);
         self.unacked.push(write);
         Ok(())
     }
@@ -352,7 +359,9 @@ impl<T: Read + Write> AcceleratorBus for BridgeBus<T> {
     fn read_reg(&mut self, addr: u8) -> Result<u32, BridgeError> {
         let mut data = [0u8; 4];
         self.command(&[OP_READ_REG, addr], &mut data)?;
-        Ok(u32::from_be_bytes(data))
+        let value = u32::from_be_bytes(data);
+        self.track.read(addr, value);
+        Ok(value)
     }
 
     fn write_reg(&mut self, addr: u8, value: u32) -> Result<(), BridgeError> {
@@ -426,14 +435,23 @@ impl<T: Read + Write> Link for BridgeBus<T> {
         BridgeBus::settle(self)
     }
 
-    fn link_bytes(&self) -> Option<(u64, u64)> {
-        Some((self.counters.bytes_out, self.counters.bytes_in))
+    fn meter(&mut self) -> Option<&mut dyn Meter<BridgeError>> {
+        Some(self)
     }
+}
 
-    /// A bridge command is one bus transaction (a register access or a row).
-    fn link_exchanges(&self) -> Option<(u64, u64, u64)> {
+/// A bridge command is one bus transaction (a register access or a row). The bridge has no
+/// CPU to count firmware cycles.
+impl<T: Read + Write> Meter<BridgeError> for BridgeBus<T> {
+    fn traffic(&self) -> Traffic {
         let c = &self.counters;
-        Some((c.commands, c.round_trips, c.retries))
+        Traffic {
+            bytes_out: c.bytes_out,
+            bytes_in: c.bytes_in,
+            frames: c.commands,
+            round_trips: c.round_trips,
+            resends: c.retries,
+        }
     }
 }
 

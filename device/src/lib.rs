@@ -20,6 +20,7 @@ mod conv_unit;
 pub mod golden;
 pub mod resident;
 pub mod serial;
+mod spec;
 pub mod verilator;
 
 use systole_core::{ArrayConfig, ConfigError};
@@ -28,6 +29,7 @@ use systole_golden::tensor::QMatrix;
 use systole_golden::{NumericError, OutputSpec};
 
 pub use resident::{DeviceTensor, HostTensors, TensorRoom};
+pub use spec::{DeviceSpec, DEVICE_CHOICES};
 pub use systole_firmware::driver::Transposed;
 
 /// Counters a device keeps across operations (since creation or [`Device::reset_stats`]);
@@ -192,9 +194,7 @@ pub enum DeviceError {
         most: usize,
     },
     /// An unknown `--device` value.
-    #[error(
-        "unknown device '{0}': use golden, verilator, serial:PATH (e.g. serial:/dev/ttyUSB0) or bridge:PATH[@BAUD] (e.g. bridge:/dev/ttyUSB1@115200)"
-    )]
+    #[error("unknown device '{0}': use {choices} (e.g. serial:/dev/ttyUSB0, bridge:/dev/ttyUSB1@115200)", choices = DEVICE_CHOICES)]
     UnknownDevice(String),
 }
 
@@ -413,69 +413,56 @@ pub fn lowered_backward_weights<D: Device + ?Sized>(
 
 pub use systole_sim::{TraceFormat, TraceState, TraceWindow};
 
-/// [`open`], writing the cycles of `trace` (when given) to a waveform file: only the
-/// `verilator` device runs a model in this process that can be traced; any other is an error
-/// naming what to do instead.
-pub fn open_traced(
-    spec: &str,
-    config: ArrayConfig,
-    trace: Option<systole_sim::TraceWindow>,
-) -> Result<Box<dyn Device>, DeviceError> {
-    let Some(window) = trace else {
-        return open(spec, config);
-    };
-    traceable(spec)?;
-    let mut dev = verilator::VerilatorDevice::new(config)?;
-    dev.open_trace(window)?;
-    Ok(Box::new(dev))
-}
-
-/// `Ok` when the device `spec` can be traced (`verilator`, the model running in this process),
-/// else an error naming what to do instead.
-pub fn traceable(spec: &str) -> Result<(), DeviceError> {
-    if spec == "verilator" {
-        return Ok(());
-    }
-    let why = match spec {
-        "golden" => {
-            "the golden device is the numeric contract in Rust and has no signals".to_string()
-        }
-        s if s.starts_with("serial:") || s.starts_with("bridge:") => format!(
-            "{s} is a board (or a simulated board in another process): trace a simulated board with systole-board-sim --trace"
-        ),
-        s => format!("'{s}' is not a simulated device"),
-    };
-    Err(DeviceError::Unsupported(format!(
-        "--trace needs --device verilator (the Verilated model running in this process): {why}"
-    )))
-}
-
-/// Opens a device from a `--device` value: `golden`, `verilator`, `serial:PATH` (a board
-/// running the firmware) or `bridge:PATH[@BAUD]` (a `systole bitstream` board; the baud rate
-/// defaults to [`bridge::DEFAULT_BAUD`], the one the board flow builds).
+/// Opens a device from a `--device` value ([`DeviceSpec`]'s forms: `golden`, `verilator`,
+/// `serial:PATH`, `bridge:PATH[@BAUD]`).
 pub fn open(spec: &str, config: ArrayConfig) -> Result<Box<dyn Device>, DeviceError> {
-    match spec {
-        "golden" => Ok(Box::new(golden::GoldenDevice::new(config)?)),
-        "verilator" => Ok(Box::new(verilator::VerilatorDevice::new(config)?)),
-        other => {
-            if let Some(path) = other.strip_prefix("serial:").filter(|p| !p.is_empty()) {
-                return Ok(Box::new(serial::SerialDevice::open(path, config)?));
+    spec.parse::<DeviceSpec>()?.open(config)
+}
+
+impl DeviceSpec {
+    /// Opens the device this value names, an array of `config`.
+    pub fn open(&self, config: ArrayConfig) -> Result<Box<dyn Device>, DeviceError> {
+        Ok(match self {
+            DeviceSpec::Golden => Box::new(golden::GoldenDevice::new(config)?),
+            DeviceSpec::Verilator => Box::new(verilator::VerilatorDevice::new(config)?),
+            DeviceSpec::Serial { path } => Box::new(serial::SerialDevice::open(path, config)?),
+            DeviceSpec::Bridge { path, baud } => {
+                Box::new(bridge::BridgeDevice::open(path, *baud, config)?)
             }
-            let Some(rest) = other.strip_prefix("bridge:") else {
-                return Err(DeviceError::UnknownDevice(other.to_string()));
-            };
-            match (bridge::parse_spec(rest), rest.rsplit_once('@')) {
-                (Some((path, baud)), _) => {
-                    Ok(Box::new(bridge::BridgeDevice::open(path, baud, config)?))
-                }
-                (None, Some((path, baud))) if !path.is_empty() => Err(DeviceError::BadSpec(format!(
-                    "'{baud}' after the '@' of '{other}' is not a baud rate: give bits per second from 1 to {}, e.g. bridge:{path}@115200",
-                    u32::MAX
-                ))),
-                (None, _) => Err(DeviceError::BadSpec(format!(
-                    "'{other}' names no serial port: write bridge:PATH or bridge:PATH@BAUD, e.g. bridge:/dev/ttyUSB1@115200"
-                ))),
+        })
+    }
+
+    /// [`Self::open`], writing the cycles of `trace` (when given) to a waveform file: only
+    /// the `verilator` device runs a model in this process that can be traced; any other is an
+    /// error naming what to do instead.
+    pub fn open_traced(
+        &self,
+        config: ArrayConfig,
+        trace: Option<systole_sim::TraceWindow>,
+    ) -> Result<Box<dyn Device>, DeviceError> {
+        let Some(window) = trace else {
+            return self.open(config);
+        };
+        self.traceable()?;
+        let mut dev = verilator::VerilatorDevice::new(config)?;
+        dev.open_trace(window)?;
+        Ok(Box::new(dev))
+    }
+
+    /// `Ok` when this device can be traced (`verilator`, the model running in this process),
+    /// else an error naming what to do instead.
+    pub fn traceable(&self) -> Result<(), DeviceError> {
+        let why = match self {
+            DeviceSpec::Verilator => return Ok(()),
+            DeviceSpec::Golden => {
+                "the golden device is the numeric contract in Rust and has no signals".to_string()
             }
-        }
+            DeviceSpec::Serial { .. } | DeviceSpec::Bridge { .. } => format!(
+                "{self} is a board (or a simulated board in another process): trace a simulated board with systole-board-sim --trace"
+            ),
+        };
+        Err(DeviceError::Unsupported(format!(
+            "--trace needs --device verilator (the Verilated model running in this process): {why}"
+        )))
     }
 }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 use systole_core::{regmap, AcceleratorBus, ArrayConfig, Rounding};
-use systole_device::backend::Link;
+use systole_device::backend::{Meter, Traffic};
 use systole_device::board_sim::SimBoard;
 use systole_device::bridge::BridgeDevice;
 use systole_device::serial::{SerialBus, SerialDevice};
@@ -29,21 +29,26 @@ fn a_known_exchange_counts_exact_bytes_frames_and_round_trips() {
     bus.write_reg(regmap::SEED, 5).unwrap();
     bus.write_a_row(0, 1, &[1, 2, 3, 4]).unwrap();
     assert_eq!(
-        bus.link_exchanges(),
-        Some((0, 0, 0)),
+        bus.traffic(),
+        Traffic::default(),
         "writes wait in the batch"
     );
     assert_eq!(bus.read_reg(regmap::SHIFT).unwrap(), 3);
     // BATCH: 8 + (3 + 5) + (3 + 5) + (3 + 6 + 8) = 41 bytes, READ_REG: 8 + 1; answers: an
     // empty BATCH response (8) and the register (8 + 4).
-    assert_eq!(bus.link_bytes(), Some((50, 20)));
-    assert_eq!(bus.link_exchanges(), Some((2, 2, 0)));
+    let want = Traffic {
+        bytes_out: 50,
+        bytes_in: 20,
+        frames: 2,
+        round_trips: 2,
+        resends: 0,
+    };
+    assert_eq!(bus.traffic(), want);
     // The frame server on the host has no cycle counter; asking costs a frame that is not
     // counted (it only measures).
     assert_eq!(bus.firmware_cycles().unwrap(), None);
     assert_eq!(bus.board_counters().unwrap(), (3, None));
-    assert_eq!(bus.link_bytes(), Some((50, 20)));
-    assert_eq!(bus.link_exchanges(), Some((2, 2, 0)));
+    assert_eq!(bus.traffic(), want);
     drop(bus);
     b.close().unwrap();
 }

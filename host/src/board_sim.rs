@@ -52,7 +52,7 @@ pub fn run(a: &BoardSimArgs) -> anyhow::Result<()> {
             "systole-board-sim runs until killed: give --trace-cycles N, so the trace is closed (complete) after N cycles"
         );
     }
-    let window = a.trace.window("verilator")?;
+    let window = a.trace.window(&systole_device::DeviceSpec::Verilator)?;
     if let Some(w) = &window {
         let what = if a.bridge || a.soc {
             "the image's clock cycles, counted from its creation,"

@@ -180,20 +180,28 @@ fn check_with_zero_cases_is_refused() {
     );
 }
 
+/// A device value is parsed by clap (a usage error, exit code 2) saying what is wrong.
 #[test]
 fn a_bridge_baud_typo_is_a_baud_error_not_a_path() {
-    fails_with(
-        &systole(&["check", "--device", "bridge:/dev/ttyUSB9@abc"]),
-        &[
-            "'abc' after the '@'",
-            "baud rate",
-            "bridge:/dev/ttyUSB9@115200",
-        ],
-    );
-    fails_with(
-        &systole(&["check", "--device", "bridge:@9600"]),
-        &["names no serial port"],
-    );
+    for (device, want) in [
+        (
+            "bridge:/dev/ttyUSB9@abc",
+            &[
+                "'abc' after the '@'",
+                "baud rate",
+                "bridge:/dev/ttyUSB9@115200",
+            ][..],
+        ),
+        ("bridge:@9600", &["names no serial port"][..]),
+    ] {
+        let o = systole(&["check", "--device", device]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.starts_with("error: invalid value"), "{err}");
+        for w in want {
+            assert!(err.contains(w), "{w:?} missing from: {err}");
+        }
+    }
 }
 
 #[test]

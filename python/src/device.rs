@@ -176,9 +176,12 @@ impl Device {
             config
                 .validate()
                 .map_err(|e| Failure::new(Kind::Option, e.to_string()).into_pyerr(py))?;
-            let kind_owned = kind.to_string();
+            // The CLI's parser: a wrong kind is refused before anything opens.
+            let spec: systole_device::DeviceSpec = kind
+                .parse()
+                .map_err(|e| device_failure(&e).into_pyerr(py))?;
             let dev = py
-                .detach(move || systole_device::open(&kind_owned, config).map(OnThisThread))
+                .detach(move || spec.open(config).map(OnThisThread))
                 .map_err(|e| device_failure(&e).into_pyerr(py))?
                 .get();
             Ok(Device {

@@ -5,18 +5,19 @@ use super::checkpoint::Checkpoint;
 use super::TrainConfig;
 use crate::data::{Dataset, Split};
 use crate::dist::{Fnv, Setting};
+use systole_device::DeviceSpec;
 
 /// The settings of a run, in the order a mismatch is reported: the device's kind, every option
 /// of [`TrainConfig::options`] (the list the resume check uses too), the data, the starting
-/// state. `device` is the `--device` value: only its kind counts (each rank may drive its own
-/// port), `start` the state the run starts from (fresh or resumed).
+/// state. Of the device only its kind counts (each rank may drive its own port), `start` the
+/// state the run starts from (fresh or resumed).
 pub fn run_settings(
     cfg: &TrainConfig,
-    device: &str,
+    device: &DeviceSpec,
     data: &Dataset,
     start: &Checkpoint,
 ) -> Vec<Setting> {
-    let mut settings = vec![Setting::new("--device (its kind)", device_kind(device))];
+    let mut settings = vec![Setting::new("--device (its kind)", device.kind())];
     settings.extend(
         cfg.options()
             .into_iter()
@@ -44,11 +45,6 @@ pub fn run_settings(
         ),
     ]);
     settings
-}
-
-/// `golden`, `verilator`, `serial` or `bridge` of a `--device` value.
-fn device_kind(device: &str) -> &str {
-    device.split_once(':').map_or(device, |(kind, _)| kind)
 }
 
 /// A digest of a data set's shape, images and labels.
@@ -88,8 +84,9 @@ mod tests {
 
     #[test]
     fn device_kind_ignores_the_port() {
-        assert_eq!(device_kind("bridge:/dev/ttyUSB1@115200"), "bridge");
-        assert_eq!(device_kind("golden"), "golden");
+        let kind = |s: &str| s.parse::<DeviceSpec>().unwrap().kind();
+        assert_eq!(kind("bridge:/dev/ttyUSB1@115200"), "bridge");
+        assert_eq!(kind("golden"), "golden");
     }
 
     #[test]

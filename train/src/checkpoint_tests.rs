@@ -34,7 +34,7 @@ fn cfg(epochs: usize) -> TrainConfig {
 
 fn opts(dir: &Path, resume: bool) -> RunOptions {
     RunOptions {
-        device: "golden".into(),
+        device: systole_device::DeviceSpec::Golden,
         host_step: false,
         checkpoint_every: 1,
         check: false,

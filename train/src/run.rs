@@ -225,12 +225,12 @@ pub(crate) fn fixed_arith(
 ) -> Result<fixed::FixedArith, TrainError> {
     let widths = cfg.widths()?;
     let ac = device_config(cfg.array, widths.word())?;
-    let dev =
-        systole_device::open_traced(&opts.device, ac, opts.trace.clone()).map_err(|source| {
-            TrainError::Device {
-                op: "opening the device".into(),
-                source,
-            }
+    let dev = opts
+        .device
+        .open_traced(ac, opts.trace.clone())
+        .map_err(|source| TrainError::Device {
+            op: "opening the device".into(),
+            source,
         })?;
     Ok(fixed::on_device_at(
         dev,

@@ -12,8 +12,8 @@ use systole_device::DeviceStats;
 /// Where and how a run executes (none of this changes its results).
 #[derive(Clone, Debug)]
 pub struct RunOptions {
-    /// `--device` value (fixed point only).
-    pub device: String,
+    /// Where the products run (fixed point only).
+    pub device: systole_device::DeviceSpec,
     /// Recompute every offloaded op in the golden model.
     pub check: bool,
     /// Folder for the checkpoint (None: no checkpoints).
@@ -77,7 +77,7 @@ mod tests {
     #[test]
     fn checkpoints_every_n_epochs_and_after_the_last() {
         let opts = |checkpoint_every| RunOptions {
-            device: "golden".into(),
+            device: systole_device::DeviceSpec::Golden,
             check: false,
             out: None,
             resume: false,

@@ -95,7 +95,7 @@ fn cfg(dataset: DatasetSpec, input_scale: f32) -> TrainConfig {
 fn trained(c: &TrainConfig) -> (Vec<[u32; 4]>, String) {
     let d = c.load_data().unwrap();
     let opts = RunOptions {
-        device: "golden".into(),
+        device: systole_device::DeviceSpec::Golden,
         host_step: false,
         checkpoint_every: 1,
         check: false,

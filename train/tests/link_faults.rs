@@ -67,7 +67,9 @@ fn train_through(
     out: Option<&std::path::Path>,
 ) -> (Result<RunSummary, TrainError>, Duration) {
     let opts = RunOptions {
-        device: format!("serial:{}", proxy.path().display()),
+        device: format!("serial:{}", proxy.path().display())
+            .parse()
+            .unwrap(),
         host_step: false,
         checkpoint_every: 1,
         check: false,
@@ -194,17 +196,15 @@ fn a_board_that_stops_during_an_upload_is_detected_in_seconds() {
     assert!(t < Duration::from_secs(10), "{t:?}");
 }
 
-/// A board with a tensor store stops while it runs a `MATMUL`: once a product's pace was
-/// measured on the link, the wait is a few times the product's own time, so the host says so
-/// within seconds (it waited a minute a try before).
-#[test]
-fn a_board_that_stops_during_a_product_is_detected_in_seconds() {
+/// A board with a tensor store stops while it runs a `MATMUL`, after `before` products ran
+/// on the link: the time from the stall to the error, which must say there was no answer.
+fn stall_during_a_product(before: usize) -> Option<Duration> {
     use systole_golden::tensor::QMatrix;
     use systole_golden::OutputSpec;
     let config = ArrayConfig::square(4);
     if systole_sim::VerilatedArray::new(&config).is_err() {
         eprintln!("skipped: no Verilated array");
-        return;
+        return None;
     }
     let b = SimBoard::spawn_verilated_with_store(config, 1 << 16).unwrap();
     let proxy = FaultProxy::spawn(b.path()).unwrap();
@@ -222,7 +222,7 @@ fn a_board_that_stops_during_a_product_is_detected_in_seconds() {
             rounding: Rounding::NearestEven,
             seed: 1,
         };
-        for _ in 0..3 {
+        for _ in 0..before {
             dev.matmul(&a, &w, &out).unwrap();
         }
         p.arm(Fault::StallWhenSent {
@@ -232,7 +232,7 @@ fn a_board_that_stops_during_a_product_is_detected_in_seconds() {
         let r = dev
             .matmul(&a, &w, &out)
             .map(|_| ())
-            .map_err(|e| e.to_string());
+            .map_err(|e| systole_device::error_chain(&e));
         let _ = tx.send(r);
     });
     let r = rx
@@ -242,5 +242,26 @@ fn a_board_that_stops_during_a_product_is_detected_in_seconds() {
     let e = r.expect_err("a stalled board gives no result");
     eprintln!("after {t:?}: {e}");
     assert!(arm.stalled_at().is_some());
-    assert!(t < Duration::from_secs(10), "{t:?}");
+    assert!(e.contains("no answer"), "{e}");
+    Some(t)
+}
+
+/// Once a product's pace was measured on the link, the wait is a few times the product's own
+/// time, so a board that stops during one is found within seconds (it waited a minute a try
+/// before).
+#[test]
+fn a_board_that_stops_during_a_product_is_detected_in_seconds() {
+    if let Some(t) = stall_during_a_product(3) {
+        assert!(t < Duration::from_secs(10), "{t:?}");
+    }
+}
+
+/// Before any pace was measured, the first product waits what its work can take on the
+/// slowest board (its multiply-accumulates at a conservative rate, at least a floor): a board
+/// that stops during the very first product is found within seconds too.
+#[test]
+fn a_board_that_stops_during_its_first_product_is_detected_in_seconds() {
+    if let Some(t) = stall_during_a_product(0) {
+        assert!(t < Duration::from_secs(10), "{t:?}");
+    }
 }

@@ -143,7 +143,7 @@ fn a_new_data_set_trains_on_the_device_checked_against_the_golden_model() {
         (160, 40, 16)
     );
     let opts = RunOptions {
-        device: "golden".into(),
+        device: systole_device::DeviceSpec::Golden,
         host_step: false,
         checkpoint_every: 1,
         check: true,

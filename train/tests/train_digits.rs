@@ -43,7 +43,7 @@ fn cfg(precision: Precision, rounding: Rounding, epochs: usize) -> TrainConfig {
 
 fn opts() -> RunOptions {
     RunOptions {
-        device: "golden".into(),
+        device: systole_device::DeviceSpec::Golden,
         host_step: false,
         checkpoint_every: 1,
         check: false,

@@ -176,7 +176,7 @@ fn a_network_file_trains_as_the_built_in_it_describes() {
             ..cfg(m)
         };
         let opts = RunOptions {
-            device: "golden".into(),
+            device: systole_device::DeviceSpec::Golden,
             host_step: false,
             checkpoint_every: 1,
             check: false,

@@ -76,7 +76,7 @@ fn cfg(precision: Precision) -> TrainConfig {
 
 fn train(precision: Precision, device: &str, check: bool) -> Option<RunSummary> {
     let opts = RunOptions {
-        device: device.into(),
+        device: device.parse().unwrap(),
         host_step: false,
         checkpoint_every: 1,
         check,

@@ -79,7 +79,7 @@ fn train_on(
 ) -> Result<RunSummary, systole_train::TrainError> {
     let b = board_with(heap).unwrap();
     let opts = RunOptions {
-        device: format!("serial:{}", b.path().display()),
+        device: format!("serial:{}", b.path().display()).parse().unwrap(),
         host_step,
         checkpoint_every,
         check,
@@ -111,7 +111,7 @@ fn three_steps(size: usize, word_bits: u32) -> TrainConfig {
 /// A plain run on `device`: the board step, a checkpoint every epoch, no files.
 fn soc_opts(device: String) -> RunOptions {
     RunOptions {
-        device,
+        device: device.parse().unwrap(),
         host_step: false,
         checkpoint_every: 1,
         check: false,

@@ -40,7 +40,7 @@ fn cfg(shards: usize, epochs: usize) -> TrainConfig {
 
 fn opts(out: Option<&std::path::Path>, resume: bool) -> RunOptions {
     RunOptions {
-        device: "golden".into(),
+        device: systole_device::DeviceSpec::Golden,
         host_step: false,
         checkpoint_every: 1,
         check: false,

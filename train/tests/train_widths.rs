@@ -36,7 +36,7 @@ fn cfg(word_bits: u32, master_bits: u32, epochs: usize) -> TrainConfig {
 
 fn opts(device: &str, out: Option<&std::path::Path>, resume: bool) -> RunOptions {
     RunOptions {
-        device: device.into(),
+        device: device.parse().unwrap(),
         host_step: false,
         checkpoint_every: 1,
         check: false,

@@ -1,9 +1,9 @@
-//! [`BusDevice`]'s kept tensors on a board that keeps them in its RAM ([`Link::kept_store`]):
+//! [`BusDevice`]'s kept tensors on a board that keeps them in its RAM ([`Link::board`]):
 //! the table of handles is the device's ([`HostTensors`], words left on the board), the words
 //! and the products the link's. Every refusal (no room, a foreign, freed or lost handle, a
 //! bad format) comes before anything crosses the link.
 
-use super::{BusDevice, KeptProduct, KeptStore, Link};
+use super::{BoardOps, BusDevice, KeptProduct, KeptStore, Link};
 use crate::resident::{product_shape, HostTensors};
 use crate::{Device, DeviceError, DeviceTensor, TensorRoom};
 use systole_firmware::driver::{DriverStats, Transposed};
@@ -35,9 +35,9 @@ where
     }
 
     /// The board's key for `t`, refused when `t` is not alive here or the board lost it.
-    fn board_key(&self, t: &DeviceTensor) -> Result<u64, DeviceError> {
+    fn board_key(&mut self, t: &DeviceTensor) -> Result<u64, DeviceError> {
         let key = self.tensors.key(t, &self.name())?;
-        if !self.bus.holds_kept(key) {
+        if !self.holds(key) {
             return Err(DeviceError::TensorLost {
                 device: self.name(),
                 tensor: t.describe(),
@@ -46,49 +46,40 @@ where
         Ok(key)
     }
 
-    /// Runs `call` on the link, adding the bytes, frames and round trips it moved to the
-    /// stats (also when it failed); `None` from the link: it keeps no tensors.
-    fn traffic<R>(
+    /// Runs `call` on the board's store, adding the bytes, frames and round trips it moved to
+    /// the stats (also when it failed).
+    fn on_store<R>(
         &mut self,
-        call: impl FnOnce(&mut L) -> Option<Result<R, L::Error>>,
+        call: impl FnOnce(&mut dyn BoardOps<L::Error>) -> Result<R, L::Error>,
     ) -> Result<R, DeviceError> {
-        let before = self.bus.link_bytes();
-        let exchanges = self.bus.link_exchanges();
-        let r = call(&mut self.bus);
-        if let (Some((o0, i0)), Some((o1, i1))) = (before, self.bus.link_bytes()) {
-            self.stats.bytes_to_device += o1 - o0;
-            self.stats.bytes_from_device += i1 - i0;
-        }
-        if let (Some((f0, r0, s0)), Some((f1, r1, s1))) = (exchanges, self.bus.link_exchanges()) {
-            self.stats.frames += f1 - f0;
-            self.stats.round_trips += r1 - r0;
-            self.stats.resends += s1 - s0;
-        }
-        match r {
-            Some(Ok(v)) => Ok(v),
-            Some(Err(e)) => {
-                // What the board spent on a failed request must not count for the next one.
-                self.firmware_mark = None;
-                Err(DeviceError::Transport {
-                    device: self.name(),
-                    source: Box::new(e),
-                })
+        let before = self.traffic();
+        let r = match self.bus.board() {
+            Some(board) => call(board),
+            None => {
+                return Err(DeviceError::Unsupported(format!(
+                    "{} keeps no tensors on the board",
+                    self.name()
+                )))
             }
-            None => Err(DeviceError::Unsupported(format!(
-                "{} keeps no tensors on the board",
-                self.name()
-            ))),
-        }
+        };
+        self.count_traffic(before);
+        r.map_err(|e| {
+            // What the board spent on a failed request must not count for the next one.
+            self.firmware_mark = None;
+            self.transport(e)
+        })
     }
 
-    /// The board's firmware cycles so far, if it counts them.
-    fn firmware_cycles(&mut self) -> Result<Option<u64>, DeviceError> {
-        self.bus
-            .firmware_cycles()
-            .map_err(|e| DeviceError::Transport {
-                device: self.name(),
-                source: Box::new(e),
-            })
+    /// Whether the board holds kept tensor `key`.
+    fn holds(&mut self, key: u64) -> bool {
+        self.bus.board().is_some_and(|b| b.holds(key))
+    }
+
+    fn transport(&self, e: L::Error) -> DeviceError {
+        DeviceError::Transport {
+            device: self.name(),
+            source: Box::new(e),
+        }
     }
 
     pub(super) fn keep_on_board(
@@ -113,22 +104,22 @@ where
             )));
         }
         let key = self.tensors.next_key();
-        self.traffic(|bus| bus.keep(key, t.rows, t.cols, &t.data))?;
+        self.on_store(|b| b.keep(key, t.rows, t.cols, &t.data))?;
         Ok(self.tensors.insert(t.rows, t.cols, t.frac, None))
     }
 
     pub(super) fn read_from_board(&mut self, t: &DeviceTensor) -> Result<QMatrix, DeviceError> {
         let key = self.board_key(t)?;
         let mut words = vec![0i16; t.words()];
-        self.traffic(|bus| bus.read_kept(key, &mut words))?;
+        self.on_store(|b| b.read_kept(key, &mut words))?;
         Ok(QMatrix::from_vec(t.rows(), t.cols(), t.frac(), words)?)
     }
 
     pub(super) fn free_on_board(&mut self, t: &DeviceTensor) -> Result<(), DeviceError> {
         let key = self.tensors.key(t, &self.name())?;
         // A tensor the board lost is gone already: only the handle goes.
-        if self.bus.holds_kept(key) {
-            self.traffic(|bus| bus.free_kept(key))?;
+        if self.holds(key) {
+            self.on_store(|b| b.free_kept(key))?;
         }
         self.tensors.remove(t, &self.name())
     }
@@ -165,15 +156,11 @@ where
         // The board's cycles around the request, asked outside the counts (as `run` does):
         // the questions only measure.
         if self.firmware_mark.is_none() {
-            self.firmware_mark = self.firmware_cycles()?;
+            self.firmware_mark = self.firmware_cycles().map_err(|e| self.transport(e))?;
         }
-        let st: DriverStats = self.traffic(|bus| bus.matmul_kept(&p))?;
-        if let Some(mark) = self.firmware_mark {
-            if let Some(now) = self.firmware_cycles()? {
-                self.stats.firmware_cycles += now.wrapping_sub(mark);
-                self.firmware_mark = Some(now);
-            }
-        }
+        let st: DriverStats = self.on_store(|b| b.matmul_kept(&p))?;
+        self.count_firmware_cycles()
+            .map_err(|e| self.transport(e))?;
         let (to, from) = crate::conv_unit::port_bytes(&self.config, &st);
         self.stats.port_bytes += to + from;
         self.stats.ops += 1;

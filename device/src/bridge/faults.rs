@@ -36,12 +36,17 @@ struct Noisy {
 impl Noisy {
     /// Request length and reply length of the command starting with `op`.
     fn lengths(&self, op: u8) -> (usize, usize) {
-        let row = 1usize << (usize::BITS - 1 - self.n.leading_zeros());
+        Self::lengths_for(self.n, op)
+    }
+
+    /// [`Self::lengths`] on a bridge of `n` lanes.
+    fn lengths_for(n: usize, op: u8) -> (usize, usize) {
+        let row = 1usize << (usize::BITS - 1 - n.leading_zeros());
         match op {
             OP_WRITE_REG => (8, 1),
             OP_READ_REG => (2, 6),
-            OP_WRITE_A | OP_WRITE_B => (6 + 2 * self.n, 1),
-            OP_READ_C => (4, 2 * self.n + 2),
+            OP_WRITE_A | OP_WRITE_B => (6 + 2 * n, 1),
+            OP_READ_C => (4, 2 * n + 2),
             OP_WRITE_FM => (5 + 2 * row, 1),
             _ => (1, 1),
         }
@@ -260,4 +265,137 @@ fn flips_on_the_way_to_the_board_are_sent_again_and_results_stay_exact() {
         assert!(c.retries > 0, "product {i}: {c:?}");
     }
     assert!(flips.load(Ordering::Relaxed) > 4);
+}
+
+/// What the line does to the host's `nth` `COMMAND` write (counted from 0 after the device
+/// opened).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CommandFault {
+    /// Its echo comes back damaged: the command ran.
+    EchoDamaged,
+    /// The write never reaches the board (no echo either): the command did not run.
+    Lost,
+}
+
+/// A link to the bridge image that does `fault` to one `COMMAND` write and nothing else. It
+/// passes the host's bytes on a whole command at a time, following the commands as [`Noisy`]
+/// does, and counts the `COMMAND` writes that reach the board.
+struct CommandLine {
+    board: ImagePins,
+    n: usize,
+    fault: Option<(CommandFault, u64)>,
+    partial: Vec<u8>,
+    /// For each reply byte still to come: whether it is the echo to damage.
+    coming: VecDeque<bool>,
+    commands_seen: u64,
+    reached: Arc<AtomicU64>,
+}
+
+impl Write for CommandLine {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.partial.extend_from_slice(buf);
+        while let Some(&op) = self.partial.first() {
+            let (request, reply) = Noisy::lengths_for(self.n, op);
+            if self.partial.len() < request {
+                break;
+            }
+            let bytes: Vec<u8> = self.partial.drain(..request).collect();
+            let is_command = op == OP_WRITE_REG && bytes[1] == regmap::COMMAND;
+            let fault = match self.fault {
+                Some((f, nth)) if is_command && nth == self.commands_seen => Some(f),
+                _ => None,
+            };
+            if is_command {
+                self.commands_seen += 1;
+            }
+            if fault == Some(CommandFault::Lost) {
+                continue;
+            }
+            if is_command {
+                self.reached.fetch_add(1, Ordering::Relaxed);
+            }
+            let damage = fault == Some(CommandFault::EchoDamaged);
+            self.coming.push_back(damage);
+            self.coming.extend(std::iter::repeat_n(false, reply - 1));
+            self.board.write_all(&bytes)?;
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.board.flush()
+    }
+}
+
+impl Read for CommandLine {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let k = self.board.read(buf)?;
+        for b in &mut buf[..k] {
+            if self.coming.pop_front().unwrap_or(false) {
+                *b ^= 0x10;
+            }
+        }
+        Ok(k)
+    }
+}
+
+/// A product on the bridge image with `fault` done to its `nth` `COMMAND`: the result, the
+/// `COMMAND` writes that reached the board, and the device's stats.
+fn product_with(
+    fault: Option<(CommandFault, u64)>,
+) -> Option<(Result<QMatrix, crate::DeviceError>, u64, crate::DeviceStats)> {
+    let Ok(board) = ImagePins::bridge_image() else {
+        eprintln!("SKIPPED: no board model in this build");
+        return None;
+    };
+    let n = board.size();
+    let reached = Arc::new(AtomicU64::new(0));
+    let line = CommandLine {
+        board,
+        n,
+        fault,
+        partial: Vec::new(),
+        coming: VecDeque::new(),
+        commands_seen: 0,
+        reached: reached.clone(),
+    };
+    let mut dev =
+        BridgeDevice::over(Box::new(line), "command line", ArrayConfig::square(n)).ok()?;
+    // A lost write is noticed when its echo's wait ends.
+    dev.set_deadline(Duration::from_millis(300));
+    let (a, b, out) = operands(7);
+    let got = dev.matmul(&a, &b, &out);
+    Some((got, reached.load(Ordering::Relaxed), dev.stats()))
+}
+
+/// A `COMMAND` whose echo comes back damaged ran: the bus reads the board's count, goes on
+/// without sending it again, and the product is exact with every command run once. A
+/// `COMMAND` lost on the way did not run: the count says so, it is sent again, and the
+/// product is exact.
+#[test]
+fn an_unclear_command_echo_is_settled_by_asking_the_board() {
+    let Some((clean, commands, clean_stats)) = product_with(None) else {
+        return;
+    };
+    let want = clean.unwrap();
+    let golden = GoldenDevice::new(ArrayConfig::square(4))
+        .unwrap()
+        .matmul(&operands(7).0, &operands(7).1, &operands(7).2)
+        .unwrap();
+    assert_eq!(want, golden);
+    assert!(commands >= 2, "{commands}");
+    for (fault, reached) in [
+        (CommandFault::EchoDamaged, commands),
+        (CommandFault::Lost, commands),
+    ] {
+        let (got, seen, st) = product_with(Some((fault, 1))).unwrap();
+        let got = got.unwrap_or_else(|e| panic!("{fault:?}: {}", crate::error_chain(&e)));
+        assert_eq!(got, want, "{fault:?}: a wrong result was returned");
+        // Every command reached the board once: none ran twice, none was left out.
+        assert_eq!(seen, reached, "{fault:?}");
+        assert_eq!(st.mac_cycles, clean_stats.mac_cycles, "{fault:?}");
+        assert!(
+            st.resends > 0 || fault == CommandFault::EchoDamaged,
+            "{fault:?}: {st:?}"
+        );
+    }
 }

@@ -27,12 +27,32 @@ use systole_firmware::protocol::{
 };
 use systole_firmware::store::MAX_TENSORS;
 
-/// How long the host waits for a `MATMUL` / `CONV` answer before resending, at most and
-/// before the link's pace was measured (the largest operation the store holds takes a real
-/// board at 100 MHz well under a second; a simulated SoC runs about a hundred times slower).
-/// Once measured, the wait is the operation's multiply-accumulates at that pace
-/// (`exchange`'s docs).
+/// How long the host waits for a `MATMUL` / `CONV` answer before resending, at most (the
+/// largest operation the store holds takes a real board at 100 MHz well under a second; a
+/// simulated SoC runs about a hundred times slower). Once measured, the wait is the
+/// operation's multiply-accumulates at that pace (`exchange`'s docs); before, [`first_wait`].
 pub const OP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The pace a board's operations are assumed to keep at least before the link measured it,
+/// in multiply-accumulates (with [`OP_FIXED_MACS`] for each request) a second: a quarter of
+/// the slowest board there is, the simulated SoC (Verilator on the host), whose products ran
+/// at 65,000 to 100,000 a second (a 40x40x40 product in 2.0 s, 24x40x24 in 0.89 s).
+pub const FIRST_OP_MACS_PER_SEC: u64 = 16_000;
+
+/// The least the first operation on a link may take in all: time for the board's own start
+/// (the request's decoding, the driver's setup, the host's scheduling), whatever its size.
+pub const FIRST_OP_FLOOR: std::time::Duration = std::time::Duration::from_secs(4);
+
+/// How long the first operation of `units` multiply-accumulates (its own and
+/// [`OP_FIXED_MACS`]) may take on the board in all, before any pace was measured: its work at
+/// [`FIRST_OP_MACS_PER_SEC`], at least [`FIRST_OP_FLOOR`], at most [`OP_TIMEOUT`]. It is
+/// spread over the tries (a board still at work answers a resend from its copy once done), so
+/// a board that stopped is found after about this long; the bytes' time on the line and the
+/// frame timeout are waited for besides, on each try (`exchange`).
+pub fn first_wait(units: u64) -> std::time::Duration {
+    let work = std::time::Duration::from_secs_f64(units as f64 / FIRST_OP_MACS_PER_SEC as f64);
+    work.clamp(FIRST_OP_FLOOR, OP_TIMEOUT)
+}
 
 /// The cost of a `MATMUL` / `CONV` request besides its multiply-accumulates (the request's
 /// decoding, the driver's setup, the answer), counted as this many of them: so the pace
@@ -462,7 +482,7 @@ impl<T: Read + Write> SerialBus<T> {
         let work = super::exchange::Work::Paced {
             kind: super::exchange::Kind::Mac,
             units,
-            unmeasured: OP_TIMEOUT,
+            unmeasured: first_wait(u64::from(units)) / (self.retries + 1),
             capped: true,
         };
         let mut p = self.transact_for(req.cmd(), &payload[..len], work)?;

@@ -1,9 +1,11 @@
 //! [`SerialBus`]'s two faces: the [`AcceleratorBus`] the drivers run over (each register access,
 //! row and feature-map write becomes a protocol request, batched where the protocol allows) and
-//! the [`Link`] [`BusDevice`](crate::backend::BusDevice) asks for counters and board operations.
+//! the [`Link`] [`BusDevice`](crate::backend::BusDevice) asks for its parts: the counters
+//! ([`Meter`]) always, and the board operations ([`BoardOps`]) and training when the board
+//! announced them.
 
 use super::{LinkError, SerialBus};
-use crate::backend::{KeptProduct, KeptStore, Link};
+use crate::backend::{BoardOps, KeptProduct, KeptStore, Link, Meter, Traffic};
 use std::io::{Read, Write};
 use systole_core::{regmap, AcceleratorBus};
 use systole_firmware::conv::ConvJob;
@@ -73,73 +75,40 @@ impl<T: Read + Write> Link for SerialBus<T> {
         self.flush()
     }
 
-    fn link_bytes(&self) -> Option<(u64, u64)> {
-        Some((self.counters.bytes_out, self.counters.bytes_in))
+    fn meter(&mut self) -> Option<&mut dyn Meter<LinkError>> {
+        Some(self)
     }
 
-    /// Every frame waits for its answer: each try (a resend too) is a round trip.
-    fn link_exchanges(&self) -> Option<(u64, u64, u64)> {
-        let c = &self.counters;
-        Some((c.frames, c.frames + c.resends, c.resends))
-    }
-
-    fn board_matmul(
-        &mut self,
-        job: &MatmulJob<'_>,
-        tr: Transposed,
-        out: &mut [i16],
-    ) -> Option<Result<DriverStats, LinkError>> {
-        SerialBus::board_matmul(self, job, tr, out)
-    }
-
-    fn train_link(&mut self) -> Option<&mut dyn super::TrainLink> {
-        if self.trains() {
+    /// A board that announced a tensor store runs operations itself.
+    fn board(&mut self) -> Option<&mut dyn BoardOps<LinkError>> {
+        if self.has_board_ops() {
             Some(self)
         } else {
             None
         }
     }
 
-    fn board_conv(
-        &mut self,
-        job: &ConvJob<'_>,
-        out: &mut [i16],
-    ) -> Option<Result<DriverStats, LinkError>> {
-        SerialBus::board_conv(self, job, out)
+    /// A board that announced a heap trains itself.
+    fn trainer(&mut self) -> Option<&mut dyn super::TrainLink> {
+        if self.trains() {
+            Some(self)
+        } else {
+            None
+        }
     }
+}
 
-    fn kept_store(&self) -> Option<KeptStore> {
-        SerialBus::kept_store(self)
-    }
-
-    fn holds_kept(&self, key: u64) -> bool {
-        SerialBus::holds_kept(self, key)
-    }
-
-    fn keep(
-        &mut self,
-        key: u64,
-        rows: usize,
-        cols: usize,
-        words: &[i16],
-    ) -> Option<Result<(), LinkError>> {
-        self.board.as_ref()?;
-        Some(SerialBus::keep(self, key, rows, cols, words))
-    }
-
-    fn read_kept(&mut self, key: u64, out: &mut [i16]) -> Option<Result<(), LinkError>> {
-        self.board.as_ref()?;
-        Some(SerialBus::read_kept(self, key, out))
-    }
-
-    fn free_kept(&mut self, key: u64) -> Option<Result<(), LinkError>> {
-        self.board.as_ref()?;
-        Some(SerialBus::free_kept(self, key))
-    }
-
-    fn matmul_kept(&mut self, p: &KeptProduct) -> Option<Result<DriverStats, LinkError>> {
-        self.board.as_ref()?;
-        Some(SerialBus::matmul_kept(self, p))
+impl<T: Read + Write> Meter<LinkError> for SerialBus<T> {
+    /// Every frame waits for its answer: each try (a resend too) is a round trip.
+    fn traffic(&self) -> Traffic {
+        let c = &self.counters;
+        Traffic {
+            bytes_out: c.bytes_out,
+            bytes_in: c.bytes_in,
+            frames: c.frames,
+            round_trips: c.frames + c.resends,
+            resends: c.resends,
+        }
     }
 
     /// A board whose firmware predates `COUNTERS` refuses it as unknown: it reports none, and
@@ -161,5 +130,49 @@ impl<T: Read + Write> Link for SerialBus<T> {
             }
             Err(e) => Err(e),
         }
+    }
+}
+
+// `Link::board` hands this out only on a board with a store; each method checks it is there.
+impl<T: Read + Write> BoardOps<LinkError> for SerialBus<T> {
+    fn matmul(
+        &mut self,
+        job: &MatmulJob<'_>,
+        tr: Transposed,
+        out: &mut [i16],
+    ) -> Option<Result<DriverStats, LinkError>> {
+        self.board_matmul(job, tr, out)
+    }
+
+    fn conv(
+        &mut self,
+        job: &ConvJob<'_>,
+        out: &mut [i16],
+    ) -> Option<Result<DriverStats, LinkError>> {
+        self.board_conv(job, out)
+    }
+
+    fn store(&self) -> KeptStore {
+        self.kept_store()
+    }
+
+    fn holds(&self, key: u64) -> bool {
+        self.holds_kept(key)
+    }
+
+    fn keep(&mut self, key: u64, rows: usize, cols: usize, words: &[i16]) -> Result<(), LinkError> {
+        SerialBus::keep(self, key, rows, cols, words)
+    }
+
+    fn read_kept(&mut self, key: u64, out: &mut [i16]) -> Result<(), LinkError> {
+        SerialBus::read_kept(self, key, out)
+    }
+
+    fn free_kept(&mut self, key: u64) -> Result<(), LinkError> {
+        SerialBus::free_kept(self, key)
+    }
+
+    fn matmul_kept(&mut self, p: &KeptProduct) -> Result<DriverStats, LinkError> {
+        SerialBus::matmul_kept(self, p)
     }
 }

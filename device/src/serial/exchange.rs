@@ -18,8 +18,10 @@
 //! * `MATMUL` and `CONV` wait [`SLACK`] times the slowest pace per multiply-accumulate
 //!   measured so far on this link for their multiply-accumulates (plus a fixed share for the
 //!   request's own cost, `board_ops::OP_FIXED_MACS`), at most their fixed bound
-//!   (`board_ops::OP_TIMEOUT`, also the bound before the first measurement). So a board that
-//!   stops during a product is found in a few times the product's own time.
+//!   (`board_ops::OP_TIMEOUT`). Before the first measurement the tries share what their work
+//!   takes at a conservative pace, at least a floor (`board_ops::first_wait`). So a board that
+//!   stops during a product is found in a few times the product's own time, or within seconds
+//!   on the first.
 //! * Uploads wait a frame's round trip for each chunk but the last, which the board decodes
 //!   and checks whole (the fixed bound); a state read the same for each chunk but the first,
 //!   for which the board encodes the state.

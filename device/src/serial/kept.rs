@@ -19,16 +19,18 @@ use systole_firmware::protocol::{MatmulRequest, Request};
 use systole_firmware::store::MAX_TENSORS;
 
 impl<T: Read + Write> SerialBus<T> {
-    /// The store as the kept tensors see it, when the board has one.
-    pub(crate) fn kept_store(&self) -> Option<KeptStore> {
-        let store = self.board.as_ref()?;
-        let (kept_words, kept) = store.pinned();
-        Some(KeptStore {
-            capacity: store.capacity,
+    /// The store as the kept tensors see it; no room at all on a board without one.
+    pub(crate) fn kept_store(&self) -> KeptStore {
+        let (capacity, (kept_words, kept)) = match &self.board {
+            Some(store) => (store.capacity, store.pinned()),
+            None => (0, (0, 0)),
+        };
+        KeptStore {
+            capacity,
             kept_words,
             kept,
             most: MAX_TENSORS,
-        })
+        }
     }
 
     /// The board id of kept tensor `key`, if the host believes the board holds it.

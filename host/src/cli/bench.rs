@@ -46,7 +46,7 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<()> {
             a.array.len()
         );
     }
-    let window = a.trace.window("verilator")?;
+    let window = a.trace.window(&systole_device::DeviceSpec::Verilator)?;
     let shapes: Vec<(usize, usize, usize)> = a.sizes.iter().map(|&s| (s, s, s)).collect();
     let rows = super::trace::finish(
         &window,

@@ -62,7 +62,7 @@ fn check_on(
     cfg: ArrayConfig,
     window: Option<device::TraceWindow>,
 ) -> anyhow::Result<()> {
-    let mut dev = device::open_traced(&a.device.device, cfg, window)?;
+    let mut dev = a.device.device.open_traced(cfg, window)?;
     let n = cfg.size;
     let w = cfg.word_bits;
     let mut r = random_stream(a.seed, 0xC4EC);

@@ -28,6 +28,7 @@ pub use choices::{Format, Init, Resources};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use systole_core::Rounding;
+use systole_device::DeviceSpec;
 use systole_train::data::DatasetSpec;
 use systole_train::model::ModelName;
 use systole_train::Precision;
@@ -133,9 +134,10 @@ pub struct BenchArgs {
 #[derive(Debug, Clone, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct DeviceArgs {
-    /// Device: golden, verilator, serial:PATH or bridge:PATH[@BAUD].
-    #[arg(long, default_value = "golden")]
-    pub device: String,
+    /// Where the products run.
+    #[arg(long, default_value = "golden", value_parser = device_spec,
+          help = format!("Device: {}.", systole_device::DEVICE_CHOICES))]
+    pub device: DeviceSpec,
     /// Array size N (an N x N systolic array).
     #[arg(long, value_parser = whole, default_value_t = 8)]
     pub array: usize,
@@ -152,6 +154,12 @@ pub struct InputArgs {
     /// See --input-scale.
     #[arg(long, default_value_t = 0.0)]
     pub input_offset: f32,
+}
+
+/// `--device`, parsed once: a wrong value is a usage error naming the choices.
+fn device_spec(s: &str) -> Result<DeviceSpec, String> {
+    s.parse()
+        .map_err(|e: systole_device::DeviceError| e.to_string())
 }
 
 /// `--dataset`, parsed once.

@@ -30,11 +30,14 @@ pub struct TraceArgs {
 impl TraceArgs {
     /// The window asked for on `device`, its file created (so a path that cannot be written
     /// fails before any simulation), or `None` without `--trace`.
-    pub fn window(&self, device: &str) -> anyhow::Result<Option<TraceWindow>> {
+    pub fn window(
+        &self,
+        device: &systole_device::DeviceSpec,
+    ) -> anyhow::Result<Option<TraceWindow>> {
         let Some(path) = &self.trace else {
             return Ok(None);
         };
-        systole_device::traceable(device)?;
+        device.traceable()?;
         let format = match self.trace_format.as_deref() {
             None => None,
             Some("vcd") => Some(TraceFormat::Vcd),

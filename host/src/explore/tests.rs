@@ -122,7 +122,7 @@ fn a_two_point_sweep_reports_and_a_rerun_only_adds_the_new_point() {
         for (seed, acc) in [1, 2].into_iter().zip(&r.acc_per_seed) {
             let cfg = cycles::point_config(&recipe(), &r.point, seed);
             let opts = systole_train::run::RunOptions {
-                device: "golden".into(),
+                device: systole_device::DeviceSpec::Golden,
                 host_step: false,
                 checkpoint_every: 1,
                 check: false,
@@ -423,7 +423,7 @@ fn evaluation_passes_are_not_counted_as_epoch_cycles() {
     let run = cycles::train_point((&recipe(), None), &data, &p, 1).unwrap();
     let recorded: u64 = run.ops.values().sum();
     let opts = systole_train::run::RunOptions {
-        device: "golden".into(),
+        device: systole_device::DeviceSpec::Golden,
         host_step: false,
         checkpoint_every: 1,
         check: false,

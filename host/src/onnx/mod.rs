@@ -147,12 +147,13 @@ pub fn ready(net: Net, ds: &Dataset, map: InputMap) -> anyhow::Result<Ready> {
 
 /// The device `spec` as products for inference (an `array` x `array` array at 16 bits).
 pub fn products(spec: &str, array: usize, check: bool) -> anyhow::Result<DeviceProducts> {
-    products_at(spec, array, check, infer::WORD_BITS)
+    let spec: systole_device::DeviceSpec = spec.parse()?;
+    products_at(&spec, array, check, infer::WORD_BITS)
 }
 
 /// [`products`] on an array of `word_bits`-bit words (its products saturate there).
 pub fn products_at(
-    spec: &str,
+    spec: &systole_device::DeviceSpec,
     array: usize,
     check: bool,
     word_bits: u32,
@@ -163,8 +164,9 @@ pub fn products_at(
         ac = ac.with_word_bits(word_bits);
         ac.validate_built()?;
     }
-    let dev =
-        systole_device::open(spec, ac).with_context(|| format!("opening the device '{spec}'"))?;
+    let dev = spec
+        .open(ac)
+        .with_context(|| format!("opening the device '{spec}'"))?;
     Ok(DeviceProducts::new(dev, check))
 }
 

@@ -47,7 +47,7 @@ fn a_word_width_sweep_trains_and_synthesises_at_w() {
     let cfg = cycles::point_config(&recipe(), &w8.point, 1);
     assert_eq!((cfg.word_bits, cfg.master_bits), (8, 8));
     let opts = systole_train::run::RunOptions {
-        device: "golden".into(),
+        device: systole_device::DeviceSpec::Golden,
         host_step: false,
         checkpoint_every: 1,
         check: false,
