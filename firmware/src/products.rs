@@ -71,6 +71,26 @@ impl<E: core::error::Error + 'static> core::error::Error for ProductsError<E> {
     }
 }
 
+/// What [`BoardProducts`] runs its drivers on: a bus it owns, or the bus a borrow points at
+/// (the server's training step borrows the server's bus). The drivers are compiled for the bus
+/// itself, so an image that serves requests and trains on one bus carries them once.
+pub trait ProductsBus {
+    /// The bus the drivers run on.
+    type Bus: AcceleratorBus;
+    /// That bus.
+    fn bus(&mut self) -> &mut Self::Bus;
+}
+
+impl<T: AcceleratorBus> ProductsBus for &mut T {
+    type Bus = T;
+    fn bus(&mut self) -> &mut T {
+        self
+    }
+}
+
+/// The error of the bus behind `B`.
+type BusError<B> = <<B as ProductsBus>::Bus as AcceleratorBus>::Error;
+
 /// The step's products on the array behind `bus`, described by `config`.
 pub struct BoardProducts<B> {
     bus: B,
@@ -88,7 +108,7 @@ fn numeric<E>(op: &str, source: NumericError) -> ProductsError<E> {
     })
 }
 
-impl<B: AcceleratorBus> BoardProducts<B> {
+impl<B: ProductsBus> BoardProducts<B> {
     /// Products on `bus`, an array of `config` (checked against the device's `CONFIG` at every
     /// product).
     pub fn new(bus: B, config: ArrayConfig) -> Self {
@@ -137,7 +157,7 @@ impl<B: AcceleratorBus> BoardProducts<B> {
         b: &QMatrix,
         tr: Transposed,
         spec: &OutputSpec,
-    ) -> Res<QMatrix, B::Error> {
+    ) -> Res<QMatrix, BusError<B>> {
         let (m, k) = if tr.a {
             (a.cols, a.rows)
         } else {
@@ -169,7 +189,7 @@ impl<B: AcceleratorBus> BoardProducts<B> {
         };
         let mut out = vec![0i16; m * n];
         let st =
-            matmul_views(&mut self.bus, &self.config, &job, tr, &mut out).map_err(|source| {
+            matmul_views(self.bus.bus(), &self.config, &job, tr, &mut out).map_err(|source| {
                 match source {
                     DriverError::KTooLong(k) => numeric(op, NumericError::KTooLong(k)),
                     source => ProductsError::Driver {
@@ -191,7 +211,7 @@ impl<B: AcceleratorBus> BoardProducts<B> {
         frac_in: u32,
         g: &Conv2dGeom,
         spec: &OutputSpec,
-    ) -> Res<QMatrix, B::Error> {
+    ) -> Res<QMatrix, BusError<B>> {
         job.shift = output_shift(frac_in, spec.frac).map_err(|e| numeric(op, e))?;
         if !sends_maps_once(&self.config, &job) {
             return Err(ProductsError::ConvNeedsLowering {
@@ -201,14 +221,15 @@ impl<B: AcceleratorBus> BoardProducts<B> {
         }
         let (m, _, n) = job.shape();
         let mut out = vec![0i16; m * n];
-        let st =
-            conv2d(&mut self.bus, &self.config, &job, &mut out).map_err(|source| match source {
+        let st = conv2d(self.bus.bus(), &self.config, &job, &mut out).map_err(
+            |source| match source {
                 DriverError::KTooLong(k) => numeric(op, NumericError::KTooLong(k)),
                 source => ProductsError::Driver {
                     op: op.to_string(),
                     source,
                 },
-            })?;
+            },
+        )?;
         self.add(&st);
         QMatrix::from_vec(m, n, spec.frac, out).map_err(|e| numeric(op, e))
     }
@@ -241,8 +262,8 @@ fn job<'a>(op: ConvOp, g: &Conv2dGeom, spec: &OutputSpec) -> ConvJob<'a> {
     }
 }
 
-impl<B: AcceleratorBus> Products for BoardProducts<B> {
-    type Error = ProductsError<B::Error>;
+impl<B: ProductsBus> Products for BoardProducts<B> {
+    type Error = ProductsError<BusError<B>>;
 
     fn name(&self) -> String {
         alloc::format!("board {0}x{0}", self.config.size)
@@ -254,7 +275,7 @@ impl<B: AcceleratorBus> Products for BoardProducts<B> {
         a: &QMatrix,
         b: &QMatrix,
         s: &OutputSpec,
-    ) -> Res<QMatrix, B::Error> {
+    ) -> Res<QMatrix, BusError<B>> {
         self.product(op, a, b, Transposed::default(), s)
     }
 
@@ -264,7 +285,7 @@ impl<B: AcceleratorBus> Products for BoardProducts<B> {
         a: &QMatrix,
         b: &QMatrix,
         s: &OutputSpec,
-    ) -> Res<QMatrix, B::Error> {
+    ) -> Res<QMatrix, BusError<B>> {
         let tr = Transposed { a: false, b: true };
         self.product(op, a, b, tr, s)
     }
@@ -275,7 +296,7 @@ impl<B: AcceleratorBus> Products for BoardProducts<B> {
         a: &QMatrix,
         b: &QMatrix,
         s: &OutputSpec,
-    ) -> Res<QMatrix, B::Error> {
+    ) -> Res<QMatrix, BusError<B>> {
         let tr = Transposed { a: true, b: false };
         self.product(op, a, b, tr, s)
     }
@@ -287,7 +308,7 @@ impl<B: AcceleratorBus> Products for BoardProducts<B> {
         w: &QMatrix,
         g: &Conv2dGeom,
         s: &OutputSpec,
-    ) -> Res<QMatrix, B::Error> {
+    ) -> Res<QMatrix, BusError<B>> {
         check_forward(x, w, g).map_err(|e| numeric(op, e))?;
         let j = ConvJob {
             x: &x.data,
@@ -305,7 +326,7 @@ impl<B: AcceleratorBus> Products for BoardProducts<B> {
         w: &QMatrix,
         g: &Conv2dGeom,
         s: &OutputSpec,
-    ) -> Res<QMatrix, B::Error> {
+    ) -> Res<QMatrix, BusError<B>> {
         check_backward_input(dy, w, g).map_err(|e| numeric(op, e))?;
         let j = ConvJob {
             dy: &dy.data,
@@ -323,7 +344,7 @@ impl<B: AcceleratorBus> Products for BoardProducts<B> {
         dy: &QMatrix,
         g: &Conv2dGeom,
         s: &OutputSpec,
-    ) -> Res<QMatrix, B::Error> {
+    ) -> Res<QMatrix, BusError<B>> {
         let checks = g
             .validate()
             .and_then(|()| g.check_map(x, "input", g.in_ch, g.in_h, g.in_w))

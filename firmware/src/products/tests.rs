@@ -83,6 +83,14 @@ fn config() -> ArrayConfig {
     }
 }
 
+// The tests own their stand-in of the array.
+impl super::ProductsBus for MockArray {
+    type Bus = MockArray;
+    fn bus(&mut self) -> &mut MockArray {
+        self
+    }
+}
+
 fn board() -> BoardProducts<MockArray> {
     BoardProducts::new(MockArray::new(config()), config())
 }
