@@ -54,23 +54,37 @@ pub fn bias_add(
     repeat: usize,
     out: &OutputSpec,
 ) -> Result<QMatrix, NumericError> {
+    let shifts = bias_check(y, bias, repeat)?;
+    let shift = output_shift(y.frac.max(bias.frac), out.frac)?;
+    let mut lfsr = Lfsr32::new(out.seed);
+    let mut words = Vec::with_capacity(y.data.len());
+    bias_sums(y, bias, repeat, shifts, |s| {
+        words.push(convert32(s, shift, out.rounding, lfsr.step(), 16) as i16);
+    });
+    QMatrix::from_vec(y.rows, y.cols, out.frac, words)
+}
+
+/// The largest magnitude of [`bias_add`]'s exact sums (in `max(frac_y, frac_bias)` fractional
+/// bits), from which a caller chooses the output format; 0 for no words. Refused as
+/// [`bias_add`] refuses them (shapes, a fraction past `MAX_FRAC`).
+pub fn bias_add_largest(y: &QMatrix, bias: &QMatrix, repeat: usize) -> Result<i64, NumericError> {
+    let shifts = bias_check(y, bias, repeat)?;
+    let mut m = 0u32;
+    bias_sums(y, bias, repeat, shifts, |s| m = m.max(s.unsigned_abs()));
+    Ok(i64::from(m))
+}
+
+/// Checks a bias add's shapes and fractions and returns the shifts that bring `y` and `bias`
+/// to their common `max(frac_y, frac_bias)`. One of them is 0 and the other at most 15 (a
+/// fraction past `MAX_FRAC` is refused), so every sum `(y << sy) + (b << sb)` lies within
+/// `2^30 + 2^15`: it fits i32.
+fn bias_check(y: &QMatrix, bias: &QMatrix, repeat: usize) -> Result<(u32, u32), NumericError> {
     if repeat == 0 || bias.rows != 1 || bias.cols * repeat != y.cols {
         return Err(NumericError::Shape(format!(
             "bias is {}x{} (repeated {repeat} times) but the tensor has {} columns",
             bias.rows, bias.cols, y.cols
         )));
     }
-    let (sy, sb) = bias_shifts(y, bias)?;
-    let shift = output_shift(y.frac.max(bias.frac), out.frac)?;
-    let sums = with_bias(y, bias, repeat).map(|(v, b)| (i32::from(v) << sy) + (i32::from(b) << sb));
-    let words = convert_each32(sums, shift, out.rounding, out.seed);
-    QMatrix::from_vec(y.rows, y.cols, out.frac, words)
-}
-
-/// The shifts that bring `y` and `bias` to their common `max(frac_y, frac_bias)`; refused
-/// for a fraction past `MAX_FRAC`. One of them is 0 and the other at most 15, so every sum
-/// `(y << sy) + (b << sb)` lies within `2^30 + 2^15`: it fits i32.
-fn bias_shifts(y: &QMatrix, bias: &QMatrix) -> Result<(u32, u32), NumericError> {
     if let Some(f) = [y.frac, bias.frac].into_iter().find(|&f| f > MAX_FRAC) {
         return Err(NumericError::FracBits(f));
     }
@@ -78,70 +92,27 @@ fn bias_shifts(y: &QMatrix, bias: &QMatrix) -> Result<(u32, u32), NumericError> 
     Ok((f - y.frac, f - bias.frac))
 }
 
-/// The largest magnitude of [`bias_add`]'s exact sums (in `max(frac_y, frac_bias)` fractional
-/// bits), from which a caller chooses the output format; 0 for no words. Refused as
-/// [`bias_add`] refuses a fraction past `MAX_FRAC`.
-pub fn bias_add_largest(y: &QMatrix, bias: &QMatrix, repeat: usize) -> Result<i64, NumericError> {
-    let (sy, sb) = bias_shifts(y, bias)?;
-    let sums = with_bias(y, bias, repeat)
-        .map(|(v, b)| ((i32::from(v) << sy) + (i32::from(b) << sb)).unsigned_abs());
-    Ok(i64::from(sums.max().unwrap_or(0)))
-}
-
-/// Each word of `y` in row-major order with the bias word it adds, `bias[j / repeat]` for
-/// column `j`, for a `bias` of `y.cols / repeat` words (checked by the caller); without a
-/// division per word (the board's CPU divides in over 30 cycles).
-pub fn with_bias<'a>(
-    y: &'a QMatrix,
-    bias: &'a QMatrix,
+/// Gives `each` the exact sum `(v << sy) + (b << sb)` of every word `v` of `y` in row-major
+/// order with its bias word `b = bias[j / repeat]` (shapes checked by [`bias_check`]): nested
+/// loops over rows, bias words and their `repeat` columns, no division or counter per word
+/// (the board's CPU divides in over 30 cycles).
+fn bias_sums(
+    y: &QMatrix,
+    bias: &QMatrix,
     repeat: usize,
-) -> impl Iterator<Item = (i16, i16)> + 'a {
-    WithBias {
-        words: y.data.iter(),
-        bias: &bias.data[..(y.cols / repeat.max(1)).min(bias.data.len())],
-        repeat: repeat.max(1),
-        at: 0,
-        used: 0,
+    (sy, sb): (u32, u32),
+    mut each: impl FnMut(i32),
+) {
+    if y.cols == 0 {
+        return;
     }
-}
-
-/// [`with_bias`]'s walk: counters instead of a division per word.
-struct WithBias<'a> {
-    words: core::slice::Iter<'a, i16>,
-    bias: &'a [i16],
-    repeat: usize,
-    /// The current bias word and the words of `y` it has been paired with so far.
-    at: usize,
-    used: usize,
-}
-
-impl Iterator for WithBias<'_> {
-    type Item = (i16, i16);
-
-    #[inline]
-    fn next(&mut self) -> Option<(i16, i16)> {
-        let v = *self.words.next()?;
-        let b = *self.bias.get(self.at)?;
-        self.used += 1;
-        if self.used == self.repeat {
-            self.used = 0;
-            self.at += 1;
-            if self.at == self.bias.len() {
-                self.at = 0;
+    for row in y.data.chunks_exact(y.cols) {
+        for (group, &b) in row.chunks_exact(repeat).zip(&bias.data) {
+            let b = i32::from(b) << sb;
+            for &v in group {
+                each((i32::from(v) << sy) + b);
             }
         }
-        Some((v, b))
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        // One pair a word (the bias wraps around), none without a bias: exact, so a
-        // collected tensor is allocated once.
-        let n = if self.bias.is_empty() {
-            0
-        } else {
-            self.words.len()
-        };
-        (n, Some(n))
     }
 }
 
