@@ -58,9 +58,20 @@ pub fn bias_add(
     let shift = output_shift(y.frac.max(bias.frac), out.frac)?;
     let mut lfsr = Lfsr32::new(out.seed);
     let mut words = Vec::with_capacity(y.data.len());
-    bias_sums(y, bias, repeat, shifts, |s| {
-        words.push(convert32(s, shift, out.rounding, lfsr.step(), 16) as i16);
-    });
+    // One loop per mode, the conversion folded for its mode (fewer branches and registers a
+    // word on the board's CPU): `convert32` of that mode.
+    let mut put = |s: i32, mode: Rounding| {
+        words.push(convert32(s, shift, mode, lfsr.step(), 16) as i16);
+    };
+    match out.rounding {
+        Rounding::Stochastic => {
+            bias_sums(y, bias, repeat, shifts, |s| put(s, Rounding::Stochastic))
+        }
+        Rounding::NearestEven => {
+            bias_sums(y, bias, repeat, shifts, |s| put(s, Rounding::NearestEven))
+        }
+        Rounding::Truncate => bias_sums(y, bias, repeat, shifts, |s| put(s, Rounding::Truncate)),
+    }
     QMatrix::from_vec(y.rows, y.cols, out.frac, words)
 }
 
