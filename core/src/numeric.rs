@@ -296,6 +296,52 @@ pub const fn convert(acc: i64, shift: u32, rounding: Rounding, random: u32, word
     saturate(round_shift(acc, shift, rounding, random), word_bits)
 }
 
+/// [`convert`] of a value that fits `i32`, in 32-bit arithmetic (the board's CPU forms 64-bit
+/// sums, shifts and compares from several instructions each): the same word for every input.
+/// The floor of the shift and the rounding of the dropped bits are formed apart, so nothing
+/// wraps: `(acc + r) >> s = (acc >> s) + ((low + r) >> s)` with `low, r < 2^s`.
+#[inline]
+pub const fn convert32(
+    acc: i32,
+    shift: u32,
+    rounding: Rounding,
+    random: u32,
+    word_bits: u32,
+) -> i32 {
+    if shift >= 32 {
+        // Only 32 itself is accepted; the dropped bits and the random word then fill a u32.
+        return convert(acc as i64, shift, rounding, random, word_bits) as i32;
+    }
+    let q = if shift == 0 {
+        acc
+    } else {
+        let mask = (1u32 << shift) - 1;
+        let low = acc as u32 & mask;
+        let floor = acc >> shift;
+        match rounding {
+            Rounding::Truncate => floor,
+            Rounding::NearestEven => {
+                let half = 1u32 << (shift - 1);
+                if low > half || (low == half && floor & 1 == 1) {
+                    floor + 1
+                } else {
+                    floor
+                }
+            }
+            // low + r < 2^(shift + 1) <= 2^32 - 2: no wrap for shift <= 31.
+            Rounding::Stochastic => floor + ((low + (random & mask)) >> shift) as i32,
+        }
+    };
+    let (lo, hi) = (word_min(word_bits) as i32, word_max(word_bits) as i32);
+    if q < lo {
+        lo
+    } else if q > hi {
+        hi
+    } else {
+        q
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -422,6 +468,30 @@ mod tests {
             let (fl, fr) = (exact.floor(), exact - exact.floor());
             let want = if fr > 0.5 || (fr == 0.5 && (fl as i64) & 1 == 1) { fl + 1.0 } else { fl };
             proptest::prop_assert_eq!(n as f64, want);
+        }
+
+        #[test]
+        fn convert32_is_convert(
+            acc: i32,
+            small in -70_000i32..70_000,
+            shift in 0u32..=32,
+            r: u32,
+            word_bits in MIN_WORD_BITS..=MAX_WORD_BITS,
+        ) {
+            for rounding in Rounding::ALL {
+                // An exact half of the last kept unit (a tie), and the extremes.
+                let tie = match shift {
+                    1..=31 => (acc & !(1i32 << shift).wrapping_sub(1)) | 1 << (shift - 1),
+                    _ => acc,
+                };
+                for v in [acc, small, tie, i32::MIN, i32::MAX] {
+                    proptest::prop_assert_eq!(
+                        convert32(v, shift, rounding, r, word_bits) as i64,
+                        convert(v as i64, shift, rounding, r, word_bits),
+                        "{} >> {} {:?} r {:#x} W {}", v, shift, rounding, r, word_bits
+                    );
+                }
+            }
         }
 
         #[test]

@@ -78,10 +78,10 @@ impl QMatrix {
         QMatrix::from_vec(rows, cols, frac, data)
     }
 
-    /// The real values.
+    /// The real values: `w as f32 * 2^-frac` of each word, built from its bits ([`word_to_f32`]).
     pub fn to_f32(&self) -> Vec<f32> {
-        let scale = 1.0 / (1u64 << self.frac) as f32;
-        self.data.iter().map(|&w| w as f32 * scale).collect()
+        let frac = self.frac;
+        self.data.iter().map(|&w| word_to_f32(w, frac)).collect()
     }
 
     /// Element `(r, c)`.
@@ -100,6 +100,24 @@ impl QMatrix {
         }
         out
     }
+}
+
+/// `w as f32 * (1.0 / (1u64 << frac) as f32)`, exact (a word has fewer bits than an f32's
+/// significand, and the scale is a power of two in the normal range), written as the float's
+/// bits: a 32-bit CPU without an FPU otherwise calls two soft-float routines a word.
+#[inline]
+pub fn word_to_f32(w: i16, frac: u32) -> f32 {
+    if w == 0 || frac > 63 {
+        // +0.0 (the product of +0.0 and a positive scale); frac > 63 is no tensor's (the
+        // expression itself, which refuses it as it always did).
+        return w as f32 * (1.0 / (1u64 << frac) as f32);
+    }
+    let sign = u32::from(w < 0) << 31;
+    let m = i32::from(w).unsigned_abs();
+    // The top bit's place: |w| = 1.f · 2^top; the biased exponent stays above 63.
+    let top = 31 - m.leading_zeros();
+    let exponent = (127 + top - frac) << 23;
+    f32::from_bits(sign | exponent | ((m << (23 - top)) & 0x7F_FFFF))
 }
 
 /// Format and rounding of an operation's output.
@@ -181,6 +199,18 @@ pub fn output_shift(frac_in: u32, frac_out: u32) -> Result<u32, NumericError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every word at every fraction a tensor can have, and beyond: the float expression's bits.
+    #[test]
+    fn word_to_f32_is_the_float_product() {
+        for frac in 0..=63 {
+            let scale = 1.0 / (1u64 << frac) as f32;
+            for w in i16::MIN..=i16::MAX {
+                let want = w as f32 * scale;
+                assert_eq!(word_to_f32(w, frac).to_bits(), want.to_bits(), "{w} {frac}");
+            }
+        }
+    }
 
     #[test]
     fn from_f32_rounds_to_nearest_even_and_saturates() {

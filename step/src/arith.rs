@@ -4,6 +4,7 @@
 //! ([`crate::model`]) is written once, generic over it, so every precision trains the very same
 //! network.
 
+use crate::profile::{section, Section};
 use crate::StepError;
 use alloc::collections::BTreeMap;
 use alloc::string::String;
@@ -86,6 +87,26 @@ pub trait Arith {
 
     /// Real values of a tensor.
     fn to_host(&self, t: &Self::T) -> Vec<f32>;
+
+    /// Softmax cross-entropy of the logits `t` ([`crate::loss::softmax_xent_scaled`] of their
+    /// host values): the mean loss, the correct count and the gradient. An arithmetic may form
+    /// it otherwise with the same bits (fixed point does, from the words).
+    fn softmax_xent(
+        &self,
+        t: &Self::T,
+        labels: &[u8],
+        classes: usize,
+        denom: usize,
+    ) -> (f32, usize, Vec<f32>) {
+        let logits = self.to_host(t);
+        let _p = section(Section::Softmax);
+        crate::loss::softmax_xent_scaled(&logits, labels, classes, denom)
+    }
+
+    /// [`Arith::softmax_xent`]'s loss and correct count only ([`crate::loss::softmax_loss`]).
+    fn softmax_loss(&self, t: &Self::T, labels: &[u8], classes: usize) -> (f32, usize) {
+        crate::loss::softmax_loss(&self.to_host(t), labels, classes)
+    }
 
     /// Shape `(rows, cols)`.
     fn shape(&self, t: &Self::T) -> (usize, usize);

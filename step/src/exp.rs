@@ -113,7 +113,26 @@ fn fixed_exp(x: f32) -> Option<f32> {
         // |x| >= 104: e^x is below half the smallest subnormal (e^-104 < 0.98 · 2^-150).
         return Some(0.0);
     }
-    let big_x = mant << shift;
+    fixed_exp_q56(mant << shift)
+}
+
+/// `exp_f32(-(d as f32) / 2^frac)` for `frac <= 15` (`v - m` of two logit words `m - v = d`
+/// apart with `frac` fractional bits: an exact f32), from the integers.
+pub fn exp_neg_words(d: u32, frac: u32) -> f32 {
+    if d == 0 {
+        return 1.0;
+    }
+    // |x| = d / 2^frac >= 104: 0, as `fixed_exp` gives it.
+    if frac > 15 || u64::from(d) >= 104 << frac {
+        return exp_f32(-(d as f32) / (1u32 << frac.min(31)) as f32);
+    }
+    // X = |x| · 2^56 exactly.
+    fixed_exp_q56(u64::from(d) << (56 - frac))
+        .unwrap_or_else(|| libm::exp(-(d as f64) / (1u64 << frac) as f64) as f32)
+}
+
+/// `e^-X` for `X = |x| · 2^56 < 104 · 2^56`, as [`fixed_exp`] gives it (`None`: `libm`'s).
+fn fixed_exp_q56(big_x: u64) -> Option<f32> {
     if big_x >= 86 << 56 {
         // A subnormal or near-subnormal result: `libm`.
         return None;
@@ -182,6 +201,25 @@ mod tests {
         for frac in 0..16 {
             for x in softmax_inputs(frac, 1) {
                 assert_eq!(exp_f32(x).to_bits(), libm_exp(x).to_bits(), "e^{x}");
+            }
+        }
+    }
+
+    /// From the words' difference: the f32 path's bits at every fraction, for every difference a
+    /// 16-bit tensor can have (every 3rd; all in `exp_is_libms_on_every_softmax_input`'s range).
+    #[test]
+    fn exp_of_words_is_exp_of_their_difference() {
+        for frac in 0..16 {
+            for d in (0..1u32 << 16)
+                .step_by(3)
+                .chain([65_535, 104 << frac, (86 << frac) + 1])
+            {
+                let x = -(d as f32) / (1u32 << frac) as f32;
+                assert_eq!(
+                    exp_neg_words(d, frac).to_bits(),
+                    exp_f32(x).to_bits(),
+                    "{d} {frac}"
+                );
             }
         }
     }

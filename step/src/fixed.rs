@@ -37,7 +37,7 @@ use crate::{numeric, Products};
 use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::String;
-use systole_core::elementwise::{convert_each, convert_sequential};
+use systole_core::elementwise::{convert_each, convert_each32, convert_sequential};
 use systole_core::tensor::{OutputSpec, QMatrix};
 use systole_core::Rounding;
 
@@ -176,9 +176,20 @@ impl<P: Products> Fixed<P> {
         frac_in: u32,
     ) -> Result<QMatrix, P::Error> {
         let w = self.w();
-        let frac = frac_for_exact_at(v.iter().map(|x| x.abs()).max().unwrap_or(0), frac_in, w);
+        let m = v.iter().map(|x| x.abs()).max().unwrap_or(0);
+        let frac = frac_for_exact_at(m, frac_in, w);
         let seed = self.next_seed();
-        let data = convert_sequential(v, frac_in - frac, self.rounding, seed);
+        let data = if m <= i64::from(i32::MAX) {
+            // Every value fits i32: converted in 32-bit arithmetic, the same words.
+            convert_each32(
+                v.iter().map(|&x| x as i32),
+                frac_in - frac,
+                self.rounding,
+                seed,
+            )
+        } else {
+            convert_sequential(v, frac_in - frac, self.rounding, seed)
+        };
         let q = QMatrix::from_vec(rows, cols, frac, data).map_err(numeric(op))?;
         Ok(saturate_to(q, w))
     }

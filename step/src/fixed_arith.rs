@@ -11,6 +11,7 @@ use crate::fixed::Fixed;
 use crate::offload::Product;
 use crate::profile::{section, Section};
 use crate::sgd_sums::convert_affine;
+use crate::softmax_words;
 use crate::width::{fits, frac_for_exact_at, frac_for_max_at, saturate_to};
 use crate::{numeric, Products, SaturationCount, StepError};
 use alloc::collections::BTreeMap;
@@ -19,7 +20,7 @@ use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 use systole_core::conv2d::Conv2dGeom;
-use systole_core::elementwise::{self, convert_each, convert_sequential};
+use systole_core::elementwise;
 use systole_core::tensor::QMatrix;
 
 impl<P: Products> Arith for Fixed<P> {
@@ -56,21 +57,38 @@ impl<P: Products> Arith for Fixed<P> {
         let frac = frac_for_max_at(exact::max_abs(v), w);
         // 16 extra bits carry the value into the contract's conversion, which then rounds it:
         // `rint(x · 2^(frac + 16))`, formed in integers (`exact`: the same bits as in f64).
-        let exact = v.iter().map(|&x| exact::scaled_rint(x, frac + 16));
         let seed = self.next_seed();
-        let q = QMatrix::from_vec(
-            rows,
-            cols,
-            frac,
-            convert_each(exact, 16, self.rounding, seed),
-        )
-        .map_err(numeric(op))?;
+        let words = exact::import_words(v, frac, self.rounding, seed);
+        let q = QMatrix::from_vec(rows, cols, frac, words).map_err(numeric(op))?;
         Ok(saturate_to(q, w))
     }
 
     fn to_host(&self, t: &QMatrix) -> Vec<f32> {
         let _p = section(Section::ToHost);
         t.to_f32()
+    }
+
+    fn softmax_xent(
+        &self,
+        t: &QMatrix,
+        labels: &[u8],
+        classes: usize,
+        denom: usize,
+    ) -> (f32, usize, Vec<f32>) {
+        if !softmax_words::fits(t, labels, classes) {
+            let logits = self.to_host(t);
+            let _p = section(Section::Softmax);
+            return crate::loss::softmax_xent_scaled(&logits, labels, classes, denom);
+        }
+        let _p = section(Section::Softmax);
+        softmax_words::softmax_xent_words((&t.data, t.frac), labels, classes, denom)
+    }
+
+    fn softmax_loss(&self, t: &QMatrix, labels: &[u8], classes: usize) -> (f32, usize) {
+        if !softmax_words::fits(t, labels, classes) {
+            return crate::loss::softmax_loss(&self.to_host(t), labels, classes);
+        }
+        softmax_words::softmax_loss_words((&t.data, t.frac), labels, classes)
     }
 
     fn shape(&self, t: &QMatrix) -> (usize, usize) {
@@ -140,11 +158,7 @@ impl<P: Products> Arith for Fixed<P> {
             .into());
         }
         let f = y.frac.max(bias.frac);
-        let (sy, sb) = (f - y.frac, f - bias.frac);
-        let m = elementwise::with_bias(y, bias, repeat)
-            .map(|(v, b)| (((v as i64) << sy) + ((b as i64) << sb)).abs())
-            .max()
-            .unwrap_or(0);
+        let m = elementwise::bias_add_largest(y, bias, repeat).map_err(numeric(op))?;
         let w = self.w();
         let spec = self.spec(frac_for_exact_at(m, f, w));
         let z = elementwise::bias_add(y, bias, repeat, &spec).map_err(numeric(op))?;
@@ -167,12 +181,7 @@ impl<P: Products> Arith for Fixed<P> {
                 *sum += group.iter().map(|&v| v as i64).sum::<i64>();
             }
         }
-        let w = self.w();
-        let frac = frac_for_exact_at(s.iter().map(|v| v.abs()).max().unwrap_or(0), dy.frac, w);
-        let seed = self.next_seed();
-        let data = convert_sequential(&s, dy.frac - frac, self.rounding, seed);
-        let q = QMatrix::from_vec(1, s.len(), frac, data).map_err(numeric(op))?;
-        Ok(saturate_to(q, w))
+        self.from_exact(op, 1, s.len(), &s, dy.frac)
     }
 
     fn relu(&self, x: &QMatrix) -> QMatrix {

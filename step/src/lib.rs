@@ -40,6 +40,7 @@ pub mod resident;
 pub mod rng;
 pub mod seeds;
 mod sgd_sums;
+mod softmax_words;
 pub mod step;
 pub mod width;
 

@@ -108,13 +108,18 @@ fn count(counts: &mut BTreeMap<String, SaturationCount>, op: &str, add: Saturati
     }
 }
 
-/// [`saturated_at`] and the largest magnitude of `y`'s words, in one pass.
+/// [`saturated_at`] and the largest magnitude of `y`'s words (W-bit words, as saturated), in
+/// one pass: a word's offset from the range's bottom, minus one, reaches the top of the
+/// range's span only at either end (0 wraps), one compare a word.
 fn saturated_and_largest(y: &QMatrix, w: u32) -> (u64, u32) {
-    let (lo, hi) = (word_min(w) as i32, word_max(w) as i32);
-    y.data.iter().fold((0, 0), |(sat, m), &x| {
+    let lo = word_min(w) as i32;
+    let span = (word_max(w) - word_min(w)) as u32;
+    let (sat, m) = y.data.iter().fold((0u32, 0u32), |(sat, m), &x| {
         let x = i32::from(x);
-        (sat + u64::from(x == lo || x == hi), m.max(x.unsigned_abs()))
-    })
+        let at_end = ((x - lo) as u32).wrapping_sub(1) >= span - 1;
+        (sat + u32::from(at_end), m.max(x.unsigned_abs()))
+    });
+    (u64::from(sat), m)
 }
 
 fn max_abs(m: &QMatrix) -> f64 {
@@ -312,5 +317,26 @@ impl<P: Products> Fixed<P> {
             count(&mut self.saturation, op, add);
         }
         Ok(y)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every word at every width (the words of a W-bit tensor, as the step saturates them):
+    /// the count of `saturated_at` and the largest magnitude.
+    #[test]
+    fn one_pass_scan_is_the_count_and_the_max() {
+        for w in systole_core::numeric::MIN_WORD_BITS..=16 {
+            let words: Vec<i16> = (i16::MIN..=i16::MAX).collect();
+            let y = saturate_to(QMatrix::from_vec(256, 256, 0, words).unwrap(), w);
+            let m = y.data.iter().map(|&x| i32::from(x).unsigned_abs()).max();
+            let got = saturated_and_largest(&y, w);
+            assert_eq!(got, (saturated_at(&y, w), m.unwrap()), "W {w}");
+            let one =
+                QMatrix::from_vec(1, 3, 0, vec![(1 - (1i32 << (w - 1))) as i16, 0, 3]).unwrap();
+            assert_eq!(saturated_and_largest(&one, w).0, 0, "W {w}");
+        }
     }
 }

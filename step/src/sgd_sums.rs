@@ -6,7 +6,7 @@
 
 use crate::width::frac_for_exact_at;
 use alloc::vec::Vec;
-use systole_core::elementwise::convert_each;
+use systole_core::elementwise::{convert_each, convert_each32};
 use systole_core::Rounding;
 
 fn largest(t: &[i16]) -> u64 {
@@ -50,7 +50,7 @@ pub(crate) fn convert_affine(
         };
         let m = sums().map(i32::unsigned_abs).max().unwrap_or(0);
         let frac = frac_for_exact_at(i64::from(m), frac_in, width);
-        let words = convert_each(sums().map(i64::from), frac_in - frac, rounding, seed);
+        let words = convert_each32(sums(), frac_in - frac, rounding, seed);
         (frac, words)
     } else {
         let sums = || {

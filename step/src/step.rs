@@ -5,7 +5,6 @@
 use crate::arith::Arith;
 use crate::graph::run;
 use crate::graph::Graph;
-use crate::loss::{softmax_xent, softmax_xent_scaled};
 use crate::profile::{section, Section};
 use crate::StepError;
 use alloc::format;
@@ -60,11 +59,7 @@ fn grads_from<A: Arith>(
     let rows = labels.len();
     let classes = graph.classes;
     let (logits, tape) = run::forward(a, graph, params, x, rows)?;
-    let logits = a.to_host(&logits);
-    let (loss, ok, grad) = {
-        let _softmax = section(Section::Softmax);
-        softmax_xent_scaled(&logits, labels, classes, denom)
-    };
+    let (loss, ok, grad) = a.softmax_xent(&logits, labels, classes, denom);
     if !loss.is_finite() {
         return Err(StepError::Diverged { step, loss }.into());
     }
@@ -181,8 +176,7 @@ fn forward_loss<A: Arith>(
     labels: &[u8],
 ) -> Result<(f32, usize), A::Error> {
     let (logits, _) = run::forward(a, graph, params, x, labels.len())?;
-    let (loss, ok, _) = softmax_xent(&a.to_host(&logits), labels, graph.classes);
-    Ok((loss, ok))
+    Ok(a.softmax_loss(&logits, labels, graph.classes))
 }
 
 /// The images (host values, row-major) and labels of some images of a split.
