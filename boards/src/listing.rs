@@ -76,9 +76,9 @@ mod tests {
             "{nexys}"
         );
         let ice = t.lines().find(|l| l.starts_with("icebreaker")).unwrap();
-        // The UP5K runs its logic on half the 12 MHz oscillator.
+        // The UP5K runs its logic on the 12 MHz oscillator.
         assert!(
-            ice.contains("2x2") && ice.contains(" 6MHz") && ice.ends_with("; none"),
+            ice.contains("2x2") && ice.contains(" 12MHz") && ice.ends_with("; none"),
             "{ice}"
         );
     }

@@ -13,9 +13,9 @@
 //! of the next command's bank while the previous command still computes from it.
 //!
 //! `GatherEngine::kernel` (with the [`Walker`] and [`FmRam`] blocks) is the engine as rust-hdl
-//! simulates it; the Verilog that Verilator and the FPGA flows see is written out by
-//! `verilog.rs` with all registers in one clocked block, so that an idle engine costs the
-//! simulator next to nothing (see there).
+//! simulates it; the Verilog that Verilator and the FPGA flows see is `hdl/verilog/gather.v`,
+//! whose registers sit in clocked blocks so that an idle engine costs the simulator next to
+//! nothing (`verilog.rs` fixes its parameters and joins its ports to rust-hdl's).
 
 use crate::fm_ram::FmRam;
 use crate::walker::Walker;
@@ -28,7 +28,7 @@ use systole_core::regmap::gcmd;
 
 // `kernel` slices at literal offsets (all rust-hdl's `hdl_gen` accepts); they are those of
 // `systole_core::gather::layout` and `regmap::gcmd`, checked here at compile time. (The walker's
-// own fields are checked in `walker.rs`; the Verilog of `verilog.rs` takes them from the layout.)
+// own fields are checked in `walker.rs`; `gather.v` gets them from the layout as parameters.)
 const _: () = {
     const fn at(f: systole_core::field::Field, lsb: u32, width: u32) -> bool {
         f.lsb == lsb && f.width == width

@@ -293,11 +293,14 @@ mod tests {
             let v = generate_verilog(&cfg).unwrap();
             // 16 PEs and 4 converters at W; the converters' sums at their width.
             assert_eq!(v.matches("prod = a_w * b_w;").count(), 16, "W = {w}");
-            assert_eq!(v.matches(&format!("localparam W = {w};")).count(), 20);
+            assert_eq!(v.matches(&format!("localparam W = {w};")).count(), 22);
             let sum = format!("localparam SUM = {};", crate::converter_width::sum_bits(w));
             assert_eq!(v.matches(&sum).count(), 4, "W = {w}");
-            let fm_copies = format!("reg [{}:0] fm_0 [0:16383], fm_1 [0:16383];", 2 * w - 1);
-            assert_eq!(v.matches(&fm_copies).count(), 2, "W = {w}");
+            // The two gather engines (at `W`, counted above): 4 lanes, rows of 4 words.
+            for engine in ["N = 4;", "ROW_WORDS = 4;", "FM_WORDS = 32768;"] {
+                let line = format!("localparam {engine}");
+                assert_eq!(v.matches(&line).count(), 2, "W = {w}: {line}");
+            }
             if let Some((ok, text)) = lint(&format!("sa4_w{w}"), &v) {
                 assert!(
                     ok,

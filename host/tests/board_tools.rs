@@ -37,9 +37,9 @@ fn tools_get_paths_that_work_from_the_build_folder() {
     };
     let out = run("bitstream --board icebreaker --array 2 --out builds/ice");
     assert!(out.contains("bitstream builds/ice/top.bin"), "{out}");
-    // The stub router's 60 MHz against the 6 MHz logic clock.
+    // The stub router's 60 MHz against the 12 MHz logic clock (the oscillator's).
     assert!(
-        out.contains("timing met: fmax 60.00 MHz for the 6 MHz clock"),
+        out.contains("timing met: fmax 60.00 MHz for the 12 MHz clock"),
         "{out}"
     );
     assert!(work.join("builds/ice/timing.json").is_file());

@@ -406,24 +406,29 @@ fn mutations_of_the_hand_written_verilog_are_caught() {
         gather_run(
             (3, 16, 512, 16),
             4_000,
-            Some(("x = l_qx_2 + kw_qx", "x = l_qx_2 - kw_qx")),
+            Some((
+                "x = l_qx[16*LA +: 16] + kw_qx",
+                "x = l_qx[16*LA +: 16] - kw_qx",
+            )),
         ),
     );
     // The feature map's layout: two lanes per copy, half a row per port, the word picked
     // after the registered entry, and the reads paused while a row is written.
     for (n, from, to) in [
-        (
-            4,
-            "fm_1[e_3] = {fm_data$3, fm_data$2}",
-            "fm_1[e_3] = {fm_data$2, fm_data$3}",
-        ),
-        (4, "q_1[{sel_1, 4'h0} +: 16]", "q_1[{sel_0, 4'h0} +: 16]"),
+        (4, "mem[e_b] = half_hi;", "mem[e_b] = half_lo;"),
+        (4, "q_a[W*sel_a +: W]", "q_a[W*sel_b +: W]"),
         (
             3,
-            "if (~fm_we) q_2 <= fm_1[e_2]",
-            "if (~fm_we) q_2 <= fm_1[e_3]",
+            "if (~fm_we) q_a <= mem[e_a];",
+            "if (~fm_we) q_a <= mem[e_b];",
         ),
-        (3, "bank_busy[bank]) | fm_we)", "bank_busy[bank]) & fm_we)"),
+        (3, "bank_busy[bank]) | fm_we;", "bank_busy[bank]) & fm_we;"),
+        // The walkers: level 1's coordinate step read from level 0's word.
+        (
+            4,
+            "dq = cfg[BASE + 32*STEP_Q1_WORD +: 32];",
+            "dq = cfg[BASE + 32*STEP_Q0_WORD +: 32];",
+        ),
     ] {
         caught(
             "gather",
@@ -434,11 +439,14 @@ fn mutations_of_the_hand_written_verilog_are_caught() {
     // and the word picked at 16-bit offsets in a 12-bit entry.
     for (from, to) in [
         (
-            "fm_1[e_3] = {fm_data$3[11:0], fm_data$2[11:0]}",
-            "fm_1[e_3] = {1'b0, fm_data$3[10:0], fm_data$2[11:0]}",
+            "fm_data[16*(HALF+i) +: W];",
+            "{1'b0, fm_data[16*(HALF+i) +: W-1]};",
         ),
-        ("{{4{word_2[11]}}, word_2}", "{{4{1'b0}}, word_2}"),
-        ("q_1[sel_1 * 12 +: 12]", "q_1[sel_1 * 16 +: 12]"),
+        (
+            "{{(16-W){word_a[W-1]}}, word_a}",
+            "{{(16-W){1'b0}}, word_a}",
+        ),
+        ("q_a[W*sel_a +: W]", "q_a[16*sel_a +: W]"),
     ] {
         caught(
             "gather",

@@ -178,3 +178,60 @@ fn gather_engine_matches_the_model() {
         16,
     );
 }
+
+/// `gather.v` declares the engine's ports as rust-hdl does, the per-lane ones packed (`fm_data`
+/// holds the `fm_data$i`, `wr_data` the `wr_data$i`, 16 bits a lane), and its parameters in
+/// the order and with the defaults the crate passes.
+#[test]
+fn gather_file_declares_the_blocks_ports_and_parameters() {
+    use crate::vfile::{header, rust_hdl_ports, Decl, Dir};
+    let (n, row_words) = (4, 4);
+    let mut e = GatherEngine::new(n, GA_CFG, GA_CMD, 64, 512, 16).unwrap();
+    e.connect_all();
+    let v = generate_verilog(&e);
+    let first = v.split("endmodule").next().unwrap();
+    let lanes = |decl: &str| {
+        (0..n)
+            .filter(|i| first.contains(&format!("{decl}{i};")))
+            .count()
+    };
+    assert_eq!(
+        lanes("input wire signed [15:0] fm_data$"),
+        row_words,
+        "{first}"
+    );
+    assert_eq!(lanes("output wire signed [15:0] wr_data$"), n, "{first}");
+    let mut want = rust_hdl_ports(&v);
+    let packed = |name: &str, dir, range: &str| Decl {
+        name: name.into(),
+        dir,
+        signed: false,
+        range: Some(range.into()),
+    };
+    want.push(packed("fm_data", Dir::In, "ROW_WORDS*16-1:0"));
+    want.push(packed("wr_data", Dir::Out, "N*16-1:0"));
+    let mut got = header(verilog::GATHER_V).unwrap().ports;
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
+    let shape = verilog::EngineShape {
+        n,
+        row_words,
+        fm_words: 512,
+        enabled: true,
+        word_bits: 16,
+    };
+    let params = verilog::params(&shape);
+    let file = header(verilog::GATHER_V).unwrap().params;
+    let names: Vec<&str> = params.iter().map(|p| p.0).collect();
+    assert_eq!(&file[..names.len()], &names[..]);
+    // The model's constants follow, which rust-hdl declares.
+    assert_eq!(
+        &file[names.len()..],
+        ["a_cfg", "a_cmd", "depth", "lanes_last", "enabled"]
+    );
+    for (name, value) in params {
+        let line = format!("parameter {name} = {value},");
+        assert!(verilog::GATHER_V.contains(&line), "gather.v lacks {line:?}");
+    }
+}

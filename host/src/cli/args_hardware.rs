@@ -34,7 +34,7 @@ pub struct BitstreamArgs {
     pub soc: bool,
     /// Design clock in MHz: on a board with a PLL (ulx3s-85f: 50 by default) any frequency
     /// its dividers make exactly, for a design that does not close timing at the default; on
-    /// one without, its oscillator or half of it (icebreaker: 6 by default, or 12).
+    /// one without, its oscillator or half of it (icebreaker: 12 by default, or 6).
     #[arg(long)]
     pub clock_mhz: Option<f64>,
     /// Build folder.
