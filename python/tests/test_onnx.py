@@ -173,6 +173,10 @@ def test_eval_takes_a_word_width_for_a_float_model(run, tmp_path):
             assert (tmp_path / "py" / f).read_bytes() == (tmp_path / "cli" / f).read_bytes(), f
     with pytest.raises(systole.OptionError, match="--word-bits 20: give a word width from 8 to 16 bits"):
         systole.eval(model, word_bits=20, **opts)
+    # Exported at W, the file carries W: evaluated as it is, it gives the float file's logits at W.
+    f = systole.export(model, tmp_path / "w.onnx", dataset="digits", word_bits=w, verbose=False)
+    e = systole.eval(f, **opts)
+    assert e["formats"]["word_bits"] == w and np.array_equal(e["logits"], r["logits"])
     # A run, and an export that carries its formats, keep their own width.
     with pytest.raises(systole.ModelError, match="holds 16-bit words of its own .*give 16"):
         systole.eval(run, word_bits=w, **opts)
