@@ -122,6 +122,23 @@ fn trace_requests_that_cannot_work_are_clear_errors_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let t = dir.path().join("t.vcd");
     let t = t.to_str().unwrap();
+    // A format that is none is a usage error naming the choices.
+    let o = systole(&[
+        "check",
+        "--device",
+        "verilator",
+        "--trace",
+        t,
+        "--trace-format",
+        "gtkw",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("invalid value 'gtkw'") && err.contains("vcd, fst"),
+        "{err}"
+    );
+    assert!(!Path::new(t).exists());
     let cases: [(&[&str], &[&str]); 7] = [
         (&["check", "--trace", t], &["--device verilator", "golden"]),
         (

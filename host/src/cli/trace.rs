@@ -13,9 +13,9 @@ pub struct TraceArgs {
     /// Verilated on first use, about a minute, then cached).
     #[arg(long)]
     pub trace: Option<PathBuf>,
-    /// Trace format, vcd or fst [default: the --trace file's extension].
-    #[arg(long, requires = "trace")]
-    pub trace_format: Option<String>,
+    /// Trace format [default: the --trace file's extension].
+    #[arg(long, value_enum, requires = "trace")]
+    pub trace_format: Option<TraceFormatArg>,
     /// First cycle traced (cycles count from the model's creation, its reset included).
     #[arg(long, value_parser = super::whole_u64, default_value_t = 0, requires = "trace")]
     pub trace_from: u64,
@@ -25,6 +25,15 @@ pub struct TraceArgs {
     /// Replace an existing --trace file (without this it is refused, and left as it is).
     #[arg(long, requires = "trace")]
     pub overwrite_trace: bool,
+}
+
+/// `--trace-format`'s choices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TraceFormatArg {
+    /// Value change dump (text).
+    Vcd,
+    /// Fast signal trace (compressed; GTKWave and Surfer read it).
+    Fst,
 }
 
 impl TraceArgs {
@@ -38,12 +47,10 @@ impl TraceArgs {
             return Ok(None);
         };
         device.traceable()?;
-        let format = match self.trace_format.as_deref() {
-            None => None,
-            Some("vcd") => Some(TraceFormat::Vcd),
-            Some("fst") => Some(TraceFormat::Fst),
-            Some(f) => anyhow::bail!("unknown --trace-format '{f}': use vcd or fst"),
-        };
+        let format = self.trace_format.map(|f| match f {
+            TraceFormatArg::Vcd => TraceFormat::Vcd,
+            TraceFormatArg::Fst => TraceFormat::Fst,
+        });
         let w = TraceWindow::new(path, format, self.trace_from, self.trace_cycles)?;
         w.create_file(self.overwrite_trace)?;
         Ok(Some(w))
