@@ -15,6 +15,7 @@ The walkthrough is docs/PYTHON.md.
 """
 
 import json
+import tempfile
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,7 +130,9 @@ def train(*, verbose: bool = True, **options: Any) -> TrainResult:
     The options are the command line's, as keyword arguments (``--lr-decay 0.9`` is
     ``lr_decay=0.9``, ``--check`` is ``check=True``, ``--hidden 64,32`` is ``hidden=[64, 32]``):
     ``device`` (``"golden"``, ``"verilator"``, ``"serial:PATH"``, ``"bridge:PATH"``), ``array``,
-    ``model`` (``"mlp"``, ``"cnn"``, ``"lenet5"``, ``"resnet8"`` or a network file ``.json``),
+    ``model`` (``"mlp"``, ``"cnn"``, ``"lenet5"``, ``"resnet8"``, a network file ``.json`` or
+    ``.onnx``, or a network as a graph: the dict that ``systole train --print-model --json``
+    prints, as ``json.loads`` reads it),
     ``hidden``, ``channels``, ``dataset`` (``"digits"``,
     ``"fashion-mnist"``), ``limit``, ``epochs``, ``batch``, ``lr``, ``lr_decay``, ``momentum``,
     ``check``, ``word_bits``, ``master_bits``, ``precision`` (``"fixed16"``, ``"f32"``, ``"f16"``,
@@ -144,6 +147,13 @@ def train(*, verbose: bool = True, **options: Any) -> TrainResult:
     line refuses (nothing is started then), :class:`DeviceError` when the device fails and
     :class:`TrainError` when the run does; an unknown keyword is a ``TypeError``.
     """
+    graph = options.get("model")
+    if isinstance(graph, dict):
+        # The command line reads a network from a file: hand it one for the run's length.
+        with tempfile.TemporaryDirectory(prefix="systole-network-") as tmp:
+            path = Path(tmp) / "network.json"
+            path.write_text(json.dumps(graph))
+            return train(verbose=verbose, **{**options, "model": str(path)})
     summary = json.loads(_native.train(_cli_words("train", options), verbose))
     out = options.get("out")
     return TrainResult(

@@ -97,3 +97,23 @@ def test_a_run_folder_is_not_overwritten_unasked(tmp_path):
     with pytest.raises(systole.TrainError, match="--overwrite"):
         systole.train(device="golden", array=4, out=out, verbose=False, **dict(SMALL, epochs=1, seed=4))
     assert (out / "run.json").read_bytes() == before
+
+
+def test_train_takes_a_network_as_a_graph():
+    # The graph the command line prints trains as the built-in network it describes, bit for bit;
+    # a changed graph trains as the network it now describes.
+    if cli() is None:
+        pytest.skip("SYSTOLE_CLI is not set (./x test sets it)")
+    printed = subprocess.run([cli(), "train", "--model", "mlp", "--print-model", "--json"],
+                             capture_output=True, text=True, check=True, timeout=120).stdout
+    graph = json.loads(printed)
+    opts = dict(epochs=1, limit=64, verbose=False)
+
+    def history(model):
+        # Each epoch's results, less its wall time.
+        return [{k: v for k, v in e.items() if k != "seconds"} for e in systole.train(model=model, **opts).history]
+
+    built_in = history("mlp")
+    assert history(graph) == built_in
+    graph["nodes"][0]["layer"]["Dense"]["out"] = 16
+    assert history(graph) != built_in
