@@ -232,7 +232,27 @@ pub(super) fn registers() -> String {
 /// The SoC's row DMA: its registers, the command's fields and the feature bit announcing it.
 pub(super) fn soc_dma() -> String {
     use systole_core::soc::*;
-    let mut rows: Vec<Vec<String>> = DMA_REGISTERS
+    soc_block(
+        &DMA_REGISTERS,
+        &SYS_FEATURE_DMA,
+        &[
+            ("`DMA_CMD`", ROW_CMD_ROW),
+            ("`DMA_CMD`", ROW_CMD_BANK),
+            ("`DMA_CMD`", ROW_CMD_KIND),
+            ("`DMA_LANES`, `DMA_ROWS`", DMA_COUNT),
+        ],
+    )
+}
+
+/// A SoC block's tables: its `registers` (name, address, meaning) with the `SYS_FEATURES` bit
+/// announcing it, then its `fields` by register.
+pub(super) fn soc_block(
+    registers: &[(&str, u32, &str)],
+    feature: &Field,
+    fields: &[(&str, Field)],
+) -> String {
+    use systole_core::soc::SYS_FEATURES;
+    let mut rows: Vec<Vec<String>> = registers
         .iter()
         .map(|&(name, addr, meaning)| {
             vec![
@@ -247,29 +267,21 @@ pub(super) fn soc_dma() -> String {
         "`SYS_FEATURES`".into(),
         format!(
             "read-only; bit {} (`{}`): {}",
-            SYS_FEATURE_DMA.lsb, SYS_FEATURE_DMA.name, SYS_FEATURE_DMA.meaning
+            feature.lsb, feature.name, feature.meaning
         ),
     ]);
     let mut out = table(&["address", "register", "meaning"], &rows);
     out.push('\n');
-    let fields: Vec<Vec<String>> = [ROW_CMD_ROW, ROW_CMD_BANK, ROW_CMD_KIND]
+    let fields: Vec<Vec<String>> = fields
         .iter()
-        .map(|f| {
+        .map(|(reg, f)| {
             vec![
-                "`DMA_CMD`".into(),
+                (*reg).into(),
                 format!("`{}`", f.name),
                 bits(f),
                 f.meaning.into(),
             ]
         })
-        .chain([DMA_COUNT].iter().map(|f| {
-            vec![
-                "`DMA_LANES`, `DMA_ROWS`".into(),
-                format!("`{}`", f.name),
-                bits(f),
-                f.meaning.into(),
-            ]
-        }))
         .collect();
     out.push_str(&table(&["register", "field", "bits", "meaning"], &fields));
     out
